@@ -1,0 +1,48 @@
+/*
+ * rtvb-probe: the target-side measurement binary of rtvbench.
+ * One static executable, libc only; subcommands print JSON Lines
+ * (docs/probe-output.md).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "probe.h"
+
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)"},
+    {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rtvb-probe <subcommand> [options]   (rtvb-probe <subcommand> --help)\n\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("rtvb-probe %s (schema %d)\n", RTVB_PROBE_VERSION, RTVB_SCHEMA_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rtvb-probe: unknown subcommand '%s'; run 'rtvb-probe --help' for the list.\n", argv[1]);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,60 @@
+/*
+ * Shared declarations of rtvb-probe: subcommand entry points, exit codes,
+ * and the small helpers every subcommand uses.
+ */
+#ifndef RTVB_PROBE_H
+#define RTVB_PROBE_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "jsonw.h"
+
+#define RTVB_PROBE_VERSION "0.1.0"
+/* Version of the JSON Lines schema (docs/probe-output.md). Bump on any
+ * incompatible change; the host refuses schemas it does not know. */
+#define RTVB_SCHEMA_VERSION 1
+
+/* Exit codes, as in DESIGN.md. */
+enum {
+    EXIT_OK = 0,
+    EXIT_USAGE = 2,   /* bad option or value */
+    EXIT_ENV = 3,     /* the environment refused something essential */
+};
+
+int cmd_latency(int argc, char **argv);
+int cmd_sysinfo(int argc, char **argv);
+
+/* Print "rtvb-probe <sub>: <message>" on stderr and return EXIT_USAGE. */
+int usage_error(const char *sub, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing: the whole string must be a number in [min, max]. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int parse_double(const char *s, double min, double max, double *out);
+
+/* Parse a CPU list like "0-3,6" into a sorted array of distinct CPU numbers.
+ * Returns the count, or -1 on a malformed list. */
+int parse_cpu_list(const char *s, int *cpus, int max_cpus);
+/* The CPUs this process may run on (its affinity mask), sorted. */
+int allowed_cpus(int *cpus, int max_cpus);
+
+static inline uint64_t ts_ns(const struct timespec *t)
+{
+    return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+static inline uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return ts_ns(&t);
+}
+
+/* Start a "meta" record with the fields every subcommand shares; the caller
+ * adds its parameters and privileges, then jw_emit()s. */
+void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv);
+/* Emit the final "end" record. status: "ok", "interrupted" or "error". */
+void emit_end(const char *status, uint64_t elapsed_ns, const char *error);
+
+#endif

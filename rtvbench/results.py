@@ -1,0 +1,56 @@
+"""What the store hands to analysis and report: one campaign run, as plain data.
+
+This module is the seam between the stages that produce data (runner, store)
+and the stages that interpret it (analysis, report). Nothing here touches a
+database or a target; analysis and report never import the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class Measurement:
+    """One execution of one benchmark, in one environment, under one load."""
+
+    id: int
+    environment: str
+    load: str
+    benchmark: str
+    kind: str                       # benchmark kind, e.g. "latency"
+    repetition: int                 # 0-based
+    status: str                     # "ok" | "interrupted" | "error" | "running"
+    command: list[str]              # exact probe argv, to reproduce it
+    load_commands: list[str]        # what generated the load (empty when idle)
+    started_at: datetime | None
+    finished_at: datetime | None
+    meta: dict[str, Any] | None     # the probe's meta record
+    results: list[dict[str, Any]]   # the probe's result records, verbatim
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None        # why it failed, when status == "error"
+
+    def result(self, cpu: Any = "all") -> dict[str, Any] | None:
+        """The result record for a CPU ("all" = merged), or None."""
+        for r in self.results:
+            if r.get("cpu") == cpu:
+                return r
+        return None
+
+
+@dataclass
+class CampaignRun:
+    """Everything known about one run of a campaign file."""
+
+    id: int
+    campaign_name: str
+    campaign_text: str              # the TOML file as it was run
+    campaign: dict[str, Any]        # the parsed TOML (environments, loads, benchmarks, requirements ...)
+    status: str                     # "running" | "finished" | "interrupted"
+    started_at: datetime | None
+    finished_at: datetime | None
+    fingerprints: dict[str, dict[str, Any]]   # environment name -> probe sysinfo record
+    measurements: list[Measurement]
