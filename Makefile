@@ -10,6 +10,8 @@ BUILD     := build/probe
 PY        := .venv/bin/python
 
 # Static, libc only: the binary is copied onto boards and into guests as is.
+# Binaries are linked to a temporary name and renamed, so a test that is
+# running one never sees it half-written.
 PROBE_CFLAGS  := $(CSTD) $(WARN) $(OPT) -pthread
 PROBE_LDFLAGS := -static -pthread -lm
 
@@ -32,18 +34,21 @@ probe: $(BUILD)/rtvb-probe
 
 $(BUILD)/rtvb-probe: $(PROBE_SRC) probe/main.c $(PROBE_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(PROBE_CFLAGS) -o $@ probe/main.c $(PROBE_SRC) $(PROBE_LDFLAGS)
+	$(CC) $(PROBE_CFLAGS) -o $@.tmp probe/main.c $(PROBE_SRC) $(PROBE_LDFLAGS)
+	mv -f $@.tmp $@
 
 probe-cross: $(foreach a,$(CROSS_ARCHES),$(BUILD)/$(a)/rtvb-probe)
 
 $(BUILD)/%/rtvb-probe: $(PROBE_SRC) probe/main.c $(PROBE_HDR)
 	@mkdir -p $(@D)
-	$(CROSS_$*) $(PROBE_CFLAGS) -o $@ probe/main.c $(PROBE_SRC) $(PROBE_LDFLAGS)
+	$(CROSS_$*) $(PROBE_CFLAGS) -o $@.tmp probe/main.c $(PROBE_SRC) $(PROBE_LDFLAGS)
+	mv -f $@.tmp $@
 
 # C unit tests of the probe core (histogram, parsing), built natively.
 $(BUILD)/test-%: probe/tests/test_%.c $(PROBE_SRC) $(PROBE_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@ $< $(PROBE_SRC) -pthread -lm
+	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@.tmp $< $(PROBE_SRC) -pthread -lm
+	mv -f $@.tmp $@
 
 probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
 	@for t in $^; do echo "== $$t"; $$t || exit 1; done
@@ -60,3 +65,14 @@ test: setup
 
 clean:
 	rm -rf build
+
+# Benchmarks of rtvbench itself (see bench/README.md); not part of `make test`.
+$(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/jsonw.c
+	@mkdir -p $(@D)
+	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@ bench/hist_record.c probe/hist.c probe/jsonw.c -lm
+
+.PHONY: bench
+bench: $(BUILD)/bench-hist-record probe
+	$(BUILD)/bench-hist-record
+	$(PY) bench/latency_cpu_cost.py
+	@for b in $(BUILD)/rtvb-probe $(wildcard $(BUILD)/*/rtvb-probe); do printf '%-40s %8d bytes\n' $$b $$(stat -c %s $$b); done

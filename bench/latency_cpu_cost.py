@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Per-wake-up CPU cost of `rtvb-probe latency` vs. cyclictest, and peak RSS.
+
+Both run the same measurement (one thread on CPU 0, SCHED_FIFO 80, 1 ms
+interval, N loops), alternately, several rounds; CPU time (user + system) and
+peak RSS of each child come from wait4()'s rusage. Reported: medians, and the
+ratio within each round (the machine is shared, so ratios in one run are what
+to compare).
+
+usage: bench/latency_cpu_cost.py [--loops N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def measure(cmd: list[str]) -> tuple[float, int]:
+    """CPU seconds and peak RSS (KiB) of one child run."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd[0]} failed with status {status}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--loops", type=int, default=5000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+
+    subprocess.run(["make", "-s", "-C", str(REPO), "probe"], check=True)
+    probe = str(REPO / "build/probe/rtvb-probe")
+    ours_cmd = [probe, "latency", "--interval-us", "1000", "--loops", str(args.loops), "--cpus", "0",
+                "--priority", "80"]
+    theirs_cmd = ["cyclictest", "-q", "-m", "-p80", "-i1000", f"-l{args.loops}", "-t1", "-a0"]
+
+    ours, theirs, ratios, rss_ours, rss_theirs = [], [], [], [], []
+    for _ in range(args.rounds):
+        cpu_a, rss_a = measure(ours_cmd)
+        cpu_b, rss_b = measure(theirs_cmd)
+        ours.append(cpu_a / args.loops * 1e9)
+        theirs.append(cpu_b / args.loops * 1e9)
+        ratios.append(cpu_a / cpu_b if cpu_b else float("nan"))
+        rss_ours.append(rss_a)
+        rss_theirs.append(rss_b)
+
+    print(f"loops={args.loops} rounds={args.rounds} (1 thread, 1 ms, SCHED_FIFO 80)")
+    print(f"CPU per wake-up: rtvb-probe {statistics.median(ours):.0f} ns, "
+          f"cyclictest {statistics.median(theirs):.0f} ns, "
+          f"ratio (median of per-round ratios) {statistics.median(ratios):.2f}")
+    print(f"peak RSS: rtvb-probe {statistics.median(rss_ours)} KiB, cyclictest {statistics.median(rss_theirs)} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+#include "hist.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "jsonw.h"
+
+void hist_reset(struct hist *h)
+{
+    memset(h, 0, sizeof *h);
+    h->min = UINT64_MAX;
+}
+
+void hist_merge(struct hist *dst, const struct hist *src)
+{
+    if (src->count == 0)
+        return;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+        dst->buckets[i] += src->buckets[i];
+    dst->count += src->count;
+    dst->sum += src->sum;
+    dst->sumsq += src->sumsq;
+    if (src->min < dst->min)
+        dst->min = src->min;
+    if (src->max > dst->max)
+        dst->max = src->max;
+}
+
+void hist_bucket_bounds(unsigned idx, uint64_t *lo, uint64_t *hi)
+{
+    if (idx < HIST_LINEAR) {
+        *lo = idx;
+        *hi = (uint64_t)idx + 1;
+        return;
+    }
+    unsigned k = idx - HIST_LINEAR;
+    unsigned msb = HIST_SUB_BITS + k / HIST_PER_OCTAVE;
+    uint64_t top = HIST_PER_OCTAVE + k % HIST_PER_OCTAVE;   /* top 8 bits */
+    unsigned shift = msb - (HIST_SUB_BITS - 1);
+    *lo = top << shift;
+    uint64_t width = (uint64_t)1 << shift;
+    *hi = *lo > UINT64_MAX - width ? UINT64_MAX : *lo + width;
+}
+
+uint64_t hist_percentile(const struct hist *h, double p)
+{
+    if (h->count == 0)
+        return 0;
+    /* Nearest rank: the smallest value with at least p % of samples <= it. */
+    double exact_rank = ceil(p / 100.0 * (double)h->count);
+    uint64_t rank = exact_rank < 1 ? 1 : (uint64_t)exact_rank;
+    if (rank > h->count)
+        rank = h->count;
+    uint64_t seen = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->buckets[i];
+        if (seen >= rank) {
+            uint64_t lo, hi;
+            hist_bucket_bounds(i, &lo, &hi);
+            uint64_t v = lo + (hi - lo) / 2;   /* exact when width is 1 */
+            /* The exact extremes are known: never report beyond them. */
+            if (v < h->min)
+                v = h->min;
+            if (v > h->max)
+                v = h->max;
+            return v;
+        }
+    }
+    return h->max;
+}
+
+double hist_mean(const struct hist *h)
+{
+    return h->count ? (double)h->sum / (double)h->count : 0.0;
+}
+
+double hist_stddev(const struct hist *h)
+{
+    if (h->count == 0)
+        return 0.0;
+    double mean = hist_mean(h);
+    double var = h->sumsq / (double)h->count - mean * mean;
+    return var > 0 ? sqrt(var) : 0.0;
+}
+
+void hist_write_json(const struct hist *h, struct jw *w, const char *key)
+{
+    jw_obj(w, key);
+    jw_str(w, "scheme", "log-linear");
+    jw_int(w, "sub_bucket_bits", HIST_SUB_BITS);
+    jw_arr(w, "buckets");
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        if (!h->buckets[i])
+            continue;
+        uint64_t lo, hi;
+        hist_bucket_bounds(i, &lo, &hi);
+        jw_arr(w, NULL);
+        jw_uint(w, NULL, lo);
+        jw_uint(w, NULL, hi);
+        jw_uint(w, NULL, h->buckets[i]);
+        jw_end(w);
+    }
+    jw_end(w);
+    jw_end(w);
+}

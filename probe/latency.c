@@ -1,0 +1,607 @@
+/*
+ * latency: timer wake-up latency and jitter.
+ *
+ * One thread per selected CPU, pinned, at the requested real-time policy,
+ * sleeps to a deadline and records how late it woke up. This is the method
+ * of cyclictest, with three differences that matter for an evaluation:
+ *  - periods missed by a long stall are counted, not silently skipped;
+ *  - the histogram is log-linear over the whole 64-bit range, so no sample
+ *    is lost to an overflow bucket and percentiles are within 1 %;
+ *  - what was not granted (RT policy, mlockall) is reported, never assumed.
+ */
+#include "latency.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+#define SUB "latency"
+#define WORKER_STACK (256 * 1024)
+#define STACK_PREFAULT (64 * 1024)
+
+static atomic_int stop_requested;
+static uint64_t start_ns;                  /* common origin of all workers */
+static pthread_barrier_t ready, go;
+
+static void usage(void)
+{
+    printf(
+        "usage: rtvb-probe latency [options]\n"
+        "  --interval-us N        period of each thread (default 1000)\n"
+        "  --loops N              activations per thread (default: no limit)\n"
+        "  --duration-s S         stop after S seconds (default: no limit)\n"
+        "  --priority P           real-time priority 1..99 (default 80)\n"
+        "  --policy fifo|rr|other scheduling policy (default fifo)\n"
+        "  --cpus LIST            CPUs to measure, e.g. 0-3,6 (default: all allowed)\n"
+        "  --threshold-us T       count samples above T us; repeatable\n"
+        "  --window-s W           print a window record per CPU every W seconds\n"
+        "  --mode abstime|relative  sleep to absolute deadlines, or an interval from now\n"
+        "  --format jsonl|cyclictest|cyclictest-json  output format (default jsonl)\n"
+        "  --histogram-us N       cyclictest formats: histogram of N 1-us rows\n"
+        "  --cpu-dma-latency-us N value held in /dev/cpu_dma_latency during the run\n"
+        "                         (default 0, as cyclictest; -1 leaves it alone)\n"
+        "Without any limit it runs until SIGINT or SIGTERM.\n");
+}
+
+static int parse_options(int argc, char **argv, struct lat_options *o)
+{
+    enum { O_INTERVAL = 1000, O_LOOPS, O_DURATION, O_PRIORITY, O_POLICY, O_CPUS,
+           O_THRESHOLD, O_WINDOW, O_MODE, O_FORMAT, O_HIST, O_DMA, O_HELP };
+    static const struct option longopts[] = {
+        {"interval-us", required_argument, 0, O_INTERVAL},
+        {"loops", required_argument, 0, O_LOOPS},
+        {"duration-s", required_argument, 0, O_DURATION},
+        {"priority", required_argument, 0, O_PRIORITY},
+        {"policy", required_argument, 0, O_POLICY},
+        {"cpus", required_argument, 0, O_CPUS},
+        {"threshold-us", required_argument, 0, O_THRESHOLD},
+        {"window-s", required_argument, 0, O_WINDOW},
+        {"mode", required_argument, 0, O_MODE},
+        {"format", required_argument, 0, O_FORMAT},
+        {"histogram-us", required_argument, 0, O_HIST},
+        {"cpu-dma-latency-us", required_argument, 0, O_DMA},
+        {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0},
+    };
+    uint64_t u;
+    double d;
+    int priority_set = 0;
+
+    *o = (struct lat_options){
+        .interval_ns = 1000000, .priority = 80, .policy = SCHED_FIFO,
+        .mode = MODE_ABSTIME, .format = FORMAT_JSONL, .dma_latency_us = 0,
+    };
+    opterr = 0;
+    optind = 1;
+    for (;;) {
+        int c = getopt_long(argc, argv, "", longopts, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case O_INTERVAL:
+            if (parse_u64(optarg, 1, 3600000000ull, &u))
+                return usage_error(SUB, "--interval-us must be an integer from 1 to 3600000000, got '%s'.", optarg);
+            o->interval_ns = u * 1000;
+            break;
+        case O_LOOPS:
+            if (parse_u64(optarg, 1, UINT64_MAX / 2, &u))
+                return usage_error(SUB, "--loops must be a positive integer, got '%s'.", optarg);
+            o->loops = u;
+            break;
+        case O_DURATION:
+            if (parse_double(optarg, 0.001, 1e7, &d))
+                return usage_error(SUB, "--duration-s must be a number of seconds from 0.001 to 1e7, got '%s'.", optarg);
+            o->duration_ns = (uint64_t)(d * 1e9);
+            break;
+        case O_PRIORITY:
+            if (parse_u64(optarg, 0, 99, &u))
+                return usage_error(SUB, "--priority must be an integer from 0 to 99, got '%s'.", optarg);
+            o->priority = (int)u;
+            priority_set = 1;
+            break;
+        case O_POLICY:
+            if (!strcmp(optarg, "fifo"))
+                o->policy = SCHED_FIFO;
+            else if (!strcmp(optarg, "rr"))
+                o->policy = SCHED_RR;
+            else if (!strcmp(optarg, "other"))
+                o->policy = SCHED_OTHER;
+            else
+                return usage_error(SUB, "--policy must be fifo, rr or other, got '%s'.", optarg);
+            break;
+        case O_CPUS:
+            o->ncpus = parse_cpu_list(optarg, o->cpus, LAT_MAX_CPUS);
+            if (o->ncpus <= 0)
+                return usage_error(SUB, "--cpus must be a CPU list such as 0-3,6, got '%s'.", optarg);
+            break;
+        case O_THRESHOLD:
+            if (o->nthresholds == LAT_MAX_THRESHOLDS)
+                return usage_error(SUB, "at most %d --threshold-us options are supported.", LAT_MAX_THRESHOLDS);
+            if (parse_double(optarg, 0.001, 3.6e9, &d))
+                return usage_error(SUB, "--threshold-us must be a positive number of microseconds, got '%s'.", optarg);
+            o->thresholds_ns[o->nthresholds++] = (uint64_t)(d * 1000.0 + 0.5);
+            break;
+        case O_WINDOW:
+            /* Below 10 ms the printing thread could not keep up on a slow board. */
+            if (parse_double(optarg, 0.01, 1e6, &d))
+                return usage_error(SUB, "--window-s must be a number of seconds from 0.01 to 1e6, got '%s'.", optarg);
+            o->window_ns = (uint64_t)(d * 1e9);
+            break;
+        case O_MODE:
+            if (!strcmp(optarg, "abstime"))
+                o->mode = MODE_ABSTIME;
+            else if (!strcmp(optarg, "relative"))
+                o->mode = MODE_RELATIVE;
+            else
+                return usage_error(SUB, "--mode must be abstime or relative, got '%s'.", optarg);
+            break;
+        case O_FORMAT:
+            if (!strcmp(optarg, "jsonl"))
+                o->format = FORMAT_JSONL;
+            else if (!strcmp(optarg, "cyclictest"))
+                o->format = FORMAT_CYCLICTEST;
+            else if (!strcmp(optarg, "cyclictest-json"))
+                o->format = FORMAT_CYCLICTEST_JSON;
+            else
+                return usage_error(SUB, "--format must be jsonl, cyclictest or cyclictest-json, got '%s'.", optarg);
+            break;
+        case O_HIST:
+            if (parse_u64(optarg, 1, 1000000, &u))
+                return usage_error(SUB, "--histogram-us must be an integer from 1 to 1000000, got '%s'.", optarg);
+            o->histogram_us = (unsigned)u;
+            break;
+        case O_DMA:
+            if (!strcmp(optarg, "-1"))
+                o->dma_latency_us = -1;
+            else if (parse_u64(optarg, 0, 2000000000, &u) == 0)
+                o->dma_latency_us = (int)u;
+            else
+                return usage_error(SUB, "--cpu-dma-latency-us must be -1 or an integer >= 0, got '%s'.", optarg);
+            break;
+        case O_HELP:
+            usage();
+            return -1;
+        default:
+            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe latency --help'.",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe latency --help'.", argv[optind]);
+    if (o->policy == SCHED_OTHER) {
+        if (priority_set && o->priority != 0)
+            return usage_error(SUB, "--policy other takes no real-time priority; drop --priority or use 0.");
+        o->priority = 0;
+    } else if (o->priority == 0) {
+        return usage_error(SUB, "--policy fifo and rr need --priority from 1 to 99.");
+    }
+
+    int allowed[LAT_MAX_CPUS];
+    int nallowed = allowed_cpus(allowed, LAT_MAX_CPUS);
+    if (nallowed <= 0)
+        return usage_error(SUB, "cannot read this process's CPU affinity.");
+    if (o->ncpus == 0) {
+        memcpy(o->cpus, allowed, (size_t)nallowed * sizeof *allowed);
+        o->ncpus = nallowed;
+    }
+    for (int i = 0; i < o->ncpus; i++) {
+        int ok = 0;
+        for (int j = 0; j < nallowed && !ok; j++)
+            ok = allowed[j] == o->cpus[i];
+        if (!ok)
+            return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick CPUs with --cpus.",
+                               o->cpus[i]);
+    }
+    return 0;
+}
+
+/* What the kernel will actually give us, found out before anything is
+ * printed, so that meta states the truth. */
+static void acquire_privileges(const struct lat_options *o, struct lat_privileges *p, int *dma_fd)
+{
+    *p = (struct lat_privileges){.policy = o->policy, .priority = o->priority, .dma_latency = -1};
+    *dma_fd = -1;
+
+    p->mlockall = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+
+    if (o->policy == SCHED_OTHER) {
+        p->rt_granted = 0;
+    } else {
+        /* Try on the main thread, then drop back: the workers set their own
+         * policy at creation, and the main thread must not compete with them. */
+        struct sched_param sp = {.sched_priority = o->priority};
+        p->rt_granted = sched_setscheduler(0, o->policy, &sp) == 0;
+        struct sched_param other = {.sched_priority = 0};
+        sched_setscheduler(0, SCHED_OTHER, &other);
+        if (!p->rt_granted) {
+            p->policy = SCHED_OTHER;
+            p->priority = 0;
+        }
+    }
+
+    if (o->dma_latency_us >= 0) {
+        /* Held open for the whole run: deep idle states add exit latency
+         * that has nothing to do with the scheduler, and cyclictest holds
+         * it at 0 by default, so comparisons with it need the same. */
+        int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            int32_t v = o->dma_latency_us;
+            if (write(fd, &v, sizeof v) == (ssize_t)sizeof v) {
+                p->dma_latency = 1;
+                *dma_fd = fd;
+            } else {
+                p->dma_latency = 0;
+                close(fd);
+            }
+        } else {
+            p->dma_latency = errno == ENOENT ? -1 : 0;
+        }
+    }
+}
+
+static const char *policy_name(int policy)
+{
+    return policy == SCHED_FIFO ? "fifo" : policy == SCHED_RR ? "rr" : "other";
+}
+
+/* A refused privilege is reported in the output format's own channel: a
+ * warning record for JSON Lines, a comment on stderr for cyclictest formats. */
+static void report_warning(const struct lat_options *o, const char *code, const char *text)
+{
+    if (o->format == FORMAT_JSONL)
+        jw_warning(code, "%s", text);
+    else
+        fprintf(stderr, "# warning: %s\n", text);
+}
+
+static void warn_privileges(const struct lat_options *o, const struct lat_privileges *p)
+{
+    char text[512];
+
+    if (o->policy != SCHED_OTHER && !p->rt_granted) {
+        snprintf(text, sizeof text,
+                 "SCHED_%s priority %d was not granted, so threads run as SCHED_OTHER and latencies include "
+                 "ordinary scheduling delays; run as root or raise RLIMIT_RTPRIO (ulimit -r).",
+                 o->policy == SCHED_FIFO ? "FIFO" : "RR", o->priority);
+        report_warning(o, "no_rt_policy", text);
+    }
+    if (!p->mlockall)
+        report_warning(o, "no_mlockall",
+                       "mlockall was refused, so page faults can add to latencies; run as root or raise "
+                       "RLIMIT_MEMLOCK (ulimit -l).");
+    if (o->dma_latency_us >= 0 && p->dma_latency == 0)
+        report_warning(o, "no_cpu_dma_latency",
+                       "/dev/cpu_dma_latency could not be set, so CPU idle-state exit latency may add to "
+                       "results; run as root or pass --cpu-dma-latency-us -1 to accept it.");
+}
+
+static void print_meta(int argc, char **argv, const struct lat_options *o, const struct lat_privileges *p)
+{
+    struct jw w = {0};
+    meta_begin(&w, SUB, argc, argv);
+    jw_obj(&w, "params");
+    jw_uint(&w, "interval_ns", o->interval_ns);
+    jw_uint(&w, "loops", o->loops);
+    jw_uint(&w, "duration_ns", o->duration_ns);
+    jw_int(&w, "priority", o->priority);
+    jw_str(&w, "policy", policy_name(o->policy));
+    jw_arr(&w, "cpus");
+    for (int i = 0; i < o->ncpus; i++)
+        jw_int(&w, NULL, o->cpus[i]);
+    jw_end(&w);
+    jw_arr(&w, "thresholds_ns");
+    for (int i = 0; i < o->nthresholds; i++)
+        jw_uint(&w, NULL, o->thresholds_ns[i]);
+    jw_end(&w);
+    jw_uint(&w, "window_ns", o->window_ns);
+    jw_str(&w, "mode", o->mode == MODE_ABSTIME ? "abstime" : "relative");
+    jw_str(&w, "format", "jsonl");
+    jw_uint(&w, "histogram_us", o->histogram_us);
+    jw_int(&w, "cpu_dma_latency_us", o->dma_latency_us);
+    jw_end(&w);
+    jw_obj(&w, "privileges");
+    jw_str(&w, "policy", policy_name(p->policy));
+    jw_int(&w, "priority", p->priority);
+    jw_bool(&w, "rt_granted", p->rt_granted);
+    jw_bool(&w, "mlockall", p->mlockall);
+    if (p->dma_latency < 0)
+        jw_null(&w, "cpu_dma_latency");
+    else
+        jw_bool(&w, "cpu_dma_latency", p->dma_latency);
+    jw_end(&w);
+    jw_emit(&w);
+    jw_free(&w);
+}
+
+/* Touch the stack now, so that its pages are present (and locked, with
+ * mlockall) before the first measurement rather than faulted in during one. */
+__attribute__((noinline)) static void prefault_stack(void)
+{
+    volatile char area[STACK_PREFAULT];
+    for (size_t i = 0; i < sizeof area; i += 256)
+        area[i] = 0;
+}
+
+static void push_window(struct lat_worker *w, const struct window_summary *s)
+{
+    unsigned head = atomic_load_explicit(&w->ring_head, memory_order_relaxed);
+    unsigned tail = atomic_load_explicit(&w->ring_tail, memory_order_acquire);
+    if (head - tail >= LAT_WINDOW_RING) {
+        /* The printer is stalled; count it rather than block a measuring thread. */
+        atomic_fetch_add(&w->windows_dropped, 1);
+        return;
+    }
+    w->ring[head % LAT_WINDOW_RING] = *s;
+    atomic_store_explicit(&w->ring_head, head + 1, memory_order_release);
+}
+
+/* Close the current window: fold it into the run total, publish its summary.
+ * Runs on the measuring thread between two activations; it touches only the
+ * buckets the window used, so it costs microseconds, once per window. */
+static void close_window(struct lat_worker *w, uint64_t index, uint64_t t_start, uint64_t t_end)
+{
+    struct hist *h = w->window;
+    struct window_summary s = {
+        .index = index, .t_start_ns = t_start, .t_end_ns = t_end,
+        .count = h->count, .missed = w->window_missed,
+        .min_ns = h->count ? h->min : 0, .max_ns = h->max,
+        .p99_ns = hist_percentile(h, 99.0),
+    };
+    if (w->opt->window_ns)
+        push_window(w, &s);
+    if (h->count) {
+        unsigned lo = hist_index(h->min), hi = hist_index(h->max);
+        hist_merge(w->total, h);
+        memset(&h->buckets[lo], 0, (hi - lo + 1) * sizeof h->buckets[0]);
+    }
+    h->count = h->sum = h->max = 0;
+    h->sumsq = 0;
+    h->min = UINT64_MAX;
+    w->window_missed = 0;
+}
+
+static inline struct timespec to_ts(uint64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+}
+
+static void *worker_main(void *arg)
+{
+    struct lat_worker *w = arg;
+    const struct lat_options *o = w->opt;
+    const uint64_t interval = o->interval_ns;
+
+    w->tid = (pid_t)syscall(SYS_gettid);
+    prefault_stack();
+    pthread_barrier_wait(&ready);
+    pthread_barrier_wait(&go);
+
+    uint64_t origin = start_ns;
+    uint64_t deadline = origin + interval;
+    uint64_t end = o->duration_ns ? origin + o->duration_ns : UINT64_MAX;
+    uint64_t window_len = o->window_ns ? o->window_ns : UINT64_MAX;
+    uint64_t window_index = 0;
+    uint64_t window_end = o->window_ns ? origin + window_len : UINT64_MAX;
+    uint64_t cycle = 0;
+
+    while (!atomic_load_explicit(&stop_requested, memory_order_relaxed)) {
+        uint64_t now;
+        int rc;
+        if (o->mode == MODE_ABSTIME) {
+            struct timespec ts = to_ts(deadline);
+            rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        } else {
+            /* 003's response-time method: the period restarts from "now", so
+             * the work done between activations shifts every later deadline. */
+            struct timespec ts = to_ts(interval);
+            deadline = mono_ns() + interval;
+            rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+        }
+        now = mono_ns();
+        if (rc == EINTR)
+            continue;
+        if (rc != 0) {
+            w->error = rc;
+            break;
+        }
+
+        /* A sample belongs to the window in which it woke up; windows the
+         * thread slept through entirely are published empty, so a stall is
+         * visible in the time series rather than hidden by a gap. */
+        while (now >= window_end) {
+            close_window(w, window_index++, window_end - window_len - origin, window_end - origin);
+            window_end += window_len;
+        }
+
+        uint64_t lat = now > deadline ? now - deadline : 0;
+        hist_record(w->window, lat);
+        w->last_ns = lat;
+        for (int i = 0; i < o->nthresholds; i++)
+            w->over[i] += lat > o->thresholds_ns[i];
+        if (w->us_buckets) {
+            uint64_t us = lat / 1000;
+            if (us < o->histogram_us) {
+                w->us_buckets[us]++;
+            } else {
+                if (w->n_overflow_cycles < LAT_MAX_OVERFLOW_CYCLES)
+                    w->overflow_cycles[w->n_overflow_cycles++] = cycle;
+                w->us_overflows++;
+            }
+        }
+        cycle++;
+
+        /* Activations that could not happen because we woke too late. */
+        uint64_t skipped = lat / interval;
+        w->missed += skipped;
+        w->window_missed += skipped;
+        deadline += (skipped + 1) * interval;
+
+        if ((o->loops && cycle >= o->loops) || now >= end)
+            break;
+    }
+    uint64_t t_end = mono_ns();
+    if (w->window->count || w->window_missed) {
+        uint64_t ws = window_end == UINT64_MAX ? 0 : window_end - window_len - origin;
+        close_window(w, window_index, ws, t_end - origin);
+    }
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void drain_windows(struct lat_worker *ws, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct lat_worker *w = &ws[i];
+        unsigned tail = atomic_load_explicit(&w->ring_tail, memory_order_relaxed);
+        unsigned head = atomic_load_explicit(&w->ring_head, memory_order_acquire);
+        for (; tail != head; tail++)
+            lat_print_window(&w->ring[tail % LAT_WINDOW_RING], w->cpu);
+        atomic_store_explicit(&w->ring_tail, tail, memory_order_release);
+    }
+}
+
+static int start_worker(struct lat_worker *w, const struct lat_privileges *p)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WORKER_STACK);
+    CPU_ZERO(&set);
+    CPU_SET(w->cpu, &set);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, p->policy);
+    struct sched_param sp = {.sched_priority = p->priority};
+    pthread_attr_setschedparam(&attr, &sp);
+    int rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+static struct hist *new_hist(void)
+{
+    struct hist *h = malloc(sizeof *h);
+    if (h)
+        hist_reset(h);   /* writes every page: allocated and present before measuring */
+    return h;
+}
+
+int cmd_latency(int argc, char **argv)
+{
+    struct lat_options o;
+    struct lat_privileges priv;
+    int dma_fd;
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+
+    /* Workers inherit this mask, so SIGINT/SIGTERM reach only the main
+     * thread, which waits for them with sigtimedwait below. */
+    sigset_t stopsigs;
+    sigemptyset(&stopsigs);
+    sigaddset(&stopsigs, SIGINT);
+    sigaddset(&stopsigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
+
+    acquire_privileges(&o, &priv, &dma_fd);
+    uint64_t t0 = mono_ns();
+    time_t wall_start = time(NULL);
+    if (o.format == FORMAT_JSONL)
+        print_meta(argc, argv, &o, &priv);
+    warn_privileges(&o, &priv);
+
+    struct lat_worker *workers = calloc((size_t)o.ncpus, sizeof *workers);
+    if (!workers) {
+        fprintf(stderr, "rtvb-probe latency: out of memory.\n");
+        return EXIT_ENV;
+    }
+    for (int i = 0; i < o.ncpus; i++) {
+        struct lat_worker *w = &workers[i];
+        w->cpu = o.cpus[i];
+        w->opt = &o;
+        w->total = new_hist();
+        w->window = new_hist();
+        if (o.histogram_us)
+            w->us_buckets = calloc(o.histogram_us, sizeof *w->us_buckets);
+        if (!w->total || !w->window || (o.histogram_us && !w->us_buckets)) {
+            fprintf(stderr, "rtvb-probe latency: out of memory for %d histograms.\n", o.ncpus);
+            return EXIT_ENV;
+        }
+    }
+
+    pthread_barrier_init(&ready, NULL, (unsigned)o.ncpus + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)o.ncpus + 1);
+    for (int i = 0; i < o.ncpus; i++) {
+        rc = start_worker(&workers[i], &priv);
+        if (rc) {
+            /* Cannot continue with fewer threads than asked: the result would
+             * silently cover other CPUs than the user chose. */
+            fprintf(stderr, "rtvb-probe latency: cannot start the thread for CPU %d: %s.\n",
+                    workers[i].cpu, strerror(rc));
+            _exit(EXIT_ENV);
+        }
+    }
+    pthread_barrier_wait(&ready);
+    start_ns = mono_ns();
+    pthread_barrier_wait(&go);
+
+    int interrupted = 0;
+    const struct timespec poll = {.tv_sec = 0, .tv_nsec = 20 * 1000000};
+    for (;;) {
+        int sig = sigtimedwait(&stopsigs, NULL, &poll);
+        if (sig == SIGINT || sig == SIGTERM) {
+            interrupted = 1;
+            atomic_store(&stop_requested, 1);
+        }
+        if (o.format == FORMAT_JSONL)
+            drain_windows(workers, o.ncpus);
+        int done = 0;
+        for (int i = 0; i < o.ncpus; i++)
+            done += atomic_load(&workers[i].done);
+        if (done == o.ncpus)
+            break;
+    }
+    for (int i = 0; i < o.ncpus; i++)
+        pthread_join(workers[i].thread, NULL);
+    if (dma_fd >= 0)
+        close(dma_fd);
+
+    int error = 0;
+    for (int i = 0; i < o.ncpus; i++) {
+        unsigned dropped = atomic_load(&workers[i].windows_dropped);
+        if (workers[i].error) {
+            error = workers[i].error;
+            fprintf(stderr, "rtvb-probe latency: clock_nanosleep failed on CPU %d: %s.\n",
+                    workers[i].cpu, strerror(workers[i].error));
+        }
+        if (dropped && o.format == FORMAT_JSONL)
+            jw_warning("windows_dropped", "%u window records of CPU %d were not printed because the output "
+                       "could not keep up; use a longer --window-s.", dropped, workers[i].cpu);
+    }
+
+    switch (o.format) {
+    case FORMAT_JSONL:
+        drain_windows(workers, o.ncpus);
+        lat_print_results(workers, o.ncpus, &o);
+        emit_end(error ? "error" : interrupted ? "interrupted" : "ok", mono_ns() - t0,
+                 error ? "clock_nanosleep failed" : NULL);
+        break;
+    case FORMAT_CYCLICTEST:
+        lat_print_cyclictest(workers, o.ncpus, &o);
+        break;
+    case FORMAT_CYCLICTEST_JSON:
+        lat_print_cyclictest_json(workers, o.ncpus, &o, argc, argv, wall_start, time(NULL), error ? 1 : 0);
+        break;
+    }
+    return error ? EXIT_ENV : EXIT_OK;
+}

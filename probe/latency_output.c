@@ -1,0 +1,227 @@
+/*
+ * Output of the `latency` subcommand: rtvbench's JSON Lines records, and
+ * cyclictest's text and --json layouts so that existing parsers and plot
+ * scripts (OSADL latency plots, rteval) read rtvb-probe's results unchanged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "latency.h"
+#include "probe.h"
+
+static const struct {
+    const char *field;
+    double p;
+} percentiles[] = {
+    {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9},
+    {"p9999_ns", 99.99}, {"p99999_ns", 99.999}, {"p999999_ns", 99.9999},
+};
+
+void lat_print_window(const struct window_summary *s, int cpu)
+{
+    struct jw w = {0};
+    jw_record(&w, "window");
+    jw_int(&w, "cpu", cpu);
+    jw_uint(&w, "index", s->index);
+    jw_uint(&w, "t_start_ns", s->t_start_ns);
+    jw_uint(&w, "t_end_ns", s->t_end_ns);
+    jw_uint(&w, "count", s->count);
+    jw_uint(&w, "missed", s->missed);
+    if (s->count) {
+        jw_uint(&w, "min_ns", s->min_ns);
+        jw_uint(&w, "max_ns", s->max_ns);
+        jw_uint(&w, "p99_ns", s->p99_ns);
+    } else {
+        jw_null(&w, "min_ns");
+        jw_null(&w, "max_ns");
+        jw_null(&w, "p99_ns");
+    }
+    jw_emit(&w);
+    jw_free(&w);
+}
+
+static void print_result(int cpu, pid_t tid, const struct hist *h, uint64_t missed, const uint64_t *over,
+                         const struct lat_options *o)
+{
+    struct jw w = {0};
+    jw_record(&w, "result");
+    if (cpu >= 0) {
+        jw_int(&w, "cpu", cpu);
+        jw_int(&w, "tid", tid);
+    } else {
+        jw_str(&w, "cpu", "all");
+    }
+    jw_uint(&w, "count", h->count);
+    jw_uint(&w, "missed", missed);
+    if (h->count) {
+        jw_uint(&w, "min_ns", h->min);
+        jw_double(&w, "avg_ns", hist_mean(h));
+        jw_uint(&w, "max_ns", h->max);
+        jw_double(&w, "stddev_ns", hist_stddev(h));
+        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
+            jw_uint(&w, percentiles[i].field, hist_percentile(h, percentiles[i].p));
+    } else {
+        static const char *empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns"};
+        for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
+            jw_null(&w, empty[i]);
+        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
+            jw_null(&w, percentiles[i].field);
+    }
+    jw_obj(&w, "over");
+    for (int i = 0; i < o->nthresholds; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%llu", (unsigned long long)o->thresholds_ns[i]);
+        jw_uint(&w, key, over[i]);
+    }
+    jw_end(&w);
+    hist_write_json(h, &w, "histogram");
+    jw_emit(&w);
+    jw_free(&w);
+}
+
+void lat_print_results(struct lat_worker *ws, int n, const struct lat_options *o)
+{
+    struct hist *all = malloc(sizeof *all);
+    uint64_t missed = 0, over[LAT_MAX_THRESHOLDS] = {0};
+    if (!all)
+        return;
+    hist_reset(all);
+    for (int i = 0; i < n; i++) {
+        print_result(ws[i].cpu, ws[i].tid, ws[i].total, ws[i].missed, ws[i].over, o);
+        hist_merge(all, ws[i].total);
+        missed += ws[i].missed;
+        for (int t = 0; t < o->nthresholds; t++)
+            over[t] += ws[i].over[t];
+    }
+    print_result(-1, 0, all, missed, over, o);
+    free(all);
+}
+
+/* cyclictest reports whole microseconds, truncated. */
+static unsigned long long us(uint64_t ns) { return (unsigned long long)(ns / 1000); }
+
+static void print_cyclictest_histogram(struct lat_worker *ws, int n, const struct lat_options *o)
+{
+    printf("# Histogram\n");
+    for (unsigned row = 0; row < o->histogram_us; row++) {
+        printf("%06u ", row);
+        for (int i = 0; i < n; i++)
+            printf("%06llu%s", (unsigned long long)ws[i].us_buckets[row], i + 1 < n ? "\t" : "");
+        printf("\n");
+    }
+    /* As in cyclictest, the total counts only samples inside the histogram. */
+    printf("# Total:");
+    for (int i = 0; i < n; i++)
+        printf(" %09llu", (unsigned long long)(ws[i].total->count - ws[i].us_overflows));
+    printf("\n# Min Latencies:");
+    for (int i = 0; i < n; i++)
+        printf(" %05llu", ws[i].total->count ? us(ws[i].total->min) : 0);
+    printf("\n# Avg Latencies:");
+    for (int i = 0; i < n; i++)
+        printf(" %05llu", us((uint64_t)hist_mean(ws[i].total)));
+    printf("\n# Max Latencies:");
+    for (int i = 0; i < n; i++)
+        printf(" %05llu", us(ws[i].total->max));
+    printf("\n# Histogram Overflows:");
+    for (int i = 0; i < n; i++)
+        printf(" %05llu", (unsigned long long)ws[i].us_overflows);
+    printf("\n# Histogram Overflow at cycle number:\n");
+    for (int i = 0; i < n; i++) {
+        printf("# Thread %d:", i);
+        for (unsigned k = 0; k < ws[i].n_overflow_cycles; k++)
+            printf(" %05llu", (unsigned long long)ws[i].overflow_cycles[k]);
+        if (ws[i].us_overflows > ws[i].n_overflow_cycles)
+            printf(" # %05llu others", (unsigned long long)(ws[i].us_overflows - ws[i].n_overflow_cycles));
+        printf("\n");
+    }
+}
+
+void lat_print_cyclictest(struct lat_worker *ws, int n, const struct lat_options *o)
+{
+    if (o->histogram_us) {
+        /* cyclictest -q -h prints only the histogram block. */
+        print_cyclictest_histogram(ws, n, o);
+    } else {
+        for (int i = 0; i < n; i++) {
+            const struct hist *h = ws[i].total;
+            printf("T:%2d (%5d) P:%2d I:%llu C:%7llu Min:%7llu Act:%5llu Avg:%5llu Max:%8llu\n", i,
+                   (int)ws[i].tid, o->priority, us(o->interval_ns), (unsigned long long)h->count,
+                   h->count ? us(h->min) : 0, us(ws[i].last_ns), us((uint64_t)hist_mean(h)), us(h->max));
+        }
+    }
+    fflush(stdout);
+}
+
+static void json_escape_print(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void rfc2822(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, len, "%a, %d %b %Y %H:%M:%S %z", &tm);
+}
+
+void lat_print_cyclictest_json(struct lat_worker *ws, int n, const struct lat_options *o, int argc, char **argv,
+                               time_t start, time_t end, int rc)
+{
+    struct utsname u;
+    char cmdline[4096] = "", when[64];
+    size_t used = 0;
+    for (int i = 0; i < argc && used < sizeof cmdline; i++)
+        used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "%s%s", i ? " " : "rtvb-probe ", argv[i]);
+    uname(&u);
+
+    /* Key names, including the stray colons, are cyclictest's: parsers match them. */
+    printf("{\n  \"file_version\": 1,\n  \"cmdline:\": ");
+    json_escape_print(cmdline);
+    printf(",\n  \"rt_test_version:\": \"rtvb-probe %s\",\n", RTVB_PROBE_VERSION);
+    rfc2822(start, when, sizeof when);
+    printf("  \"start_time\": \"%s\",\n", when);
+    rfc2822(end, when, sizeof when);
+    printf("  \"end_time\": \"%s\",\n  \"return_code\": %d,\n", when, rc);
+    printf("  \"sysinfo\": {\n    \"sysname\": ");
+    json_escape_print(u.sysname);
+    printf(",\n    \"nodename\": ");
+    json_escape_print(u.nodename);
+    printf(",\n    \"release\": ");
+    json_escape_print(u.release);
+    printf(",\n    \"version\": ");
+    json_escape_print(u.version);
+    printf(",\n    \"machine\": ");
+    json_escape_print(u.machine);
+    printf(",\n    \"realtime\": %d\n  },\n", access("/sys/kernel/realtime", F_OK) == 0);
+    printf("  \"num_threads\": %d,\n  \"resolution_in_ns\": 0,\n  \"thread\": {\n", n);
+    for (int i = 0; i < n; i++) {
+        const struct hist *h = ws[i].total;
+        printf("    \"%d\": {\n      \"histogram\": {", i);
+        int first = 1;
+        for (unsigned row = 0; ws[i].us_buckets && row < o->histogram_us; row++) {
+            if (!ws[i].us_buckets[row])
+                continue;
+            printf("%s\n        \"%u\": %llu", first ? "" : ",", row, (unsigned long long)ws[i].us_buckets[row]);
+            first = 0;
+        }
+        printf("%s},\n", first ? "      " : "\n      ");
+        printf("      \"cycles\": %llu,\n      \"min\": %llu,\n      \"max\": %llu,\n      \"avg\": %.2f,\n",
+               (unsigned long long)h->count, h->count ? us(h->min) : 0, us(h->max), hist_mean(h) / 1000.0);
+        printf("      \"cpu\": %d,\n      \"node\": 0\n    }%s\n", ws[i].cpu, i + 1 < n ? "," : "");
+    }
+    printf("  }\n}\n");
+    fflush(stdout);
+}
