@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up everything rtvbench needs on a fresh Debian/Ubuntu machine, idempotently:
+# system packages (compilers, cross compilers, peer tools used by tests), the
+# Python environment in .venv, and the probe binaries. Re-running is cheap.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Peer tools (rt-tests, stress-ng, sysbench) are measured against; qemu-user
+# runs the cross-built probes; chromium renders reports in the tests.
+PACKAGES=(
+  build-essential python3 python3-venv time
+  rt-tests stress-ng sysbench util-linux procps
+  qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
+  libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
+  chromium
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing system packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating the Python environment in .venv"
+  python3 -m venv .venv
+fi
+# Reinstall only when the package metadata changed since the last setup.
+if [ ! -f .venv/.rtvbench-installed ] || [ pyproject.toml -nt .venv/.rtvbench-installed ]; then
+  echo "setup: installing rtvbench and its dependencies into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e ".[test]"
+  touch .venv/.rtvbench-installed
+fi
+
+make -s probe probe-cross
+echo "setup: ready (probe at build/probe/rtvb-probe, CLI at .venv/bin/rtvbench)"
