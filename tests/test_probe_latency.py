@@ -285,3 +285,32 @@ def test_cyclictest_json_layout_matches_cyclictest(probe, tmp_path):
     t = ours["thread"]["0"]
     assert t["cycles"] == 50 and t["min"] <= t["avg"] <= t["max"]
     assert sum(t["histogram"].values()) <= 50
+
+
+QEMU_USER = {"aarch64": ("qemu-aarch64-static", "aarch64"), "armhf": ("qemu-arm-static", "armv7l"),
+             "riscv64": ("qemu-riscv64-static", "riscv64")}
+
+
+@pytest.mark.parametrize("arch", sorted(QEMU_USER))
+def test_cross_built_latency_runs_under_qemu_user_and_sees_a_stall(cross_probes, arch):
+    qemu, machine = QEMU_USER[arch]
+    if shutil.which(qemu) is None:
+        pytest.skip(f"{qemu} is installed by make setup")
+    proc = subprocess.Popen([qemu, str(cross_probes[arch]), "latency", "--interval-us", "1000", "--duration-s",
+                             "1.0", "--cpus", "0", "--window-s", "0.25"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    t_stop = time.monotonic_ns()
+    os.kill(proc.pid, signal.SIGSTOP)
+    while time.monotonic_ns() - t_stop < 31 * MS:
+        time.sleep(0.0005)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    recs = records(out)
+    assert recs[0]["arch"] == machine and recs[-1] == {**recs[-1], "type": "end", "status": "ok"}
+    res = merged(recs)
+    # Emulation adds a few ms to the resume, so the bound above the stall is looser than natively.
+    assert 30 * MS <= res["max_ns"] < 50 * MS
+    assert res["missed"] == res["max_ns"] // MS
+    assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
+    assert len(of_type(recs, "window")) >= 4
