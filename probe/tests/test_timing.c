@@ -1,0 +1,84 @@
+/*
+ * The timing harness against operations of known cost: a busy wait of
+ * exactly 2 us per operation, and a 1 ms usleep; and the loop-overhead
+ * correction must bring an empty operation to (almost) zero.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "probe.h"
+#include "timing.h"
+
+static int failures;
+
+static void busy_2us(void *arg, uint64_t n)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t until = mono_ns() + 2000;
+        while (mono_ns() < until)
+            ;
+    }
+}
+
+static void read_clock(void *arg, uint64_t n)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < n; i++)
+        (void)mono_ns();
+}
+
+static void sleep_1ms(void *arg, uint64_t n)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < n; i++)
+        usleep(1000);
+}
+
+static void nothing(void *arg, uint64_t n)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < n; i++)
+        __asm__ volatile("" ::: "memory");
+}
+
+static void expect(const char *name, double got, double want, double tol)
+{
+    int ok = fabs(got - want) <= tol;
+    printf("%s: %.1f ns/op (want %.1f +- %.1f) %s\n", name, got, want, tol, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+int main(void)
+{
+    struct timing_opts o;
+    struct timing t;
+    timing_defaults(&o);
+
+    /* The busy wait costs 2 us plus its clock reads: one to set the target
+     * and, on average, one more to notice it has passed. */
+    struct timing clock_cost;
+    time_op(read_clock, NULL, &o, &clock_cost);
+    time_op(busy_2us, NULL, &o, &t);
+    double c = clock_cost.median_ns;
+    printf("clock read: %.1f ns\n", c);
+    expect("busy 2 us", t.median_ns, 2000 + 1.5 * c, 0.03 * 2000 + c);
+
+    /* usleep(1000) sleeps 1 ms plus the wake-up latency; the default 50 us
+     * timer slack is removed so that the known sleep dominates. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    o.max_time_ns = 2000000000ull;
+    time_op(sleep_1ms, NULL, &o, &t);
+    expect("usleep 1 ms", t.median_ns, 1000000, 100000);
+
+    timing_defaults(&o);
+    time_op(nothing, NULL, &o, &t);
+    expect("empty op after loop correction", t.median_ns, 0, 0.5);
+    if (t.samples < o.min_samples) {
+        printf("too few samples: %d\n", t.samples);
+        failures++;
+    }
+    return failures != 0;
+}

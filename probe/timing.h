@@ -1,0 +1,55 @@
+/*
+ * Timing harness shared by the throughput and cost benchmarks (os, mem-bw,
+ * mem-alloc, work): time an operation until the figure is trustworthy.
+ *
+ * The operation is a function that performs `n` operations in a loop. The
+ * harness
+ *  1. calibrates n so one sample lasts at least `min_sample_ns` (so clock
+ *     resolution and the timer call cost are negligible);
+ *  2. takes samples until the standard error of their mean is below
+ *     `target_rel_error` (default 1 %) with at least `min_samples`, or
+ *     `max_time_ns` has passed (then `converged` is 0 and says so);
+ *  3. subtracts the cost of the bare loop (an empty loop of the same n,
+ *     timed the same way), so ns/op is the operation's own cost.
+ */
+#ifndef RTVB_TIMING_H
+#define RTVB_TIMING_H
+
+#include <stdint.h>
+
+#include "jsonw.h"
+
+#define TIMING_MAX_SAMPLES 256
+
+typedef void (*timed_fn)(void *arg, uint64_t n);
+
+struct timing_opts {
+    uint64_t min_sample_ns;     /* default 10 ms */
+    uint64_t max_time_ns;       /* default 3 s per measurement */
+    int min_samples;            /* default 5 */
+    double target_rel_error;    /* default 0.01 */
+    uint64_t max_n;             /* upper bound on n per sample (0 = none) */
+    int subtract_loop;          /* default 1; 0 for ops whose loop is not a plain counted loop */
+};
+
+struct timing {
+    double ns_per_op;           /* mean over samples, loop overhead subtracted */
+    double median_ns, min_ns, max_ns, stddev_ns;   /* per-op, over samples */
+    double rel_error;           /* standard error of the mean / mean */
+    double loop_overhead_ns;    /* subtracted per op */
+    uint64_t n_per_sample;
+    int samples;
+    int converged;
+    double values[TIMING_MAX_SAMPLES];   /* per-sample ns/op */
+};
+
+void timing_defaults(struct timing_opts *o);
+/* An operation that can fail records its error in its own arg and stops. */
+void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing *out);
+
+/* Write the timing as members of the current JSON object:
+ * ns_per_op, median_ns, min_ns, max_ns, stddev_ns, rel_error, samples,
+ * n_per_sample, loop_overhead_ns, converged, values_ns [...] */
+void timing_write_json(const struct timing *t, struct jw *w);
+
+#endif
