@@ -4,8 +4,8 @@ CC        ?= cc
 CSTD      := -std=c11 -D_GNU_SOURCE
 WARN      := -Wall -Wextra -Werror
 OPT       := -O2
-PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c))
-PROBE_HDR := $(wildcard probe/*.h)
+PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c))
+PROBE_HDR := $(wildcard probe/*.h probe/work/*.h)
 BUILD     := build/probe
 PY        := .venv/bin/python
 
