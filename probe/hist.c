@@ -49,8 +49,11 @@ uint64_t hist_percentile(const struct hist *h, double p)
     /* Nearest rank: the smallest value with at least p % of samples <= it. */
     double exact_rank = ceil(p / 100.0 * (double)h->count);
     uint64_t rank = exact_rank < 1 ? 1 : (uint64_t)exact_rank;
-    if (rank > h->count)
-        rank = h->count;
+    /* The first and last ranks are the exact extremes, which are kept. */
+    if (rank == 1)
+        return h->min;
+    if (rank >= h->count)
+        return h->max;
     uint64_t seen = 0;
     for (unsigned i = 0; i < HIST_BUCKETS; i++) {
         seen += h->buckets[i];
