@@ -62,9 +62,11 @@ int main(void)
     struct timing clock_cost;
     time_op(read_clock, NULL, &o, &clock_cost);
     time_op(busy_2us, NULL, &o, &t);
-    double c = clock_cost.median_ns;
+    /* Minimum sample: on a shared machine preemption only ever adds time to a
+     * CPU-bound operation, so the least-disturbed sample is the fair one. */
+    double c = clock_cost.min_ns;
     printf("clock read: %.1f ns\n", c);
-    expect("busy 2 us", t.median_ns, 2000 + 1.5 * c, 0.03 * 2000 + c);
+    expect("busy 2 us", t.min_ns, 2000 + 1.5 * c, 0.03 * 2000 + c);
 
     /* usleep(1000) sleeps 1 ms plus the wake-up latency; the default 50 us
      * timer slack is removed so that the known sleep dominates. */
