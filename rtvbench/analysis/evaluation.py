@@ -1,0 +1,45 @@
+"""Everything the analysis says about one campaign run, computed once for all report formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rtvbench.analysis.compare import Comparison, comparisons
+from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.analysis.findings import Finding, considerations
+from rtvbench.analysis.histogram import Histogram, merge_all
+from rtvbench.analysis.requirements import Verdict, evaluate_one
+from rtvbench.analysis.stats import CellSummary, summaries
+from rtvbench.results import CampaignRun
+
+
+@dataclass
+class Evaluation:
+    data: RunData
+    summaries: list[CellSummary]
+    comparisons: list[Comparison]
+    verdicts: list[Verdict]
+    findings: dict[str, list[Finding]]
+
+    def summary(self, env: str, load: str, bench: str, figure: str):
+        for s in self.summaries:
+            if (s.environment, s.load, s.benchmark, s.figure) == (env, load, bench, figure):
+                return s.summary
+        return None
+
+    def merged_histogram(self, env: str, load: str, bench: str) -> Histogram | None:
+        """All samples of the completed repetitions of a cell in one histogram."""
+        kind = self.data.kind(bench)
+        if kind is None:
+            return None
+        hists = [kind.histogram(m) for m in self.data.measurements(env, load, bench, COMPLETE)]
+        hists = [h for h in hists if h is not None]
+        return merge_all(hists) if hists else None
+
+
+def evaluate_run(run: CampaignRun) -> Evaluation:
+    data = RunData(run)
+    comps = comparisons(data)
+    reqs = data.campaign.get("requirements")
+    verdicts = [evaluate_one(data, r) for r in reqs] if isinstance(reqs, list) else []
+    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps))

@@ -1,0 +1,72 @@
+"""JSON export: summaries, comparisons, verdicts, findings and every measurement's figures.
+
+Numbers stay numbers; a value that does not exist (NaN, an undefined ratio)
+is null, because JSON has no NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rtvbench.analysis.evaluation import Evaluation
+
+SCHEMA = 1
+
+
+def _num(x: Any) -> Any:
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    return x
+
+
+def _when(dt) -> str | None:
+    return dt.isoformat() if dt else None
+
+
+def document(ev: Evaluation) -> dict[str, Any]:
+    data, run = ev.data, ev.data.run
+    return {
+        "schema": SCHEMA,
+        "run": {"id": run.id, "campaign": run.campaign_name, "status": run.status,
+                "started_at": _when(run.started_at), "finished_at": _when(run.finished_at)},
+        "environments": data.environments,
+        "loads": data.loads,
+        "baseline_environment": data.baseline_environment,
+        "baseline_load": data.baseline_load,
+        "benchmarks": {b: {"kind": data.kind_name(b)} for b in data.benchmarks},
+        "measurements": [
+            {"id": m.id, "environment": m.environment, "load": m.load, "benchmark": m.benchmark,
+             "kind": m.kind, "repetition": m.repetition, "status": m.status, "error": m.error,
+             "command": m.command, "load_commands": m.load_commands,
+             "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
+             "figures": {k: _num(float(v)) for k, v in data.figures(m).items()}}
+            for m in data.measurements()],
+        "summaries": [
+            {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
+             "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
+             "median": _num(s.summary.median), "stddev": _num(s.summary.stddev), "max": _num(s.summary.max),
+             "cv": _num(s.summary.cv), "percentiles": {k: _num(v) for k, v in s.summary.percentiles.items()},
+             "values": [_num(v) for v in s.summary.values]}
+            for s in ev.summaries],
+        "comparisons": [
+            {"benchmark": c.benchmark, "figure": c.figure, "axis": c.axis,
+             "baseline": {"environment": c.baseline_environment, "load": c.baseline_load},
+             "candidate": {"environment": c.candidate_environment, "load": c.candidate_load},
+             "n_baseline": c.test.n_baseline, "n_candidate": c.test.n_candidate,
+             "baseline_median": _num(c.test.baseline_median), "candidate_median": _num(c.test.candidate_median),
+             "ratio": _num(c.test.ratio), "overhead_percent": _num(c.test.overhead_percent),
+             "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
+             "ci95_percent": [_num(x) for x in c.test.ci_percent] if c.test.ci_percent else None,
+             "p_value": _num(c.test.p_value), "verdict": c.test.verdict}
+            for c in ev.comparisons],
+        "verdicts": [{"status": v.status, "reason": v.reason, "title": v.title, "requirement": v.requirement,
+                      "details": v.details} for v in ev.verdicts],
+        "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
+                     for b, fs in ev.findings.items()},
+    }
+
+
+def render_json(ev: Evaluation) -> str:
+    return json.dumps(document(ev), sort_keys=True, indent=2, allow_nan=False, default=str) + "\n"

@@ -1,0 +1,342 @@
+"""The report's content as plain data: sections, tables of formatted cells, sentences, plots.
+
+HTML and Markdown render this same model, so both formats always say the
+same thing. Cells hold raw user-supplied text; escaping is the renderer's job.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from rtvbench.analysis.compare import Comparison
+from rtvbench.analysis.dataset import COMPLETE
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.metrics import unit_of
+from rtvbench.analysis.stats import summarize
+from rtvbench.analysis.units import format_percent, format_time, format_value
+from rtvbench.report import plots
+
+
+@dataclass
+class Row:
+    cells: list[str]
+    css: str = ""                  # "summary", "failed", "differs", "pass", "fail", "inconclusive"
+
+
+@dataclass
+class Table:
+    caption: str
+    header: list[str]
+    rows: list[Row]
+    foot: list[Row] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Plot:
+    title: str
+    svg: str
+
+
+@dataclass
+class Sentence:
+    severity: str                  # "info" | "warning"
+    text: str                      # names in backticks
+
+
+@dataclass
+class BenchmarkSection:
+    name: str
+    kind: str
+    description: str
+    preconditions: list[str]
+    commands: list[tuple[str, list[str], list[str]]]   # (cell title, probe commands, load commands)
+    repetition_tables: list[Table]
+    comparison_tables: list[Table]
+    plots: list[Plot]
+    consideration: list[Sentence]
+
+
+@dataclass
+class ReportModel:
+    title: str
+    run_id: int
+    facts: list[tuple[str, str]]                   # campaign, run, dates ...
+    environments: Table
+    loads: Table
+    benchmarks: Table
+    verdicts: Table
+    key_results: Table
+    warnings: list[Sentence]
+    fingerprints: Table | None
+    sections: list[BenchmarkSection]
+
+
+def _when(dt) -> str:
+    return dt.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if dt else "–"
+
+
+def _describe_table(table: dict[str, Any]) -> str:
+    if not table:
+        return "–"
+    return ", ".join(f"{k} = {v}" for k, v in table.items())
+
+
+def _load_words(ev: Evaluation, load: str) -> str:
+    t = ev.data.load_table(load)
+    if not t:
+        return "no load"
+    if "command" in t:
+        where = t.get("where")
+        text = f"external command `{t['command']}`"
+        if where and where != "same":
+            text += f", running in environment `{where}` (measured here, loaded there)"
+        return text
+    if "kind" in t:
+        rest = {k: v for k, v in t.items() if k not in ("kind", "where")}
+        text = f"probe load generator `{t['kind']}`" + (f" ({_describe_table(rest)})" if rest else "")
+        if t.get("where") and t["where"] != "same":
+            text += f", running in environment `{t['where']}`"
+        return text
+    return _describe_table(t)
+
+
+def build(ev: Evaluation, with_plots: bool) -> ReportModel:
+    data, run = ev.data, ev.data.run
+    total = len(run.measurements)
+    ok = sum(1 for m in run.measurements if m.status == "ok")
+    facts = [("Campaign", run.campaign_name), ("Run", f"#{run.id} ({run.status})"),
+             ("Started", _when(run.started_at)), ("Finished", _when(run.finished_at)),
+             ("Repetitions", str(data.repetitions) if data.repetitions is not None else "–"),
+             ("Measurements", f"{ok} of {total} completed")]
+
+    envs = Table("Environments", ["Environment", "Definition", "Role"],
+                 [Row([e, _describe_table(data.environment_table(e)),
+                       "baseline" if e == data.baseline_environment else "candidate"]) for e in data.environments])
+    loads = Table("Loads", ["Load", "What runs", "Role"],
+                  [Row([ld, _load_words(ev, ld), "baseline" if ld == data.baseline_load else "candidate"])
+                   for ld in data.loads])
+    benches = Table("Benchmarks", ["Benchmark", "Kind", "Parameters"],
+                    [Row([b, data.kind_name(b) or "?",
+                          _describe_table({k: v for k, v in data.benchmark_table(b).items() if k != "kind"})])
+                     for b in data.benchmarks])
+
+    verdicts = Table("Requirement verdicts", ["#", "Requirement", "Verdict", "Reason"],
+                     [Row([str(i + 1), v.title, v.status, v.reason], v.status.lower())
+                      for i, v in enumerate(ev.verdicts)],
+                     note="" if ev.verdicts else "The campaign states no requirements.")
+
+    warnings = [Sentence("warning", f"{b}: {f.text}") for b, fs in ev.findings.items()
+                for f in fs if f.severity == "warning"]
+    return ReportModel(
+        title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
+        benchmarks=benches, verdicts=verdicts, key_results=_key_results(ev), warnings=warnings,
+        fingerprints=_fingerprints(run.fingerprints, data.environments),
+        sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)])
+
+
+def _key_results(ev: Evaluation) -> Table:
+    data = ev.data
+    header = ["Benchmark", "Environment", "Load", "Runs ok", "avg (us)", "p99 (us)", "p99.99 (us)",
+              "max (us)", "worst max (us)"]
+    rows = []
+    for b in data.benchmarks:
+        kind = data.kind(b)
+        for env, load in data.cells(b):
+            ms = data.measurements(env, load, b)
+            done = sum(1 for m in ms if m.status in COMPLETE)
+            cells = [b, env, load, f"{done}/{len(ms)}"]
+            if kind is not None and kind.is_figure("max_us"):
+                for figure in ("avg_us", "p99_us", "p9999_us", "max_us"):
+                    s = ev.summary(env, load, b, figure)
+                    cells.append(format_time(s.median, "us") if s else "–")
+                s = ev.summary(env, load, b, "max_us")
+                cells.append(format_time(s.max, "us") if s else "–")
+            else:
+                cells += ["–"] * 5
+            rows.append(Row(cells, "" if done == len(ms) else "failed"))
+    return Table("Key results (median over repetitions; worst = largest max of any repetition)", header, rows)
+
+
+def _flatten(record: Any, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(record, dict):
+        for k, v in record.items():
+            if not prefix and k == "type":
+                continue
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(record, list):
+        out[prefix[:-1]] = ", ".join(json.dumps(x, sort_keys=True) if isinstance(x, (dict, list)) else str(x)
+                                     for x in record)
+    else:
+        out[prefix[:-1]] = "null" if record is None else str(record)
+    return out
+
+
+def _fingerprints(fps: dict[str, dict[str, Any]], envs: list[str]) -> Table | None:
+    names = [e for e in envs if e in fps] + [e for e in fps if e not in envs]
+    if not names:
+        return None
+    flat = {e: _flatten(fps[e] or {}) for e in names}
+    keys = sorted({k for f in flat.values() for k in f})
+    rows = []
+    for k in keys:
+        values = [flat[e].get(k, "–") for e in names]
+        rows.append(Row([k, *values], "differs" if len(names) > 1 and len(set(values)) > 1 else ""))
+    return Table("Environment fingerprints (rows that differ are highlighted)", ["Field", *names], rows)
+
+
+def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> BenchmarkSection:
+    data = ev.data
+    kind = data.kind(bench)
+    kind_name = data.kind_name(bench) or "?"
+    first = next((m for m in data.measurements(benchmark=bench) if m.meta), None)
+    params = (first.meta or {}).get("params") if first else None
+    description = (kind.describe(data.benchmark_table(bench), params) if kind else
+                   f"Benchmark kind `{kind_name}` is not known to this version of rtvbench; its raw results are "
+                   "kept in the store.")
+
+    pre = []
+    for env in data.environments:
+        if any(e == env for e, _ in data.cells(bench)):
+            t = data.environment_table(env)
+            pre.append(f"Environment `{env}`: target {t.get('target', '?')}"
+                       + (f" ({_describe_table({k: v for k, v in t.items() if k != 'target'})})" if len(t) > 1 else "")
+                       + ("; the baseline of the comparisons." if env == data.baseline_environment else "."))
+    for load in data.loads:
+        if any(ld == load for _, ld in data.cells(bench)):
+            pre.append(f"Load `{load}`: {_load_words(ev, load)}"
+                       + ("; the baseline of the load comparisons." if load == data.baseline_load else "."))
+    reps = data.repetitions
+    pre.append(f"{reps if reps is not None else 'The'} repetitions per environment and load, run in a randomised, "
+               "seeded order so that drift cannot masquerade as overhead.")
+    privileges = {}
+    for m in data.measurements(benchmark=bench):
+        p = (m.meta or {}).get("privileges")
+        if isinstance(p, dict) and "rt_granted" in p:
+            privileges.setdefault((m.environment, bool(p["rt_granted"])), 0)
+            privileges[(m.environment, bool(p["rt_granted"]))] += 1
+    denied = sorted({env for (env, granted) in privileges if not granted})
+    if privileges:
+        pre.append("Real-time priority was granted in every measurement." if not denied else
+                   "Real-time priority was NOT granted in " + ", ".join(f"`{e}`" for e in denied)
+                   + ": those figures show a normal-priority thread.")
+
+    commands = []
+    for env, load in data.cells(bench):
+        ms = data.measurements(env, load, bench)
+        probe_cmds = list(dict.fromkeys(shlex.join(m.command) for m in ms if m.command))
+        load_cmds = list(dict.fromkeys(c for m in ms for c in m.load_commands))
+        commands.append((f"{env} / {load}", probe_cmds, load_cmds))
+
+    rep_tables = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)] if kind else []
+    comps = [c for c in ev.comparisons if c.benchmark == bench]
+    comparison_tables = []
+    env_comps = [c for c in comps if c.axis == "environment"]
+    load_comps = [c for c in comps if c.axis == "load"]
+    if env_comps:
+        comparison_tables.append(_comparison_table(
+            f"Environments compared with `{data.baseline_environment}` (same load)", env_comps, kind))
+    if load_comps:
+        comparison_tables.append(_comparison_table(
+            f"Loads compared with `{data.baseline_load}` (same environment)", load_comps, kind))
+
+    figures = _plots(ev, bench, id_prefix) if with_plots and kind else []
+    consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
+    return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
+                            figures, consideration)
+
+
+def _cell(value: float | None, figure: str) -> str:
+    unit = unit_of(figure)
+    if value is None:
+        return "–"
+    if unit in ("ns", "us", "ms"):
+        return format_time(value, unit)
+    return format_value(value, unit)
+
+
+def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
+    data = ev.data
+    kind = data.kind(bench)
+    figures = list(kind.table_figures)
+    header = ["Run", "Status"] + [kind.label(f) + (" (us)" if unit_of(f) in ("ns", "us", "ms") else "")
+                                  for f in figures]
+    rows = []
+    for m in data.measurements(env, load, bench):
+        f = data.figures(m)
+        if m.status == "error" or not f:
+            rows.append(Row([str(m.repetition + 1), m.status,
+                             (m.error or "no results") if m.status == "error" else "no results"], "failed"))
+            continue
+        rows.append(Row([str(m.repetition + 1), m.status] + [_cell(f.get(x), x) for x in figures],
+                        "" if m.status == "ok" else "failed"))
+    foot = []
+    for label, pick in (("Ave", lambda s: s.mean), ("Min", lambda s: s.min), ("Max", lambda s: s.max)):
+        cells = [label, ""]
+        for x in figures:
+            s = summarize(data.values(env, load, bench, x))
+            v = pick(s) if s.n else None
+            cells.append(_cell(v, x))
+        foot.append(Row(cells, "summary"))
+    return Table(f"{bench}: `{env}` under `{load}`", header, rows, foot,
+                 note="Ave/Min/Max rows are over the completed repetitions only.")
+
+
+def _comparison_table(caption: str, comps: list[Comparison], kind) -> Table:
+    header = ["Figure", "Baseline", "Candidate", "Baseline median", "Candidate median", "Overhead",
+              "95 % CI", "p (Mann-Whitney)", "n", "Verdict"]
+    rows = []
+    for c in sorted(comps, key=lambda c: (c.context, c.candidate, list(kind.comparison_figures).index(c.figure)
+                                          if c.figure in kind.comparison_figures else 99)):
+        t = c.test
+        unit = unit_of(c.figure)
+        base = f"{c.baseline_environment} / {c.baseline_load}"
+        cand = f"{c.candidate_environment} / {c.candidate_load}"
+        ci = t.ci_percent
+        rows.append(Row([kind.label(c.figure), base, cand, format_value(t.baseline_median, unit),
+                         format_value(t.candidate_median, unit), format_percent(t.overhead_percent),
+                         f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
+                         f"{t.p_value:.3g}" if t.p_value is not None else "–",
+                         f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
+                        t.verdict.replace(" ", "-")))
+    return Table(caption, header, rows,
+                 note="Overhead = median(candidate) / median(baseline) - 1 over repetitions; 95 % CI by bootstrap "
+                      "(5000 resamples); significant when p < 0.05 and the CI excludes 0 %.")
+
+
+def _plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
+    data = ev.data
+    cells = data.cells(bench)
+    curves = [(f"{env} / {load}", ev.merged_histogram(env, load, bench)) for env, load in cells]
+    out = []
+    svg = plots.histogram_svg(curves, f"{bench}: latency histogram (all completed repetitions merged)",
+                               f"{id_prefix}h")
+    if svg:
+        out.append(Plot("Latency histogram (log count axis)", svg))
+    svg = plots.ccdf_svg(curves, f"{bench}: CCDF", f"{id_prefix}c")
+    if svg:
+        out.append(Plot("CCDF: fraction of samples above a latency (log axis)", svg))
+    series = []
+    for env, load in cells:
+        reps = []
+        for m in data.measurements(env, load, bench, ("ok", "interrupted")):
+            per_index: dict[int, tuple[float, float]] = {}
+            for w in m.windows:
+                if w.get("max_ns") is None or w.get("index") is None:
+                    continue
+                t_end = (w.get("t_end_ns") or 0) / 1e9
+                prev = per_index.get(w["index"])
+                value = w["max_ns"] / 1000
+                per_index[w["index"]] = (t_end, value if prev is None else max(prev[1], value))
+            pts = [per_index[i] for i in sorted(per_index)]
+            reps.append(([p[0] for p in pts], [p[1] for p in pts]))
+        series.append((f"{env} / {load}", reps))
+    svg = plots.windows_svg(series, f"{bench}: maximum latency per window", f"{id_prefix}w")
+    if svg:
+        out.append(Plot("Maximum per window over time (one line per repetition, all CPUs)", svg))
+    return out
