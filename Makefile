@@ -56,8 +56,10 @@ probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tes
 setup:
 	./scripts/setup.sh
 
+# A failed requirement (exit 1) is a finding of the evaluation, written in the
+# report, not a failure of this target; any other non-zero status is.
 evaluate: setup
-	.venv/bin/rtvbench run
+	.venv/bin/rtvbench run || [ $$? -eq 1 ]
 
 test: setup
 	$(MAKE) probe-test

@@ -1,0 +1,5 @@
+"""`python -m rtvbench` is the `rtvbench` command."""
+
+from rtvbench.cli import main
+
+main()

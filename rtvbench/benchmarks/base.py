@@ -1,0 +1,35 @@
+"""What every benchmark kind provides, and the registry of kinds.
+
+A benchmark kind is one module in this package: a pydantic model of its campaign
+keys and the translation of those keys into a probe command line. The runner and
+the campaign loader only talk to this interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from rtvbench.params import StrictModel
+from rtvbench.registry import Registry
+
+# Kinds named in DESIGN.md that later issues implement.
+BENCHMARKS: Registry[type["Benchmark"]] = Registry(
+    "benchmark kind", planned=("mem-lat", "mem-bw", "os", "ipc", "work"))
+
+
+class Benchmark(ABC):
+    kind: ClassVar[str]
+    Params: ClassVar[type[StrictModel]]     # the campaign keys, without `kind`
+
+    def __init__(self, name: str, params: StrictModel) -> None:
+        self.name = name
+        self.params = params
+
+    @abstractmethod
+    def probe_args(self) -> list[str]:
+        """The probe command line after the binary, e.g. ["latency", "--interval-us", "200"]."""
+
+    @abstractmethod
+    def expected_seconds(self) -> float:
+        """How long one measurement should take, for the progress bar's ETA."""

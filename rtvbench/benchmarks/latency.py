@@ -1,0 +1,97 @@
+"""The `latency` benchmark: timer wake-up latency with `rtvb-probe latency`."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import PlainValidator, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, number_arg
+
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def _cpus(v):
+    """[0, 1] or "0-3,6" (the kernel's CPU list format), normalised to the string."""
+    if isinstance(v, list) and v and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                         for c in v):
+        return ",".join(str(c) for c in v)
+    if isinstance(v, str) and _CPU_LIST.match(v.replace(" ", "")):
+        return v.replace(" ", "")
+    raise PydanticCustomError("cpus", 'must be a list of CPU numbers or a CPU list such as "0-3,6"')
+
+
+CpuList = Annotated[str, PlainValidator(_cpus)]
+
+
+class LatencyParams(StrictModel):
+    interval_us: PositiveInt = 1000
+    duration_s: PositiveNumber | None = None
+    loops: PositiveInt | None = None
+    priority: NonNegativeInt | None = None          # None: the probe's default (80) for fifo/rr
+    policy: Literal["fifo", "rr", "other"] = "fifo"
+    cpus: CpuList | None = None             # None: every CPU the probe may run on
+    thresholds_us: list[PositiveNumber] = []
+    window_s: PositiveNumber | None = None
+    mode: Literal["abstime", "relative"] = "abstime"
+
+    @field_validator("priority")
+    @classmethod
+    def _priority_range(cls, v):
+        if v is not None and v > 99:
+            raise ValueError("must be a real-time priority from 1 to 99")
+        return v
+
+    @field_validator("window_s")
+    @classmethod
+    def _window_min(cls, v):
+        if v is not None and v < 0.01:
+            raise ValueError("must be at least 0.01 seconds")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        # Without a limit the probe would run until interrupted: a campaign must end.
+        if self.duration_s is None and self.loops is None:
+            raise ValueError("needs duration_s (seconds) or loops (activations per CPU) so that it ends")
+        if self.duration_s is not None and self.loops is not None:
+            raise ValueError("set duration_s or loops, not both")
+        if self.policy == "other" and self.priority:
+            raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
+        if self.policy != "other" and self.priority == 0:
+            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
+        return self
+
+
+@BENCHMARKS.register("latency")
+class LatencyBenchmark(Benchmark):
+    kind = "latency"
+    Params = LatencyParams
+
+    def probe_args(self) -> list[str]:
+        p: LatencyParams = self.params
+        args = ["latency", "--interval-us", str(p.interval_us)]
+        if p.duration_s is not None:
+            args += ["--duration-s", number_arg(p.duration_s)]
+        if p.loops is not None:
+            args += ["--loops", str(p.loops)]
+        args += ["--policy", p.policy]
+        if p.priority is not None and p.policy != "other":
+            args += ["--priority", str(p.priority)]
+        if p.cpus is not None:
+            args += ["--cpus", p.cpus]
+        for t in p.thresholds_us:
+            args += ["--threshold-us", number_arg(t)]
+        if p.window_s is not None:
+            args += ["--window-s", number_arg(p.window_s)]
+        args += ["--mode", p.mode]
+        return args
+
+    def expected_seconds(self) -> float:
+        p: LatencyParams = self.params
+        if p.duration_s is not None:
+            return float(p.duration_s)
+        return p.loops * p.interval_us / 1e6

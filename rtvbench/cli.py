@@ -1,0 +1,311 @@
+"""The `rtvbench` command line.
+
+Exit codes (DESIGN.md): 0 ok, 1 requirements failed, 2 usage or input error,
+3 target or environment failure; 130 when the user interrupts a run (the shell
+convention for SIGINT), 70 for a bug in rtvbench itself. Every error reaches the
+user as one sentence, never as a traceback (RTVBENCH_DEBUG=1 shows tracebacks).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rtvbench.errors import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
+                             EXIT_TARGET, RtvbenchError)
+
+EXIT_INTERNAL = 70
+FORMATS = ("html", "md", "csv", "json")       # report formats, also their file extensions
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _store_option(f):
+    # On the group and on every command, so `rtvbench --store URL list` and
+    # `rtvbench list --store URL` both work; the command's own value wins.
+    return click.option("--store", "store_url", metavar="URL", envvar="RTVBENCH_STORE",
+                        help="Result store: a SQLAlchemy URL (default: sqlite:///"
+                             "rtvbench-results/rtvbench.db in the working directory).")(f)
+
+
+def _store(ctx: click.Context, store_url: str | None):
+    from rtvbench.store import open_store
+    return open_store(store_url or ctx.obj.get("store_url"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@_store_option
+@click.version_option(package_name="rtvbench")
+@click.pass_context
+def cli(ctx: click.Context, store_url: str | None) -> None:
+    """Measure real-time and virtualization behaviour of a platform, compare, report."""
+    ctx.ensure_object(dict)
+    ctx.obj["store_url"] = store_url
+
+
+# ---------------------------------------------------------------------------
+# helpers shared by commands
+
+
+def _optional(module: str, name: str):
+    """A function of the analysis/report stages, or None when they are not installed."""
+    import importlib
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            return None
+        raise
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "campaign"
+
+
+def _write_report(run, fmt: str, path: Path | None) -> Path | None:
+    render = _optional("rtvbench.report", "render")
+    if render is None:
+        return None
+    if path is None:
+        from rtvbench.store import RESULTS_DIR
+        path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{fmt}"
+    text = render(run, fmt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
+                            "choose another path with -o.") from None
+    return path
+
+
+def _requirement_text(req: dict) -> str:
+    if "overhead" in req:
+        scope = f" under {', '.join(req['loads'])}" if req.get("loads") else ""
+        return (f"{req['overhead']}: {req['candidate']} vs {req['baseline']}{scope} "
+                f"<= +{req['max_percent']} %")
+    bounds = []
+    if req.get("min") is not None:
+        bounds.append(f">= {req['min']}")
+    if req.get("max") is not None:
+        bounds.append(f"<= {req['max']}")
+    scope = [", ".join(req[k]) for k in ("environments", "loads") if req.get(k)]
+    return f"{req['metric']} {' and '.join(bounds)}" + (f" ({'; '.join(scope)})" if scope else "")
+
+
+def _verdicts(run) -> int:
+    """Evaluate and print the requirements; the exit code they mean."""
+    evaluate = _optional("rtvbench.analysis.requirements", "evaluate")
+    if evaluate is None or not run.campaign.get("requirements"):
+        return EXIT_OK
+    verdicts = evaluate(run)
+    table = Table(title="Requirements", title_justify="left")
+    for col in ("Requirement", "Verdict", "Reason"):
+        table.add_column(col)
+    colours = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
+    for v in verdicts:
+        table.add_row(escape(getattr(v, "title", None) or _requirement_text(v.requirement)),
+                      f"[{colours.get(v.status, 'white')}]{v.status}[/]", escape(v.reason))
+    out.print(table)
+    counts = {s: sum(v.status == s for v in verdicts) for s in colours}
+    out.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return EXIT_REQUIREMENTS_FAILED if counts["FAIL"] else EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# commands
+
+
+@cli.command()
+@click.argument("campaign", required=False)
+@click.option("--resume", is_flag=True,
+              help="Continue the latest unfinished run of this campaign instead of starting one.")
+@_store_option
+@click.pass_context
+def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str | None) -> int:
+    """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
+    from rtvbench.campaign import load_campaign
+    from rtvbench.runner import Runner
+    from rtvbench.store import load_run
+
+    c = load_campaign(campaign)
+    engine = _store(ctx, store_url)
+    outcome = Runner(c, engine, err).run(resume=resume)
+    if outcome.interrupted:
+        again = ["rtvbench", "run", "--resume"]
+        if store_url or ctx.obj.get("store_url"):
+            again += ["--store", store_url or ctx.obj["store_url"]]
+        if campaign:
+            again.append(campaign)
+        err.print(f"Interrupted: run {outcome.run_id} is saved with every finished measurement; "
+                  f"continue it with `{shlex.join(again)}`.")
+        return EXIT_INTERRUPTED
+
+    result = load_run(engine, outcome.run_id)
+    statuses = [m.status for m in result.measurements]
+    ok = statuses.count("ok")
+    out.print(f"Run {result.id} of {c.name} finished: {ok} of {len(statuses)} measurements ok"
+              + ("." if ok == len(statuses) else
+                 f"; see `rtvbench show {result.id}` for the others."))
+    path = _write_report(result, "html", None)
+    if path is not None:
+        out.print(f"Report: {path}")
+    if ok == 0:
+        err.print(f"rtvbench: no measurement of run {result.id} succeeded; "
+                  f"`rtvbench show {result.id}` lists their errors.")
+        return EXIT_TARGET
+    return _verdicts(result)
+
+
+@cli.command()
+@click.argument("campaign")
+@_store_option
+def validate(campaign: str, store_url: str | None) -> int:
+    """Check CAMPAIGN without running anything."""
+    from rtvbench.campaign import load_campaign
+    from rtvbench.plan import duration_text, expected_seconds, plan
+
+    c = load_campaign(campaign)
+    eta = duration_text(expected_seconds(c, plan(c)))
+    out.print(f"{campaign} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
+              f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
+              f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("--campaign", "ref", metavar="NAME|ID",
+              help="A run id, or a campaign name for its latest run (default: the latest run).")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="html", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write it (default: rtvbench-results/<campaign>-<run id>.<ext>).")
+@_store_option
+@click.pass_context
+def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
+           store_url: str | None) -> int:
+    """Write the evaluation report of a run."""
+    from rtvbench.store import load_run, resolve_run
+
+    engine = _store(ctx, store_url)
+    result = load_run(engine, resolve_run(engine, ref))
+    path = _write_report(result, fmt, output)
+    if path is None:
+        raise RtvbenchError("this rtvbench has no report module (rtvbench.report); "
+                            "reinstall rtvbench to get it.")
+    out.print(f"Report: {path}")
+    return _verdicts(result)
+
+
+@cli.command(name="list")
+@_store_option
+@click.pass_context
+def list_(ctx: click.Context, store_url: str | None) -> int:
+    """List the campaign runs in the store."""
+    from rtvbench.store import list_runs
+
+    rows = list_runs(_store(ctx, store_url))
+    if not rows:
+        out.print("The store holds no runs yet; start one with `rtvbench run`.")
+        return EXIT_OK
+    table = Table()
+    for col in ("ID", "Campaign", "Status", "Measurements ok", "Started (UTC)", "Duration"):
+        table.add_column(col)
+    for r in rows:
+        duration = ""
+        if r["finished_at"]:
+            duration = f"{(r['finished_at'] - r['started_at']).total_seconds():.0f} s"
+        table.add_row(str(r["id"]), escape(r["campaign_name"]), r["status"],
+                      f"{r['ok']}/{r['measurements']}",
+                      r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration)
+    out.print(table)
+    return EXIT_OK
+
+
+# Fingerprint fields worth a glance in `show` (the report has them all).
+_SHOW_SYSINFO = ("hostname", "kernel_release", "preempt_model", "cpu_model", "cpus_online_count")
+
+
+def _figures(m) -> str:
+    r = m.result("all") or (m.results[-1] if m.results else None)
+    if not r:
+        return ""
+    parts = [f"n={r['count']}"] if "count" in r else []
+    for key in ("min_ns", "avg_ns", "p99_ns", "max_ns"):
+        if isinstance(r.get(key), (int, float)):
+            parts.append(f"{key[:-3]}={r[key] / 1000:.1f}us")
+    return " ".join(parts)
+
+
+@cli.command()
+@click.argument("run_id", metavar="ID")
+@_store_option
+@click.pass_context
+def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
+    """Show one run: its environments and measurements."""
+    from rtvbench.store import load_run, resolve_run
+
+    engine = _store(ctx, store_url)
+    r = load_run(engine, resolve_run(engine, run_id))
+    finished = r.finished_at.strftime("%Y-%m-%d %H:%M:%S") if r.finished_at else "-"
+    out.print(f"Run {r.id}: campaign [bold]{escape(r.campaign_name)}[/], {r.status}, "
+              f"started {r.started_at:%Y-%m-%d %H:%M:%S} UTC, finished {finished}.")
+    envs = Table(title="Environments", title_justify="left")
+    envs.add_column("Environment")
+    for key in _SHOW_SYSINFO:
+        envs.add_column(key)
+    for name, info in r.fingerprints.items():
+        envs.add_row(escape(name), *(escape(str(info.get(k, ""))) for k in _SHOW_SYSINFO))
+    out.print(envs)
+    ms = Table(title="Measurements", title_justify="left")
+    for col in ("#", "Environment", "Load", "Benchmark", "Rep", "Status", "Figures", "Note"):
+        ms.add_column(col)
+    colours = {"ok": "green", "error": "red", "interrupted": "yellow", "running": "yellow"}
+    for i, m in enumerate(r.measurements, start=1):
+        note = m.error or "; ".join(w.get("code", "") for w in m.warnings)
+        ms.add_row(str(i), escape(m.environment), escape(m.load), escape(m.benchmark),
+                   str(m.repetition + 1), f"[{colours.get(m.status, 'white')}]{m.status}[/]",
+                   _figures(m), escape(note or ""))
+    out.print(ms)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False)
+    except click.exceptions.Abort:          # Ctrl-C outside a run
+        err.print("Interrupted.")
+        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        err.print("Interrupted.")
+        code = EXIT_INTERRUPTED
+    except click.ClickException as e:
+        e.show()
+        code = e.exit_code
+    except RtvbenchError as e:
+        for line in e.lines():
+            err.print(escape(line))
+        code = e.exit_code
+    except Exception as e:                  # a bug: say so in one line, keep the trace on demand
+        if os.environ.get("RTVBENCH_DEBUG"):
+            traceback.print_exc()
+        err.print(f"rtvbench: internal error ({type(e).__name__}: {escape(str(e))}); rerun with "
+                  "RTVBENCH_DEBUG=1 for the traceback and report it.")
+        code = EXIT_INTERNAL
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""User-facing errors and the exit code each one maps to (DESIGN.md: Conventions).
+
+Every error the user can see is raised as one of these, with a message that is one
+sentence naming the input at fault and what to do; the CLI prints it and exits with
+`exit_code`. Anything else escaping to the CLI is a bug in rtvbench.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_REQUIREMENTS_FAILED = 1
+EXIT_INPUT = 2
+EXIT_TARGET = 3
+EXIT_INTERRUPTED = 130      # shell convention for "stopped by SIGINT"
+
+
+class RtvbenchError(Exception):
+    """Base of all errors meant for the user."""
+
+    exit_code = EXIT_TARGET
+
+    def lines(self) -> list[str]:
+        """What the CLI prints."""
+        return [f"rtvbench: {self}"]
+
+
+class InputError(RtvbenchError):
+    """The user's input (campaign file, option, store URL) is wrong."""
+
+    exit_code = EXIT_INPUT
+
+
+class TargetError(RtvbenchError):
+    """A target or the environment cannot do what the campaign needs."""
+
+    exit_code = EXIT_TARGET
+
+
+class StoreError(RtvbenchError):
+    """The result store cannot be opened or written."""
+
+    exit_code = EXIT_TARGET
+
+
+class ProbeOutputError(RtvbenchError):
+    """The probe printed something that is not schema-conformant JSON Lines."""
+
+    exit_code = EXIT_TARGET

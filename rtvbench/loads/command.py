@@ -1,0 +1,68 @@
+"""The `command` load: any external command (stress-ng, a script ...), run for the
+duration of each measurement."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from pydantic import field_validator
+
+from rtvbench.loads.base import LOADS, Load, LoadError
+from rtvbench.params import Name, Number, StrictModel
+from rtvbench.targets.base import Background, Target
+
+
+class CommandParams(StrictModel):
+    command: str
+    where: Name = "same"
+    # Time the load gets to reach full strength before the probe starts
+    # (stress-ng forks its workers, a script warms up ...).
+    settle_s: Number = 0.5
+
+    @field_validator("command")
+    @classmethod
+    def _splits(cls, v: str) -> str:
+        # No shell: the command is split like a shell would, but run directly;
+        # whoever wants pipes or `&` writes `sh -c "..."` explicitly.
+        try:
+            argv = shlex.split(v)
+        except ValueError as e:
+            raise ValueError(f"cannot be split into arguments ({e})") from None
+        if not argv:
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("settle_s")
+    @classmethod
+    def _settle(cls, v: float) -> float:
+        if not 0 <= v <= 60:
+            raise ValueError("must be from 0 to 60 seconds")
+        return v
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.command)
+
+
+@LOADS.register("command")
+class CommandLoad(Load):
+    kind = "command"
+    Params = CommandParams
+
+    def commands(self) -> list[str]:
+        return [self.params.command]
+
+    def start(self, target: Target) -> Background | None:
+        bg = target.start_background(self.params.argv)
+        try:
+            time.sleep(self.params.settle_s)
+        except BaseException:           # Ctrl-C while settling: the caller never sees bg
+            bg.stop()
+            raise
+        status = bg.poll()
+        if status is not None:
+            bg.stop()
+            raise LoadError(f'load "{self.name}" ({self.params.command}) exited with status '
+                            f"{status} right after it started: {bg.output_tail() or 'no output'}")
+        return bg

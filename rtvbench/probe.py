@@ -1,0 +1,93 @@
+"""The host's view of rtvb-probe: where the binary is, and what its output means.
+
+The output contract is docs/probe-output.md. Anything that does not follow it is
+rejected with a ProbeOutputError naming the line, never guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rtvbench.errors import ProbeOutputError, TargetError
+
+SCHEMA = 1
+RECORD_TYPES = frozenset({"meta", "warning", "window", "result", "end", "sysinfo"})
+END_STATUSES = frozenset({"ok", "interrupted", "error"})
+
+# <repo>/build/probe/rtvb-probe, where `make probe` puts it, for a source checkout.
+_BUILT = Path(__file__).resolve().parent.parent / "build" / "probe" / "rtvb-probe"
+
+
+def locate_probe() -> Path:
+    """The native probe binary: $RTVBENCH_PROBE, the source tree's build, or PATH."""
+    env = os.environ.get("RTVBENCH_PROBE")
+    if env:
+        path = Path(env)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise TargetError(f"RTVBENCH_PROBE={env} is not an executable file: "
+                              "point it at a built rtvb-probe or unset it.")
+        return path
+    if _BUILT.is_file() and os.access(_BUILT, os.X_OK):
+        return _BUILT
+    found = shutil.which("rtvb-probe")
+    if found:
+        return Path(found)
+    raise TargetError("rtvb-probe not found: build it with `make probe`, "
+                      "or set RTVBENCH_PROBE to its path.")
+
+
+def _excerpt(line: str, limit: int = 80) -> str:
+    return repr(line if len(line) <= limit else line[:limit] + "...")
+
+
+class ProbeStream:
+    """Checks the probe's JSON Lines one at a time and remembers what matters.
+
+    feed() returns the parsed record, or raises ProbeOutputError.
+    """
+
+    def __init__(self, what: str = "probe output") -> None:
+        self.what = what            # names the stream in messages
+        self.count = 0
+        self.meta: dict[str, Any] | None = None
+        self.end: dict[str, Any] | None = None
+        self.results = 0
+
+    def _error(self, message: str, line: str) -> ProbeOutputError:
+        return ProbeOutputError(f"{self.what}, line {self.count}: {message} "
+                                f"(got {_excerpt(line)}); rebuild the probe with `make probe` "
+                                "so that it matches this rtvbench.")
+
+    def feed(self, line: str) -> dict[str, Any]:
+        self.count += 1
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise self._error("not a JSON object", line) from None
+        if not isinstance(record, dict):
+            raise self._error("not a JSON object", line)
+        rtype = record.get("type")
+        if rtype not in RECORD_TYPES:
+            raise self._error(f"unknown record type {rtype!r}", line)
+        if self.meta is None and rtype != "meta":
+            raise self._error("the first record must be `meta`", line)
+        if rtype == "meta":
+            if self.meta is not None:
+                raise self._error("a second `meta` record", line)
+            if record.get("schema") != SCHEMA:
+                raise self._error(f"schema {record.get('schema')!r} is not the schema "
+                                  f"{SCHEMA} this rtvbench understands", line)
+            self.meta = record
+        elif self.end is not None:
+            raise self._error("a record after `end`", line)
+        if rtype == "end":
+            if record.get("status") not in END_STATUSES:
+                raise self._error(f"unknown end status {record.get('status')!r}", line)
+            self.end = record
+        elif rtype == "result":
+            self.results += 1
+        return record

@@ -1,0 +1,46 @@
+"""A name -> implementation table, one per extension point (benchmark kinds, load
+kinds, target kinds).
+
+Later issues add a benchmark, a load generator or a target by writing one module
+that registers itself; nothing else changes. Names that are planned but not written
+yet are listed so that a campaign using them gets "not supported yet" instead of
+"unknown".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, what: str, planned: tuple[str, ...] = ()) -> None:
+        self.what = what                  # e.g. "benchmark kind", for messages
+        self.planned = planned
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(item: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.what} {name!r} registered twice")
+            self._items[name] = item
+            return item
+        return add
+
+    def get(self, name: str) -> T | None:
+        return self._items.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def unknown_message(self, name: object) -> str:
+        """Why `name` cannot be used, as the tail of a validation message."""
+        supported = ", ".join(f'"{n}"' for n in self.names())
+        if name in self.planned:
+            return f'{self.what} "{name}" is not supported yet (supported: {supported})'
+        return f"unknown {self.what} {_show(name)} (supported: {supported})"
+
+
+def _show(value: object) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)

@@ -1,0 +1,205 @@
+"""Run a campaign: every planned measurement, under its load, into the store.
+
+For each measurement: start the load, run the probe and store each line it prints
+as it arrives, stop the load. A failing measurement is recorded as an error and the
+campaign goes on; Ctrl-C (or SIGTERM) stops the probe and the load, records what
+was measured so far as interrupted, and leaves the run resumable.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from sqlalchemy import Engine
+
+from rtvbench.campaign import Campaign
+from rtvbench.errors import InputError, ProbeOutputError, TargetError
+from rtvbench.loads import LoadError
+from rtvbench.plan import Planned, duration_text, expected_seconds, plan
+from rtvbench.probe import ProbeStream
+from rtvbench.store import RunRecorder, latest_unfinished_run
+from rtvbench.targets import Background, Completed
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    interrupted: bool = False
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM and SIGHUP end a run like Ctrl-C does: cleanly and resumable."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [x for x in text.strip().splitlines() if x.strip()]
+    return " / ".join(lines[-n:]) if lines else "no diagnostics"
+
+
+class Runner:
+    def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None) -> None:
+        self.campaign = campaign
+        self.engine = engine
+        self.console = console or Console(stderr=True)
+        self.probes: dict[str, str] = {}
+
+    # -- the run ------------------------------------------------------------
+
+    def run(self, resume: bool = False) -> Outcome:
+        c = self.campaign
+        # Reach every environment before writing anything: an unreachable target
+        # or a missing probe fails the command (exit 3), not each measurement.
+        for name, target in c.environments.items():
+            self.probes[name] = target.deploy_probe()
+        recorder = self._resume() if resume else None
+        have = recorder.fingerprinted() if recorder else set()
+        prints = {name: self._fingerprint(name) for name in c.environments if name not in have}
+        if recorder is None:
+            recorder = RunRecorder.create(self.engine, c)
+        for name, (describe, sysinfo, meta) in prints.items():
+            recorder.add_fingerprint(name, describe, sysinfo, meta)
+
+        attempts = recorder.attempts()
+        todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]
+        outcome = Outcome(recorder.id)
+        what = "Resuming" if resume else "Running"
+        self.console.print(f"{what} campaign [bold]{c.name}[/] (run {recorder.id}): "
+                           f"{len(todo)} measurement(s), about {duration_text(expected_seconds(c, todo))}.",
+                           highlight=False)
+        with _sigterm_as_interrupt():
+            try:
+                self._measure_all(recorder, todo, attempts)
+                recorder.set_status("finished")
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                recorder.set_status("interrupted")
+        return outcome
+
+    def _resume(self) -> RunRecorder:
+        c = self.campaign
+        last = latest_unfinished_run(self.engine, c.name)
+        if last is None:
+            raise InputError(f'campaign "{c.name}" has no unfinished run to resume; '
+                             f"start a new one with `rtvbench run` without --resume.")
+        if last["campaign_hash"] != c.hash:
+            raise InputError(f"{c.filename} changed since run {last['id']} started; restore it to "
+                             "resume that run, or start a new run without --resume.")
+        recorder = RunRecorder(self.engine, last["id"])
+        recorder.set_status("running")
+        return recorder
+
+    def _fingerprint(self, env: str) -> tuple[dict, dict, dict]:
+        """The environment's `rtvb-probe sysinfo` record (once per run)."""
+        target = self.campaign.environments[env]
+        stream = ProbeStream(f"`rtvb-probe sysinfo` in environment {env}")
+        found = []
+
+        def on_line(line: str) -> None:
+            rec = stream.feed(line)
+            if rec["type"] == "sysinfo":
+                found.append(rec)
+        try:
+            done = target.run([self.probes[env], "sysinfo"], on_line)
+        except ProbeOutputError as e:
+            raise TargetError(str(e)) from None
+        if done.interrupted:
+            raise KeyboardInterrupt
+        if done.returncode != 0 or not found:
+            raise TargetError(f"`rtvb-probe sysinfo` failed in environment {env} (exit "
+                              f"{done.returncode}: {_last_lines(done.stderr)}); check that the probe "
+                              "runs there (`make probe`).")
+        return target.describe(), found[0], stream.meta
+
+    # -- measurements -------------------------------------------------------
+
+    def _measure_all(self, recorder: RunRecorder, todo: list[Planned], attempts: dict) -> None:
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=self.console, disable=not self.console.is_terminal,
+                      transient=True) as progress:
+            task = progress.add_task("", total=expected_seconds(self.campaign, todo) or 1)
+            done_s = 0.0
+            for i, p in enumerate(todo, start=1):
+                progress.update(task, description=f"{i}/{len(todo)} {p.label()}")
+                started = time.monotonic()
+                expected = expected_seconds(self.campaign, [p])
+
+                def tick(done=done_s, started=started, expected=expected):
+                    progress.update(task, completed=done + min(time.monotonic() - started, expected))
+                status, error = self._measure(recorder, p, attempts.get(p.key, (0, ""))[0] + 1, tick)
+                done_s += expected
+                progress.update(task, completed=done_s)
+                if status != "ok":
+                    progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
+
+    def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
+        """Run one measurement; return (status, error)."""
+        c = self.campaign
+        target, load = c.environments[p.environment], c.loads[p.load]
+        bench = c.benchmarks[p.benchmark]
+        argv = [self.probes[p.environment], *bench.probe_args()]
+        m = recorder.start_measurement(
+            environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
+            repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,
+            load_commands=load.commands())
+        stream = ProbeStream(f"probe output of {p.label()}")
+
+        def on_line(line: str) -> None:
+            m.add_record(stream.count + 1, stream.feed(line))
+            tick()
+
+        bg: Background | None = None
+        load_status: int | None = None
+        try:
+            bg = load.start(target)
+            done: Completed = target.run(argv, on_line)
+            if bg is not None:
+                load_status = bg.poll()         # before stop(): did it end on its own?
+        except LoadError as e:
+            m.finish("error", error=str(e))
+            return "error", str(e)
+        except ProbeOutputError as e:
+            m.finish("error", error=str(e))
+            return "error", str(e)
+        except KeyboardInterrupt:
+            m.finish("interrupted", error="interrupted by the user before the probe ended")
+            raise
+        finally:
+            if bg is not None:
+                bg.stop()
+
+        status, error = "ok", None
+        if done.interrupted:
+            status, error = "interrupted", "interrupted by the user; the records so far are kept"
+        elif load_status is not None:
+            status, error = "error", (f'load "{p.load}" ended during the measurement (status '
+                                      f"{load_status}): {_last_lines(bg.output_tail())}")
+        elif done.returncode != 0:
+            status, error = "error", f"the probe exited with status {done.returncode}: {_last_lines(done.stderr)}"
+        elif stream.end is None:
+            status, error = "error", "the probe ended without its `end` record"
+        elif stream.end["status"] == "error":
+            status, error = "error", f"the probe reported an error: {stream.end.get('error')}"
+        elif stream.end["status"] == "interrupted":
+            status, error = "interrupted", "the probe was interrupted by a signal from outside rtvbench"
+        elif stream.results == 0:
+            status, error = "error", "the probe printed no result record"
+        m.finish(status, returncode=done.returncode, error=error)
+        if done.interrupted:
+            raise KeyboardInterrupt
+        return status, error

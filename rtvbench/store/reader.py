@@ -1,0 +1,118 @@
+"""Reading runs back out of the store, as rtvbench.results dataclasses."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Engine, case, func, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from rtvbench.errors import InputError, StoreError
+from rtvbench.results import CampaignRun, Measurement
+from rtvbench.store.schema import fingerprints, measurements, records, runs
+
+
+def _aware(t: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything in the store is UTC.
+    if t is not None and t.tzinfo is None:
+        return t.replace(tzinfo=timezone.utc)
+    return t
+
+
+def _guard(fn):
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except SQLAlchemyError as e:
+            raise StoreError(f"reading the store failed ({e.__class__.__name__}: "
+                             f"{getattr(e, 'orig', e)}); check the --store database.") from None
+    return wrapper
+
+
+@_guard
+def list_runs(engine: Engine) -> list[dict[str, Any]]:
+    """Every run, newest first, with its measurement counts (latest attempts only)."""
+    # Count only the latest attempt of each measurement (see schema.measurements).
+    m = measurements.alias("m")
+    m2 = measurements.alias("m2")
+    newest = (select(m.c.run_id, m.c.status).where(
+        m.c.attempt == select(func.max(m2.c.attempt)).where(
+            m2.c.run_id == m.c.run_id, m2.c.environment == m.c.environment,
+            m2.c.load == m.c.load, m2.c.benchmark == m.c.benchmark,
+            m2.c.repetition == m.c.repetition).scalar_subquery())).subquery()
+    counts = (select(newest.c.run_id,
+                     func.count().label("measurements"),
+                     func.sum(case((newest.c.status == "ok", 1), else_=0)).label("ok"))
+              .group_by(newest.c.run_id).subquery())
+    q = (select(runs.c.id, runs.c.campaign_name, runs.c.status, runs.c.seed, runs.c.started_at,
+                runs.c.finished_at, counts.c.measurements, counts.c.ok)
+         .outerjoin(counts, counts.c.run_id == runs.c.id)
+         .order_by(runs.c.id.desc()))
+    with engine.connect() as conn:
+        rows = [dict(r) for r in conn.execute(q).mappings()]
+    for r in rows:
+        r["started_at"], r["finished_at"] = _aware(r["started_at"]), _aware(r["finished_at"])
+        r["measurements"], r["ok"] = r["measurements"] or 0, r["ok"] or 0
+    return rows
+
+
+@_guard
+def resolve_run(engine: Engine, ref: str | None) -> int:
+    """A run id from what the user typed: None = the latest run, digits = a run id,
+    anything else = the latest run of the campaign with that name."""
+    with engine.connect() as conn:
+        if ref is None:
+            run_id = conn.scalar(select(func.max(runs.c.id)))
+            if run_id is None:
+                raise InputError("the store holds no runs yet; start one with `rtvbench run`.")
+        elif ref.isdigit():
+            run_id = conn.scalar(select(runs.c.id).where(runs.c.id == int(ref)))
+            if run_id is None:
+                raise InputError(f"there is no run {ref} in the store; `rtvbench list` shows the runs.")
+        else:
+            run_id = conn.scalar(select(func.max(runs.c.id)).where(runs.c.campaign_name == ref))
+            if run_id is None:
+                raise InputError(f'the store holds no run of campaign "{ref}"; '
+                                 "`rtvbench list` shows the runs.")
+    return run_id
+
+
+@_guard
+def load_run(engine: Engine, run_id: int) -> CampaignRun:
+    """Everything about one run. A measurement re-run by --resume appears once, as
+    its latest attempt; runs interrupted mid-measurement load like any other."""
+    with engine.connect() as conn:
+        run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+        if run is None:
+            raise InputError(f"there is no run {run_id} in the store; `rtvbench list` shows the runs.")
+        prints = {r.environment: r.sysinfo for r in conn.execute(
+            select(fingerprints.c.environment, fingerprints.c.sysinfo)
+            .where(fingerprints.c.run_id == run_id))}
+        latest: dict[tuple, Any] = {}
+        for row in conn.execute(select(measurements).where(measurements.c.run_id == run_id)
+                                .order_by(measurements.c.attempt)).mappings():
+            latest[(row["environment"], row["load"], row["benchmark"], row["repetition"])] = row
+        rows = sorted(latest.values(), key=lambda r: r["order_index"])
+        lines: dict[int, list[dict]] = {r["id"]: [] for r in rows}
+        if rows:
+            for mid, data in conn.execute(select(records.c.measurement_id, records.c.data)
+                                          .where(records.c.measurement_id.in_(list(lines)))
+                                          .order_by(records.c.measurement_id, records.c.seq)):
+                lines[mid].append(data)
+    result = []
+    for r in rows:
+        recs = lines[r["id"]]
+        by_type = lambda t: [x for x in recs if x.get("type") == t]   # noqa: E731
+        metas = by_type("meta")
+        result.append(Measurement(
+            id=r["id"], environment=r["environment"], load=r["load"], benchmark=r["benchmark"],
+            kind=r["kind"], repetition=r["repetition"], status=r["status"],
+            command=list(r["command"]), load_commands=list(r["load_commands"]),
+            started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]),
+            meta=metas[0] if metas else None, results=by_type("result"),
+            windows=by_type("window"), warnings=by_type("warning"), error=r["error"]))
+    return CampaignRun(
+        id=run["id"], campaign_name=run["campaign_name"], campaign_text=run["campaign_text"],
+        campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
+        finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result)

@@ -1,0 +1,86 @@
+"""The result store's tables (SQLAlchemy Core).
+
+Portable on purpose: generic JSON (JSONB on PostgreSQL), timezone-aware times,
+BigInteger for anything in nanoseconds, no SQLite-only SQL. The Alembic migrations
+in rtvbench/migrations create exactly these tables; tests compare the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (JSON, BigInteger, Column, DateTime, ForeignKey, Index, Integer,
+                        MetaData, String, Table, Text, UniqueConstraint)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+Json = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only auto-increments an INTEGER PRIMARY KEY; elsewhere record ids may exceed 2**31.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+# One execution of a campaign file. `status`: running | finished | interrupted.
+runs = Table(
+    "runs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("campaign_name", String(200), nullable=False, index=True),
+    Column("campaign_text", Text, nullable=False),
+    Column("campaign", Json, nullable=False),             # the parsed TOML
+    Column("campaign_hash", String(64), nullable=False),  # sha256 of campaign_text
+    Column("seed", BigInteger, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("rtvbench_version", String(40), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+# Each environment's `rtvb-probe sysinfo` record, once per run.
+fingerprints = Table(
+    "fingerprints", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("environment", String(200), nullable=False),
+    Column("target", Json, nullable=False),               # Target.describe()
+    Column("sysinfo", Json, nullable=False),
+    Column("meta", Json),                                  # the probe's meta record
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "environment", name="uq_fingerprints_run_env"),
+)
+
+# One execution of one benchmark under one load in one environment. A measurement
+# that is re-run on --resume gets a new row with attempt + 1; readers use the latest.
+# `status`: running | ok | interrupted | error.
+measurements = Table(
+    "measurements", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("environment", String(200), nullable=False),
+    Column("load", String(200), nullable=False),
+    Column("benchmark", String(200), nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("repetition", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("order_index", Integer, nullable=False),       # position in the shuffled plan
+    Column("status", String(20), nullable=False),
+    Column("command", Json, nullable=False),               # exact probe argv
+    Column("load_commands", Json, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("returncode", Integer),
+    Column("error", Text),
+    UniqueConstraint("run_id", "environment", "load", "benchmark", "repetition", "attempt",
+                     name="uq_measurements_key"),
+)
+Index("ix_measurements_run", measurements.c.run_id)
+
+# Every line the probe printed (meta, warning, window, result, end), committed as
+# it arrives: `seq` is its line number in the probe's output.
+records = Table(
+    "records", metadata,
+    Column("id", BigId, primary_key=True),
+    Column("measurement_id", Integer, ForeignKey("measurements.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("type", String(20), nullable=False),
+    Column("data", Json, nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("measurement_id", "seq", name="uq_records_seq"),
+)

@@ -1,0 +1,127 @@
+"""Writing a campaign run into the store, as it happens.
+
+Every call commits its own short transaction, so a runner killed at any moment
+leaves a store holding every finished measurement and every probe line received.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from rtvbench import __version__
+from rtvbench.errors import StoreError
+from rtvbench.store.schema import fingerprints, measurements, records, runs
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _guard(fn):
+    """Turn a database failure in the middle of a run into one clear StoreError."""
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except SQLAlchemyError as e:
+            raise StoreError(f"writing to the store failed ({e.__class__.__name__}: "
+                             f"{getattr(e, 'orig', e)}); check the disk and the --store database, "
+                             "then continue with `rtvbench run --resume`.") from None
+    return wrapper
+
+
+class MeasurementRecorder:
+    def __init__(self, engine: Engine, measurement_id: int) -> None:
+        self.engine = engine
+        self.id = measurement_id
+
+    @_guard
+    def add_record(self, seq: int, record: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(records).values(measurement_id=self.id, seq=seq,
+                                                type=record["type"], data=record,
+                                                received_at=now()))
+
+    @_guard
+    def finish(self, status: str, returncode: int | None = None, error: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(measurements).where(measurements.c.id == self.id).values(
+                status=status, returncode=returncode, error=error, finished_at=now()))
+
+
+class RunRecorder:
+    def __init__(self, engine: Engine, run_id: int) -> None:
+        self.engine = engine
+        self.id = run_id
+
+    @classmethod
+    @_guard
+    def create(cls, engine: Engine, campaign) -> "RunRecorder":
+        with engine.begin() as conn:
+            run_id = conn.execute(insert(runs).values(
+                campaign_name=campaign.name, campaign_text=campaign.text, campaign=campaign.data,
+                campaign_hash=campaign.hash, seed=campaign.seed, status="running",
+                rtvbench_version=__version__, started_at=now())).inserted_primary_key[0]
+        return cls(engine, run_id)
+
+    @_guard
+    def set_status(self, status: str) -> None:
+        finished = now() if status in ("finished", "interrupted") else None
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == self.id).values(
+                status=status, finished_at=finished))
+
+    @_guard
+    def fingerprinted(self) -> set[str]:
+        with self.engine.connect() as conn:
+            return set(conn.scalars(select(fingerprints.c.environment)
+                                    .where(fingerprints.c.run_id == self.id)))
+
+    @_guard
+    def add_fingerprint(self, environment: str, target: dict, sysinfo: dict,
+                        meta: dict | None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(fingerprints).values(
+                run_id=self.id, environment=environment, target=target, sysinfo=sysinfo,
+                meta=meta, recorded_at=now()))
+
+    @_guard
+    def attempts(self) -> dict[tuple, tuple[int, str]]:
+        """(environment, load, benchmark, repetition) -> (latest attempt, its status)."""
+        out: dict[tuple, tuple[int, str]] = {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(measurements.c.environment, measurements.c.load,
+                                       measurements.c.benchmark, measurements.c.repetition,
+                                       measurements.c.attempt, measurements.c.status)
+                                .where(measurements.c.run_id == self.id)
+                                .order_by(measurements.c.attempt))
+            for env, load, bench, rep, attempt, status in rows:
+                out[(env, load, bench, rep)] = (attempt, status)
+        return out
+
+    @_guard
+    def start_measurement(self, *, environment: str, load: str, benchmark: str, kind: str,
+                          repetition: int, attempt: int, order_index: int, command: list[str],
+                          load_commands: list[str]) -> MeasurementRecorder:
+        with self.engine.begin() as conn:
+            mid = conn.execute(insert(measurements).values(
+                run_id=self.id, environment=environment, load=load, benchmark=benchmark,
+                kind=kind, repetition=repetition, attempt=attempt, order_index=order_index,
+                status="running", command=command, load_commands=load_commands,
+                started_at=now())).inserted_primary_key[0]
+        return MeasurementRecorder(self.engine, mid)
+
+
+@_guard
+def latest_unfinished_run(engine: Engine, campaign_name: str) -> dict[str, Any] | None:
+    """The most recent run of a campaign that did not finish (running: its runner was
+    killed; interrupted: stopped by the user), as {id, status, campaign_hash}, or None."""
+    with engine.connect() as conn:
+        row = conn.execute(select(runs.c.id, runs.c.status, runs.c.campaign_hash)
+                           .where(runs.c.campaign_name == campaign_name,
+                                  runs.c.status.in_(("running", "interrupted")))
+                           .order_by(runs.c.id.desc()).limit(1)).mappings().first()
+    return dict(row) if row else None

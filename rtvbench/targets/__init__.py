@@ -1,0 +1,6 @@
+"""Targets: how environments are reached. Each kind is one module registered in TARGETS."""
+
+from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets import local  # noqa: F401  (registers "local")
+
+__all__ = ["TARGETS", "Background", "Completed", "Target"]

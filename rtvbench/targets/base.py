@@ -1,0 +1,81 @@
+"""The interface every target offers the runner, and the registry of target kinds.
+
+Modelled on labgrid's separation of concerns: a target knows how to reach one
+environment (here, there, in a VM, on a board) and nothing about campaigns; the
+runner knows campaigns and nothing about how a machine is reached.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from rtvbench.params import StrictModel
+from rtvbench.registry import Registry
+
+# Target kinds named in DESIGN.md that later issues implement.
+TARGETS: Registry[type["Target"]] = Registry("target", planned=("ssh", "qemu", "labgrid"))
+
+
+@dataclass
+class Completed:
+    """How a foreground command ended."""
+
+    returncode: int
+    stderr: str             # its diagnostics (tail), for error messages
+    interrupted: bool = False   # we stopped it because the user pressed Ctrl-C
+
+
+class Background(ABC):
+    """A command running in the background (a load), with everything it spawns."""
+
+    argv: list[str]
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """Its exit status if it has ended on its own, else None."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """End it and every process it started; idempotent."""
+
+    @abstractmethod
+    def output_tail(self) -> str:
+        """The end of what it printed, to explain why it ended early."""
+
+
+class Target(ABC):
+    kind: ClassVar[str]
+    Params: ClassVar[type[StrictModel]]     # campaign keys of the environment, without `target`
+
+    def __init__(self, name: str, params: StrictModel) -> None:
+        self.name = name            # the environment's name in the campaign
+        self.params = params
+
+    @abstractmethod
+    def deploy_probe(self) -> str:
+        """Make the probe available on the target; return the path to run it by.
+        Raises TargetError when that is impossible."""
+
+    @abstractmethod
+    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+        """Run argv to completion, calling on_line for every stdout line as it arrives.
+
+        On KeyboardInterrupt the command is asked to stop (SIGINT), its remaining
+        lines are still delivered, and the result says `interrupted`: the caller
+        decides what an interruption means. An exception raised by on_line kills
+        the command and propagates."""
+
+    @abstractmethod
+    def start_background(self, argv: list[str]) -> Background:
+        """Start argv in the background, in its own process group."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What this target is, for the store and the report (kind, host ...)."""
+
+    def check_program(self, program: str) -> str | None:
+        """At validation time: why `program` cannot run on this target, or None.
+        Targets that cannot tell before connecting keep this default."""
+        return None

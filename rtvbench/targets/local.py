@@ -1,0 +1,149 @@
+"""The `local` target: the machine rtvbench itself runs on."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from rtvbench import probe
+from rtvbench.params import StrictModel
+from rtvbench.targets.base import TARGETS, Background, Completed, Target
+
+SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
+STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
+PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
+PR_SET_PDEATHSIG = 1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_running: set["LocalBackground"] = set()
+
+
+def _die_with_parent() -> None:
+    """preexec_fn of the probe: the kernel kills it if rtvbench dies, so a killed
+    runner never leaves a real-time thread spinning on the machine."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _tail(f, limit: int = 4000) -> str:
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - limit))
+    return f.read().decode("utf-8", "replace").strip()
+
+
+class LocalParams(StrictModel):
+    pass
+
+
+class LocalBackground(Background):
+    """A load command under local_supervisor.py (see there for why)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self._out = tempfile.TemporaryFile()
+        read_end, self._watch = os.pipe()       # non-inheritable: only the supervisor gets read_end
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", str(SUPERVISOR), str(STOP_GRACE_S), "--", *argv],
+                stdin=read_end, stdout=self._out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        finally:
+            os.close(read_end)
+        _running.add(self)
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(STOP_GRACE_S + 3)
+            except subprocess.TimeoutExpired:
+                # The supervisor itself is stuck: kill its group the hard way.
+                try:
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._proc.wait()
+        if self._watch >= 0:
+            os.close(self._watch)
+            self._watch = -1
+        _running.discard(self)
+
+    def output_tail(self) -> str:
+        return _tail(self._out)
+
+
+@atexit.register
+def _stop_all() -> None:
+    # Exit paths that skip the runner's finally blocks (sys.exit from a signal
+    # handler, an unexpected exception) still stop every load.
+    for bg in list(_running):
+        bg.stop()
+
+
+@TARGETS.register("local")
+class LocalTarget(Target):
+    kind = "local"
+    Params = LocalParams
+
+    def deploy_probe(self) -> str:
+        return str(probe.locate_probe())
+
+    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=err, start_new_session=True,
+                                        preexec_fn=_die_with_parent)
+            except OSError as e:
+                return Completed(127, f"cannot start {argv[0]}: {e.strerror}")
+            interrupted = False
+            try:
+                try:
+                    for raw in proc.stdout:
+                        on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+                except KeyboardInterrupt:
+                    # The probe has its own session (Ctrl-C reaches only us):
+                    # ask it to stop so it prints its results so far and `end`.
+                    interrupted = True
+                    proc.send_signal(signal.SIGINT)
+                    killer = threading.Timer(PROBE_STOP_GRACE_S, proc.kill)
+                    killer.start()
+                    try:
+                        for raw in proc.stdout:
+                            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+                    finally:
+                        killer.cancel()
+                returncode = proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+            stderr = _tail(err)
+        return Completed(returncode, stderr, interrupted)
+
+    def start_background(self, argv: list[str]) -> Background:
+        return LocalBackground(argv)
+
+    def describe(self) -> dict[str, Any]:
+        return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}
+
+    def check_program(self, program: str) -> str | None:
+        if shutil.which(program) is None:
+            where = "is not an executable file" if "/" in program else "is not found on PATH"
+            return f'program "{program}" {where}: install it or fix the command'
+        return None

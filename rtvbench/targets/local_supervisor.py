@@ -1,0 +1,128 @@
+"""Supervisor of one background load command on the local machine (run as a script).
+
+Usage: python local_supervisor.py GRACE_S -- COMMAND [ARGS...]
+
+The runner starts this script as the leader of a new session; it starts COMMAND in
+the same process group and watches two things:
+  - stdin, a pipe whose only writer is the runner: end of file means the runner is
+    gone, whatever killed it (even SIGKILL, which runs no clean-up code);
+  - SIGTERM/SIGINT/SIGHUP: the runner asks for the load to stop.
+Either way, or when COMMAND ends by itself, it terminates the whole group (SIGTERM,
+then SIGKILL after GRACE_S) and, being a child subreaper, also reaps descendants
+that left the group, so that no load process outlives the measurement.
+
+Exit status: COMMAND's own status if it ended by itself (128+N for signal N), else 0.
+Kept free of rtvbench imports: it runs with `python -I` for a fast start.
+"""
+
+import ctypes
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _descendants() -> list[int]:
+    """Processes below us in the tree, or in our process group (excluding us)."""
+    me, pgid = os.getpid(), os.getpgid(0)
+    parent_of, in_group = {}, set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state ppid pgrp ...
+        fields = stat[stat.rindex(b")") + 2:].split()
+        pid = int(entry)
+        parent_of[pid] = int(fields[1])
+        if int(fields[2]) == pgid:
+            in_group.add(pid)
+    found = set(in_group)
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parent_of.items():
+            if pid not in found and (ppid == me or ppid in found):
+                found.add(pid)
+                changed = True
+    found.discard(me)
+    return sorted(found)
+
+
+def _reap_nohang() -> bool:
+    """Reap finished children; True when we have none left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+
+
+def _signal_all(sig: int) -> None:
+    for pid in _descendants():
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _terminate_all(grace: float) -> None:
+    # The group, plus descendants that left it (setpgid/setsid).
+    try:
+        os.killpg(0, signal.SIGTERM)      # reaches us too: our handler only sets a flag
+    except ProcessLookupError:
+        pass
+    _signal_all(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if _reap_nohang() and not _descendants():
+            return
+        time.sleep(0.02)
+    for _ in range(50):
+        if not _descendants():
+            break
+        _signal_all(signal.SIGKILL)
+        time.sleep(0.02)
+        _reap_nohang()
+    while not _reap_nohang():
+        time.sleep(0.01)
+
+
+def main() -> int:
+    grace = float(sys.argv[1])
+    argv = sys.argv[3:]
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.append(True))
+    # Orphaned grandchildren are re-parented to us, so we can see and reap them.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        print(f"cannot start {argv[0]!r}: {e.strerror}", file=sys.stderr, flush=True)
+        return 127
+    status = None
+    while not stop:
+        ready, _, _ = select.select([0], [], [], 0.1)
+        if ready and not os.read(0, 4096):
+            break                                   # the runner is gone
+        status = child.poll()
+        if status is not None:
+            break
+    _terminate_all(grace)
+    if status is None:
+        return 0
+    return 128 - status if status < 0 else status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

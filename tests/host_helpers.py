@@ -1,0 +1,104 @@
+"""Helpers of the host-side tests: run the CLI, write campaigns, find processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HELPERS = Path(__file__).resolve().parent / "helpers"
+BUSY_LOAD = HELPERS / "busy_load.py"
+FAKE_PROBE = HELPERS / "fake_probe.py"
+
+
+def cli_env(probe: Path | str | None = None, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), **extra)
+    if probe is not None:
+        env["RTVBENCH_PROBE"] = str(probe)
+    return env
+
+
+def cli_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rtvbench", *args]
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(cli_argv(*args), cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start_cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    """The CLI in the background, in its own session so that signals reach only it."""
+    return subprocess.Popen(cli_argv(*args), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains marker."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if marker in cmdline and stat[stat.rindex(")") + 2] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def kill_all(marker: str) -> None:
+    """Clean up after a failed test: nothing it started may keep running."""
+    for pid in processes_with(marker):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def busy_command(marker: str, log: Path) -> str:
+    """A load command: busy_load.py with 2 children (see there)."""
+    return f"{sys.executable} {BUSY_LOAD} {marker} {log} 2"
+
+
+def latency_campaign(name: str, command: str, *, repetitions: int = 3,
+                     duration_s: float = 1, interval_us: int = 500, seed: int = 1) -> str:
+    """1 environment, loads idle + `command`, a short latency benchmark on CPU 0."""
+    return f'''
+name = "{name}"
+repetitions = {repetitions}
+seed = {seed}
+
+[environments.native]
+target = "local"
+
+[loads.idle]
+
+[loads.busy]
+command = "{command}"
+settle_s = 0.2
+
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = {interval_us}
+duration_s = {duration_s}
+policy = "other"
+cpus = [0]
+window_s = 0.5
+thresholds_us = [100]
+'''
