@@ -70,10 +70,11 @@ def stall_running_probe(cmd: list[str], stall_s: float) -> tuple[list[dict], int
 
 
 def stalled_run(probe: Path, stall_s: float, mode: str) -> tuple[list[dict], int]:
-    """1 ms on CPU 0 for 1.2 s, windows of 0.4 s, thresholds at 10 and 100 ms."""
+    """1 ms on CPU 0 for 1.2 s, windows of 0.4 s, thresholds at 1, 10 and 100 ms."""
     return stall_running_probe(
         [str(probe), "latency", "--interval-us", "1000", "--duration-s", "1.2", "--cpus", "0",
-         "--window-s", "0.4", "--threshold-us", "10000", "--threshold-us", "100000", "--mode", mode], stall_s)
+         "--window-s", "0.4", "--threshold-us", "1000", "--threshold-us", "10000", "--threshold-us", "100000",
+         "--mode", mode], stall_s)
 
 
 @pytest.mark.parametrize("mode", ["abstime", "relative"])
@@ -85,10 +86,16 @@ def test_injected_stall_is_measured_and_missed_periods_counted(probe, mode):
     res = merged(recs)
     assert 50 * MS <= res["max_ns"] < 70 * MS, res["max_ns"]
     assert stall_ns - 1 * MS - 200_000 <= res["max_ns"] <= stall_ns + 3 * MS, (res["max_ns"], stall_ns)
-    # The stalled wake-up alone accounts for max // interval missed periods.
-    assert abs(res["missed"] - 50) <= 3 and res["missed"] >= res["max_ns"] // MS, res["missed"]
+    # The stalled wake-up alone misses max // interval periods: about 50.
+    from_stall = res["max_ns"] // MS
+    assert abs(from_stall - 50) <= 3, from_stall
     # Exactly one sample is beyond 10 ms (the stalled one), none beyond 100 ms.
-    assert res["over"] == {"10000000": 1, "100000000": 0}
+    over_1ms, over_10ms, over_100ms = (res["over"][k] for k in ("1000000", "10000000", "100000000"))
+    assert (over_10ms, over_100ms) == (1, 0), res["over"]
+    # Any other late wake-up (a busy shared machine) is between 1 and 10 ms
+    # late, so it adds 1 to 9 missed periods: on a quiet machine, none.
+    others = over_1ms - 1
+    assert from_stall + others <= res["missed"] <= from_stall + 9 * others, (res["missed"], res["over"])
     # Activations measured + missed cover the run: 1.2 s at 1 ms (relative mode
     # drifts by its own per-activation overhead, hence the wider bound).
     assert 1200 - (60 if mode == "relative" else 5) <= res["count"] + res["missed"] <= 1205
@@ -312,8 +319,9 @@ def test_cross_built_latency_runs_under_qemu_user_and_sees_a_stall(cross_probes,
                                    "--duration-s", "1.0", "--cpus", "0", "--window-s", "0.25"], 0.031)
     assert recs[0]["arch"] == machine and recs[-1] == {**recs[-1], "type": "end", "status": "ok"}
     res = merged(recs)
-    # Emulation adds a few ms to the resume, so the bound above the stall is looser than natively.
-    assert 30 * MS <= res["max_ns"] < 50 * MS
+    # Emulation (and a loaded host) can add much to the resume: the ground
+    # truth is the lower bound; the upper one only rules out nonsense.
+    assert 30 * MS <= res["max_ns"] < 200 * MS
     assert res["missed"] >= res["max_ns"] // MS
     assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
     assert len(of_type(recs, "window")) >= 4
