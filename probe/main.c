@@ -17,6 +17,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)"},
     {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record"},
+    {"work", cmd_work, "self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)"},
 };
 
 static void usage(FILE *f)
