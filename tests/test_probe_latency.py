@@ -19,28 +19,17 @@ from pathlib import Path
 
 import pytest
 
+from probe_records import of_type, records
+
 MS = 1_000_000
 US = 1_000
 
-
-def records(text: str) -> list[dict]:
-    """Parse JSON Lines, failing on any line that is not a JSON object with a type."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        rec = json.loads(line)
-        assert isinstance(rec, dict) and "type" in rec, f"line {n} is not a record: {line[:80]}"
-        out.append(rec)
-    return out
 
 
 def run_latency(probe: Path, *args: str, **kw) -> list[dict]:
     proc = subprocess.run([str(probe), "latency", *args], capture_output=True, text=True, timeout=120, **kw)
     assert proc.returncode == 0, proc.stderr
     return records(proc.stdout)
-
-
-def of_type(recs: list[dict], t: str) -> list[dict]:
-    return [r for r in recs if r["type"] == t]
 
 
 def merged(recs: list[dict]) -> dict:

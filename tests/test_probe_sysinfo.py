@@ -8,7 +8,6 @@ The cross-built probes are run under qemu-user.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -19,19 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from probe_records import records
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 
 
 # --------------------------------------------------------------------------- helpers
-
-def records(text: str) -> list[dict]:
-    """Parse JSON Lines, failing on any line that is not a JSON object with a type."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        rec = json.loads(line)
-        assert isinstance(rec, dict) and "type" in rec, f"line {n} is not a record: {line[:80]}"
-        out.append(rec)
-    return out
 
 
 def run_sysinfo(cmd: list[str], **kw) -> list[dict]:

@@ -13,7 +13,6 @@ qemu-user, must report the same checksums as the native build.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import shutil
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from probe_records import records
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -45,14 +46,6 @@ FNV_PRIME = 0x100000001B3
 
 
 # ---------------------------------------------------------------- probe runs
-
-def records(text: str) -> list[dict]:
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        rec = json.loads(line)
-        assert isinstance(rec, dict) and "type" in rec, f"line {n} is not a record: {line[:80]}"
-        out.append(rec)
-    return out
 
 
 def run_work(cmd: list[str], *args: str, timeout: float = 120) -> tuple[int, list[dict], str]:
