@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rtvbench.errors import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
+from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, RtvbenchError)
 
 EXIT_INTERNAL = 70
