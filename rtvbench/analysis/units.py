@@ -35,7 +35,8 @@ def format_value(value: float | None, unit: str) -> str:
     if unit in _TIME_SCALE_TO_NS:
         return f"{format_time(value, unit)} us"
     if unit == "count":
-        return f"{value:,.0f}" if float(value).is_integer() else significant(value)
+        # A mean of counts is fractional; above 1000 the fraction says nothing.
+        return f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 1000 else significant(value)
     return f"{significant(value)} {unit}"
 
 
