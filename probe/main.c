@@ -18,6 +18,9 @@ static const struct subcommand subcommands[] = {
     {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)"},
     {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record"},
     {"work", cmd_work, "self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)"},
+    {"mem-lat", cmd_mem_lat, "memory read latency by pointer chasing over working-set sizes"},
+    {"mem-bw", cmd_mem_bw, "memory bandwidth: read, write, rmw, memcpy, memset, copy loop"},
+    {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses"},
 };
 
 static void usage(FILE *f)
