@@ -21,6 +21,8 @@ static const struct subcommand subcommands[] = {
     {"mem-lat", cmd_mem_lat, "memory read latency by pointer chasing over working-set sizes"},
     {"mem-bw", cmd_mem_bw, "memory bandwidth: read, write, rmw, memcpy, memset, copy loop"},
     {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses"},
+    {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets"},
+    {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes"},
 };
 
 static void usage(FILE *f)

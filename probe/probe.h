@@ -28,6 +28,8 @@ int cmd_work(int argc, char **argv);
 int cmd_mem_lat(int argc, char **argv);
 int cmd_mem_bw(int argc, char **argv);
 int cmd_mem_alloc(int argc, char **argv);
+int cmd_os(int argc, char **argv);
+int cmd_ipc(int argc, char **argv);
 
 /* Print "rtvb-probe <sub>: <message>" on stderr and return EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...)

@@ -1,0 +1,493 @@
+/*
+ * ipc session protocol, peer and client: ping-pong round trips between two
+ * endpoints, by message size.
+ *
+ * The client sends a message of `size` bytes, the peer answers with a
+ * message of the same size, and the client records the time from before
+ * the send to after the whole answer has arrived, into a log-linear
+ * histogram (hist.h). The peer is a forked child (local mode) or another
+ * probe started with --serve, possibly in another host, guest or network
+ * namespace (--connect).
+ *
+ * Every message is checked in full on arrival, in both directions: its
+ * header (sequence number, kind) and a pseudo-random payload that differs
+ * per direction, so a lost, repeated, reordered, truncated or altered
+ * message is an error, never a round trip counted as good. The peer sends
+ * its answer before checking the request, so the check of a request does
+ * not lengthen the round trip; the peer reports what it found when the
+ * phase ends.
+ *
+ * Session protocol (all integers little-endian):
+ *   client -> peer  CTRL PHASE(size, warmup)     peer -> client  CTRL PHASE_ACK
+ *   client -> peer  DATA(seq) ...                peer -> client  PONG(seq) ...
+ *   client -> peer  END(seq)                     peer -> client  CTRL VERDICT
+ *   ... next size ...
+ *   client -> peer  CTRL BYE                     peer -> client  CTRL BYE_ACK
+ * CTRL is IPC_CTRL bytes; DATA, PONG and END are `size` bytes (>= 16):
+ * seq (u32), kind (u32), 8 zero bytes, then the direction's pattern.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "ipc.h"
+#include "probe.h"
+
+#define IPC_CTRL 48
+#define IPC_MAGIC "RTVBIPC1"
+
+enum { OP_PHASE = 1, OP_BYE = 2, OP_VERDICT = 3, OP_ACK = 0x80 };
+enum { KIND_DATA = 0x41544144, KIND_PONG = 0x474e4f50, KIND_END = 0x21444e45 };   /* "DATA" "PONG" "END!" */
+
+/* What a peer found in the requests of one phase. */
+struct verdict {
+    uint64_t bad;                    /* corrupted requests */
+    uint64_t first_seq;
+    uint32_t offset;
+    uint8_t expected, got;
+};
+
+/* -------------------------------------------------------------- encoding */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+struct ctrl {
+    uint32_t op, size;
+    uint64_t a, b;                   /* PHASE: warmup; VERDICT: bad, first_seq */
+    uint32_t c;                      /* VERDICT: offset */
+    uint8_t expected, got;
+};
+
+static int send_ctrl(struct tp_conn *c, const struct ctrl *m)
+{
+    uint8_t buf[IPC_CTRL] = {0};
+    memcpy(buf, IPC_MAGIC, 8);
+    put32(buf + 8, m->op);
+    put32(buf + 12, m->size);
+    put64(buf + 16, m->a);
+    put64(buf + 24, m->b);
+    put32(buf + 32, m->c);
+    buf[36] = m->expected;
+    buf[37] = m->got;
+    return tp_send_all(c, buf, sizeof buf);
+}
+
+/* 0; -1 with errno from the transport; -2 for a message that is not ours. */
+static int recv_ctrl(struct tp_conn *c, struct ctrl *m)
+{
+    uint8_t buf[IPC_CTRL];
+    if (tp_recv_all(c, buf, sizeof buf))
+        return -1;
+    if (memcmp(buf, IPC_MAGIC, 8))
+        return -2;
+    *m = (struct ctrl){.op = get32(buf + 8), .size = get32(buf + 12), .a = get64(buf + 16),
+                       .b = get64(buf + 24), .c = get32(buf + 32), .expected = buf[36], .got = buf[37]};
+    return 0;
+}
+
+/* The payload of each direction: xorshift bytes from a fixed seed, so a
+ * byte from the wrong place or the wrong direction does not match. */
+static void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+struct msgbufs {
+    size_t size;
+    uint8_t *req, *rep;              /* expected requests and replies (pattern) */
+    uint8_t *tx, *rx;
+};
+
+static int msgbufs_init(struct msgbufs *m, size_t size, int client)
+{
+    m->size = size;
+    m->req = malloc(size);
+    m->rep = malloc(size);
+    m->tx = malloc(size);
+    m->rx = malloc(size);
+    if (!m->req || !m->rep || !m->tx || !m->rx)
+        return -1;
+    fill_pattern(m->req, size, 0x9e3779b9u);
+    fill_pattern(m->rep, size, 0x7f4a7c15u);
+    memcpy(m->tx, client ? m->req : m->rep, size);
+    memset(m->tx + 8, 0, IPC_HDR - 8);
+    return 0;
+}
+
+static void msgbufs_free(struct msgbufs *m)
+{
+    free(m->req);
+    free(m->rep);
+    free(m->tx);
+    free(m->rx);
+}
+
+static void set_header(uint8_t *msg, uint32_t seq, uint32_t kind)
+{
+    put32(msg, seq);
+    put32(msg + 4, kind);
+}
+
+/* Offset of the first byte of msg that differs from the expected message,
+ * or -1 when it is exactly right. */
+static long first_diff(const uint8_t *msg, const uint8_t *pattern, size_t size, uint32_t seq, uint32_t kind,
+                       uint8_t *expected)
+{
+    uint8_t hdr[IPC_HDR] = {0};
+    set_header(hdr, seq, kind);
+    for (size_t i = 0; i < IPC_HDR; i++)
+        if (msg[i] != hdr[i]) {
+            *expected = hdr[i];
+            return (long)i;
+        }
+    if (memcmp(msg + IPC_HDR, pattern + IPC_HDR, size - IPC_HDR) == 0)
+        return -1;
+    for (size_t i = IPC_HDR; i < size; i++)
+        if (msg[i] != pattern[i]) {
+            *expected = pattern[i];
+            return (long)i;
+        }
+    return -1;
+}
+
+/* Send msg; when `corrupt` flip its last byte for this one send (test hook). */
+static int send_msg(struct tp_conn *c, uint8_t *msg, size_t size, int corrupt)
+{
+    if (corrupt)
+        msg[size - 1] ^= 0x01;
+    int rc = tp_send_all(c, msg, size);
+    if (corrupt)
+        msg[size - 1] ^= 0x01;
+    return rc;
+}
+
+static const char *io_error(int err)
+{
+    switch (err) {
+    case EAGAIN: return "no answer from the peer within the timeout (--timeout-s)";
+    case ECONNRESET: return "the peer closed the connection";
+    case EPIPE: return "the peer closed the connection";
+    case EMSGSIZE: return "a datagram of an unexpected size arrived";
+    default: return strerror(err);
+    }
+}
+
+/* ------------------------------------------------------------------ peer */
+
+int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, const char *peer,
+                      struct ipc_failure *why)
+{
+    for (;;) {
+        struct ctrl m;
+        int rc = recv_ctrl(c, &m);
+        if (rc) {
+            snprintf(why->text, sizeof why->text, "waiting for the client's next phase: %s",
+                     rc == -2 ? "a message that is not rtvb-probe ipc" : io_error(errno));
+            why->interrupted = ipc_stop;
+            return -1;
+        }
+        if (m.op == OP_BYE) {
+            struct ctrl ack = {.op = OP_BYE | OP_ACK};
+            send_ctrl(c, &ack);
+            return 0;
+        }
+        if (m.op != OP_PHASE || m.size < IPC_MIN_SIZE || m.size > IPC_MAX_SIZE) {
+            snprintf(why->text, sizeof why->text, "the client sent an invalid phase (op %u, size %u)", m.op, m.size);
+            return -1;
+        }
+        struct msgbufs b;
+        if (msgbufs_init(&b, m.size, 0)) {
+            msgbufs_free(&b);
+            snprintf(why->text, sizeof why->text, "out of memory for %u-byte messages", m.size);
+            return -1;
+        }
+        struct ctrl ack = {.op = OP_PHASE | OP_ACK, .size = m.size};
+        struct verdict v = {0};
+        uint32_t seq = 0;
+        uint64_t served = 0;
+        rc = send_ctrl(c, &ack);
+        while (rc == 0) {
+            if (tp_recv_all(c, b.rx, b.size)) {
+                rc = -1;
+                break;
+            }
+            if (get32(b.rx + 4) == KIND_END)
+                break;
+            set_header(b.tx, seq, KIND_PONG);
+            if (send_msg(c, b.tx, b.size, o->corrupt_reply >= 0 && seq == (uint64_t)o->corrupt_reply)) {
+                rc = -1;
+                break;
+            }
+            uint8_t expected = 0;
+            long off = first_diff(b.rx, b.req, b.size, seq, KIND_DATA, &expected);
+            if (off >= 0 && v.bad++ == 0)
+                v = (struct verdict){.bad = 1, .first_seq = seq, .offset = (uint32_t)off,
+                                     .expected = expected, .got = b.rx[off]};
+            seq++;
+            served++;
+        }
+        if (rc == 0) {
+            struct ctrl verdict = {.op = OP_VERDICT, .size = m.size, .a = v.bad, .b = v.first_seq, .c = v.offset,
+                                   .expected = v.expected, .got = v.got};
+            rc = send_ctrl(c, &verdict);
+        }
+        if (rc)
+            snprintf(why->text, sizeof why->text, "during the %u-byte phase: %s", m.size, io_error(errno));
+        if (report) {
+            struct jw w = {0};
+            jw_record(&w, "result");
+            jw_str(&w, "role", "server");
+            jw_str(&w, "transport", tp_name(c->kind));
+            jw_str(&w, "peer", peer);
+            jw_uint(&w, "size_bytes", m.size);
+            jw_uint(&w, "messages", served);
+            jw_bool(&w, "complete", rc == 0);
+            jw_uint(&w, "bad_requests", v.bad);
+            if (v.bad || rc == 0)
+                jw_bool(&w, "verified", v.bad == 0);
+            else
+                jw_null(&w, "verified");   /* cut short, nothing wrong so far */
+            jw_emit(&w);
+            jw_free(&w);
+        }
+        msgbufs_free(&b);
+        if (rc) {
+            why->interrupted = ipc_stop;
+            return -1;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- client */
+
+struct phase {
+    size_t size;
+    struct hist *h;
+    uint64_t measured, elapsed_ns;
+    int complete;
+    int peer_checked;                /* the peer's verdict arrived */
+    struct verdict peer;             /* what the peer found in our requests */
+    int reply_bad;                   /* a reply differed: */
+    uint64_t reply_seq;
+    long reply_offset;
+    uint8_t reply_expected, reply_got;
+};
+
+/* One phase: warmup, then measured round trips until count or duration.
+ * Returns 0 when the phase ran to its end (corruption included: that is a
+ * finding, reported by the caller), -1 on a transport error or a stop. */
+static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *p, struct ipc_failure *why)
+{
+    struct msgbufs b;
+    struct ctrl m = {.op = OP_PHASE, .size = (uint32_t)p->size, .a = o->warmup};
+    int rc = -1;
+    if (msgbufs_init(&b, p->size, 1)) {
+        snprintf(why->text, sizeof why->text, "out of memory for %zu-byte messages", p->size);
+        goto out;
+    }
+    if (send_ctrl(c, &m) || (rc = recv_ctrl(c, &m)) == -1) {
+        snprintf(why->text, sizeof why->text, "starting the %zu-byte phase: %s", p->size, io_error(errno));
+        rc = -1;
+        goto out;
+    }
+    if (rc == -2 || m.op != (OP_PHASE | OP_ACK) || m.size != p->size) {
+        snprintf(why->text, sizeof why->text, "the peer did not accept the %zu-byte phase (is it rtvb-probe "
+                 "ipc --serve of the same version?)", p->size);
+        rc = -1;
+        goto out;
+    }
+    rc = 0;
+    uint32_t seq = 0;
+    uint64_t t_first = 0, t_end = 0, t_last = 0;
+    for (;;) {
+        int measuring = seq >= o->warmup;
+        if (measuring && p->measured == 0) {
+            t_first = mono_ns();
+            t_end = o->duration_ns ? t_first + o->duration_ns : UINT64_MAX;
+        }
+        if (ipc_stop || (measuring && ((o->count && p->measured >= o->count) || t_last >= t_end)))
+            break;
+        set_header(b.tx, seq, KIND_DATA);
+        int corrupt = o->corrupt_request >= 0 && seq == (uint64_t)o->corrupt_request;
+        uint64_t t0 = mono_ns();
+        if (send_msg(c, b.tx, b.size, corrupt) || tp_recv_all(c, b.rx, b.size)) {
+            rc = -1;
+            break;
+        }
+        t_last = mono_ns();
+        /* Checked before it counts: a wrong reply is not a round trip. */
+        uint8_t expected = 0;
+        long off = first_diff(b.rx, b.rep, b.size, seq, KIND_PONG, &expected);
+        if (off >= 0) {
+            p->reply_bad = 1;
+            p->reply_seq = seq;
+            p->reply_offset = off;
+            p->reply_expected = expected;
+            p->reply_got = b.rx[off];
+            break;
+        }
+        if (measuring) {
+            hist_record(p->h, t_last - t0);
+            p->measured++;
+        }
+        seq++;
+    }
+    p->elapsed_ns = p->measured ? t_last - t_first : 0;
+    if (rc) {
+        snprintf(why->text, sizeof why->text, "during the %zu-byte phase: %s", p->size, io_error(errno));
+        goto out;
+    }
+    if (ipc_stop) {
+        rc = -1;
+        goto out;
+    }
+    /* A corrupted reply ends the phase and the session: the stream may be
+     * out of step, so no END is sent. */
+    if (p->reply_bad)
+        goto out;
+    set_header(b.tx, seq, KIND_END);
+    if (tp_send_all(c, b.tx, b.size) || (rc = recv_ctrl(c, &m)) != 0 || m.op != OP_VERDICT) {
+        snprintf(why->text, sizeof why->text, "ending the %zu-byte phase: %s", p->size,
+                 rc == -2 || (rc == 0 && m.op != OP_VERDICT) ? "unexpected answer from the peer" : io_error(errno));
+        rc = -1;
+        goto out;
+    }
+    p->peer_checked = 1;
+    p->peer = (struct verdict){.bad = m.a, .first_seq = m.b, .offset = m.c, .expected = m.expected, .got = m.got};
+    p->complete = 1;
+out:
+    if (rc && ipc_stop)
+        why->interrupted = 1;
+    msgbufs_free(&b);
+    return rc;
+}
+
+static void write_corruption(struct jw *w, const char *direction, uint64_t seq, long offset, uint8_t expected,
+                             uint8_t got, uint64_t count)
+{
+    jw_obj(w, "corruption");
+    jw_str(w, "direction", direction);
+    jw_uint(w, "message", seq);
+    jw_int(w, "offset", offset);
+    jw_int(w, "expected", expected);
+    jw_int(w, "got", got);
+    jw_uint(w, "messages_affected", count);
+    jw_end(w);
+}
+
+static void print_phase(const struct phase *p, enum tp_kind k, const char *peer, const struct ipc_opts *o)
+{
+    static const struct { const char *key; double p; } pct[] = {
+        {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9}, {"p9999_ns", 99.99},
+    };
+    const struct hist *h = p->h;
+    struct jw w = {0};
+    jw_record(&w, "result");
+    jw_str(&w, "role", "client");
+    jw_str(&w, "transport", tp_name(k));
+    jw_str(&w, "peer", peer);
+    jw_uint(&w, "size_bytes", p->size);
+    jw_uint(&w, "count", p->measured);
+    jw_uint(&w, "warmup", o->warmup);
+    jw_bool(&w, "complete", p->complete);
+    /* null: cut short before the peer's verdict, nothing wrong seen so far. */
+    if (p->reply_bad || (p->peer_checked && p->peer.bad))
+        jw_bool(&w, "verified", 0);
+    else if (p->complete)
+        jw_bool(&w, "verified", 1);
+    else
+        jw_null(&w, "verified");
+    if (h->count) {
+        jw_uint(&w, "min_ns", h->min);
+        jw_double(&w, "avg_ns", hist_mean(h));
+        jw_uint(&w, "max_ns", h->max);
+        jw_double(&w, "stddev_ns", hist_stddev(h));
+        for (size_t i = 0; i < sizeof pct / sizeof *pct; i++)
+            jw_uint(&w, pct[i].key, hist_percentile(h, pct[i].p));
+    } else {
+        static const char *const keys[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns", "p50_ns", "p90_ns",
+                                           "p99_ns", "p999_ns", "p9999_ns"};
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+            jw_null(&w, keys[i]);
+    }
+    jw_uint(&w, "elapsed_ns", p->elapsed_ns);
+    double secs = (double)p->elapsed_ns / 1e9;
+    jw_double(&w, "round_trips_per_s", secs > 0 ? (double)p->measured / secs : NAN);
+    jw_double(&w, "payload_bps", secs > 0 ? 2.0 * (double)p->size * (double)p->measured / secs : NAN);
+    if (p->reply_bad)
+        write_corruption(&w, "reply", p->reply_seq, p->reply_offset, p->reply_expected, p->reply_got, 1);
+    else if (p->peer_checked && p->peer.bad)
+        write_corruption(&w, "request", p->peer.first_seq, p->peer.offset, p->peer.expected, p->peer.got,
+                         p->peer.bad);
+    hist_write_json(h, &w, "histogram");
+    jw_emit(&w);
+    jw_free(&w);
+}
+
+int ipc_run_client(struct tp_conn *c, const struct ipc_opts *o, const char *peer, struct ipc_failure *why)
+{
+    struct hist *h = malloc(sizeof *h);
+    if (!h) {
+        snprintf(why->text, sizeof why->text, "out of memory for a histogram");
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < o->nsizes && rc == 0; i++) {
+        struct phase p = {.size = (size_t)o->sizes[i], .h = h};
+        hist_reset(h);
+        rc = run_phase(c, o, &p, why);
+        if (p.measured || rc == 0)
+            print_phase(&p, c->kind, peer, o);
+        if (rc == 0 && p.reply_bad) {
+            snprintf(why->text, sizeof why->text,
+                     "reply %llu of the %zu-byte phase over %s differs from what the peer sent at byte %ld "
+                     "(expected 0x%02x, got 0x%02x)", (unsigned long long)p.reply_seq, p.size, tp_name(c->kind),
+                     p.reply_offset, p.reply_expected, p.reply_got);
+            rc = -1;
+        } else if (rc == 0 && p.peer.bad) {
+            snprintf(why->text, sizeof why->text,
+                     "the peer received %llu corrupted requests in the %zu-byte phase over %s, the first "
+                     "(message %llu) at byte %u (expected 0x%02x, got 0x%02x)", (unsigned long long)p.peer.bad,
+                     p.size, tp_name(c->kind), (unsigned long long)p.peer.first_seq, p.peer.offset,
+                     p.peer.expected, p.peer.got);
+            rc = -1;
+        }
+    }
+    free(h);
+    if (rc == 0) {
+        struct ctrl bye = {.op = OP_BYE}, ack;
+        if (send_ctrl(c, &bye) || recv_ctrl(c, &ack) || ack.op != (OP_BYE | OP_ACK))
+            jw_warning("no_bye", "the %s peer did not acknowledge the end of the session; its own output may "
+                       "say why.", tp_name(c->kind));
+    }
+    return rc;
+}

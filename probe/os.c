@@ -1,0 +1,604 @@
+/*
+ * os: per-operation costs of the operating system's primitives (the
+ * families of LMbench's tables, measured with methods written here from
+ * their descriptions): system calls, select/poll, signals, process
+ * creation, page faults, mappings, files, context switches, and the latency
+ * and bandwidth of pipes and sockets.
+ *
+ * Every figure comes from the shared timing harness (timing.h): samples
+ * long enough for the clock, the bare loop's cost subtracted, repeated until
+ * the standard error is below 1 % (or the time limit says it was not).
+ * The method of each test is in docs/probe/os-ipc.md.
+ */
+#include "os.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "probe.h"
+#include "transport.h"
+
+#define SUB "os"
+/* Bound on n per sample: an operation that fails returns at once, and
+ * calibration must not double n without end (the harness then times an
+ * empty loop of that n). 2^24 is far above any real operation's need. */
+#define OS_MAX_N (1ull << 24)
+
+volatile sig_atomic_t os_stop;
+
+struct os_test {
+    const char *name;
+    void (*run)(struct os_run *r);
+    int needs_dir;           /* works in the scratch directory */
+};
+
+/* Order of the run; names are stable (campaign files and metrics use them). */
+static const struct os_test os_tests[] = {
+    {"null", os_test_null, 0},
+    {"read", os_test_read, 0},
+    {"write", os_test_write, 0},
+    {"stat", os_test_stat, 1},
+    {"fstat", os_test_fstat, 1},
+    {"open_close", os_test_open_close, 1},
+    {"select", os_test_select, 0},
+    {"poll", os_test_poll, 0},
+    {"sig_install", os_test_sig_install, 0},
+    {"sig_catch", os_test_sig_catch, 0},
+    {"prot_fault", os_test_prot_fault, 0},
+    {"fork", os_test_fork, 0},
+    {"fork_exec", os_test_fork_exec, 0},
+    {"fork_sh", os_test_fork_sh, 0},
+    {"pagefault", os_test_pagefault, 1},
+    {"mmap", os_test_mmap, 1},
+    {"file_create_delete", os_test_file_create_delete, 1},
+    {"ctx", os_test_ctx, 0},
+    {"pipe_lat", os_test_pipe_lat, 0},
+    {"unix_lat", os_test_unix_lat, 0},
+    {"udp_lat", os_test_udp_lat, 0},
+    {"tcp_lat", os_test_tcp_lat, 0},
+    {"pipe_bw", os_test_pipe_bw, 0},
+    {"unix_bw", os_test_unix_bw, 0},
+    {"tcp_bw", os_test_tcp_bw, 0},
+    {"file_reread", os_test_file_reread, 1},
+    {"mmap_reread", os_test_mmap_reread, 1},
+};
+#define OS_NTESTS ((int)(sizeof os_tests / sizeof *os_tests))
+
+static const char *const default_ctx = "2p/0k,2p/16k,2p/64k,8p/16k,8p/64k,16p/16k,16p/64k";
+static const char *const quick_ctx = "2p/0k,2p/16k,8p/16k";
+
+/* ---------------------------------------------------------------- helpers */
+
+uint64_t os_sum(const void *buf, size_t len)
+{
+    typedef uint64_t __attribute__((may_alias)) word;
+    const word *p = buf;
+    uint64_t s = 0;
+    for (size_t i = 0; i < len / sizeof *p; i++)
+        s += p[i];
+    return s;
+}
+
+void os_result_begin(struct jw *w, const char *test)
+{
+    *w = (struct jw){0};
+    jw_record(w, "result");
+    jw_str(w, "test", test);
+}
+
+void os_result_end(struct jw *w, const struct timing *t)
+{
+    if (t)
+        timing_write_json(t, w);
+    jw_emit(w);
+    jw_free(w);
+}
+
+void os_write_pair_cpus(struct jw *w, const char *key, const struct os_opts *o)
+{
+    if (!o->pair_pinned) {
+        jw_null(w, key);
+        return;
+    }
+    jw_arr(w, key);
+    jw_int(w, NULL, o->pair_cpus[0]);
+    jw_int(w, NULL, o->pair_cpus[1]);
+    jw_end(w);
+}
+
+void os_skip(const char *test, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jw_warning("test_skipped", "%s skipped: %s", test, msg);
+}
+
+void os_failed(struct os_run *r, const char *test, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jw_warning("test_failed", "%s failed, so it has no result: %s.", test, msg);
+    if (!r->failed)
+        (void)!snprintf(r->first_error, sizeof r->first_error, "%s: %s", test, msg);
+    r->failed = 1;
+}
+
+/* The harness calls the operation once per sample; between samples, a
+ * signal or an earlier failure turns the remaining calls into no-ops, so an
+ * interrupted or failed measurement ends within one sample. */
+struct guarded {
+    timed_fn fn;
+    struct op_base *arg;
+};
+
+static void guarded_op(void *p, uint64_t n)
+{
+    struct guarded *g = p;
+    if (os_stop && !g->arg->err)
+        op_fail(g->arg, "interrupted", EINTR);
+    if (!g->arg->err)
+        g->fn(g->arg, n);
+}
+
+int os_time(struct os_run *r, const char *test, timed_fn fn, struct op_base *arg,
+            const struct timing_opts *opts, struct timing *t)
+{
+    struct timing_opts o = opts ? *opts : r->o->timing;
+    struct guarded g = {fn, arg};
+    if (!o.max_n || o.max_n > OS_MAX_N)
+        o.max_n = OS_MAX_N;
+    arg->err = 0;
+    time_op(guarded_op, &g, &o, t);
+    if (!arg->err)
+        return 0;
+    /* Interrupted: the run stops; the cut measurement is not a failure. */
+    if (!os_stop)
+        os_failed(r, test, "%s: %s", arg->what,
+                  arg->err > 0 ? strerror(arg->err) : "unexpected result");
+    return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void os_timing_derive(struct timing *t, double scale, double sub, const double *sub_per_sample, double target)
+{
+    int k = t->samples;
+    double sum = 0, sumsq = 0, sorted[TIMING_MAX_SAMPLES];
+    if (k <= 0)
+        return;
+    for (int i = 0; i < k; i++) {
+        double v = t->values[i] * scale - (sub_per_sample ? sub_per_sample[i] : sub);
+        t->values[i] = sorted[i] = v;
+        sum += v;
+        sumsq += v * v;
+    }
+    qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
+    double mean = sum / k;
+    double var = k > 1 ? fmax(0, (sumsq - sum * sum / k) / (k - 1)) : 0;
+    t->ns_per_op = mean;
+    t->median_ns = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
+    t->min_ns = sorted[0];
+    t->max_ns = sorted[k - 1];
+    t->stddev_ns = sqrt(var);
+    t->rel_error = mean > 0 ? sqrt(var / k) / mean : INFINITY;
+    t->converged = t->converged && t->rel_error < target;
+    t->loop_overhead_ns *= scale;
+}
+
+/* ---------------------------------------------------------------- options */
+
+static void usage(void)
+{
+    printf(
+        "usage: rtvb-probe os [options]\n"
+        "  --tests LIST          tests to run, comma separated, or all (default all):\n"
+        "                        null read write stat fstat open_close select poll sig_install\n"
+        "                        sig_catch prot_fault fork fork_exec fork_sh pagefault mmap\n"
+        "                        file_create_delete ctx pipe_lat unix_lat udp_lat tcp_lat pipe_bw\n"
+        "                        unix_bw tcp_bw file_reread mmap_reread\n"
+        "  --quick               shorter samples, smaller sizes, fewer rings (a few seconds)\n"
+        "  --dir PATH            where file tests make their scratch directory\n"
+        "                        (default $TMPDIR or /tmp; removed afterwards)\n"
+        "  --fds LIST            descriptor counts for select and poll (default 10,100)\n"
+        "  --ctx LIST            context-switch rings, processes p / working set each\n"
+        "                        (default %s)\n"
+        "  --ctx-cpu N|none      CPU every ring process runs on (default: first allowed CPU)\n"
+        "  --pair-cpus A[,B]     *_lat and *_bw: run this end on CPU A, the peer on B\n"
+        "                        (B = A when omitted; default: not pinned)\n"
+        "  --mmap-sizes LIST     file sizes mapped by mmap (default 64k,1m,16m)\n"
+        "  --file-sizes LIST     sizes of file_create_delete (default 0,1k,4k,10k)\n"
+        "  --pagefault-size SIZE region of the pagefault test (default 16m)\n"
+        "  --reread-size SIZE    file of file_reread and mmap_reread (default 8m)\n"
+        "  --bw-chunk SIZE       transfer unit of pipe_bw, unix_bw, tcp_bw (default 64k)\n"
+        "  --min-sample-ms MS    harness: shortest sample (default 10, --quick 2)\n"
+        "  --max-time-s S        harness: time limit per figure (default 2, --quick 0.3)\n"
+        "  --target-error F      harness: relative standard error to reach (default 0.01)\n"
+        "SIZE: bytes with an optional k, m or g suffix (KiB, MiB, GiB).\n",
+        default_ctx);
+}
+
+static int parse_tests(const char *s, uint32_t *mask)
+{
+    char buf[1024];
+    if (!strcmp(s, "all")) {
+        *mask = (1u << OS_NTESTS) - 1;
+        return 0;
+    }
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    *mask = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int i = 0;
+        while (i < OS_NTESTS && strcmp(os_tests[i].name, t))
+            i++;
+        if (i == OS_NTESTS)
+            return -1;
+        *mask |= 1u << i;
+    }
+    return *mask ? 0 : -1;
+}
+
+/* "2p/16k,8p/64k": processes, then the working set of each. */
+static int parse_ctx(const char *s, struct os_ctx_size *out)
+{
+    char buf[512];
+    int n = 0;
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *slash = strstr(t, "p/");
+        uint64_t procs, ws;
+        if (!slash || n == OS_MAX_LIST)
+            return -1;
+        *slash = '\0';
+        if (parse_u64(t, 2, OS_MAX_PROCS, &procs) || tp_parse_size(slash + 2, 0, 64ull << 20, &ws))
+            return -1;
+        out[n++] = (struct os_ctx_size){.procs = (int)procs, .ws_bytes = ws};
+    }
+    return n ? n : -1;
+}
+
+static int parse_options(int argc, char **argv, struct os_opts *o)
+{
+    enum { O_TESTS = 1000, O_QUICK, O_DIR, O_FDS, O_CTX, O_CTX_CPU, O_MMAP, O_FILE, O_PF, O_REREAD,
+           O_CHUNK, O_PAIR, O_MIN_SAMPLE, O_MAX_TIME, O_TARGET, O_HELP };
+    static const struct option longopts[] = {
+        {"tests", required_argument, 0, O_TESTS},
+        {"quick", no_argument, 0, O_QUICK},
+        {"dir", required_argument, 0, O_DIR},
+        {"fds", required_argument, 0, O_FDS},
+        {"ctx", required_argument, 0, O_CTX},
+        {"ctx-cpu", required_argument, 0, O_CTX_CPU},
+        {"mmap-sizes", required_argument, 0, O_MMAP},
+        {"file-sizes", required_argument, 0, O_FILE},
+        {"pagefault-size", required_argument, 0, O_PF},
+        {"reread-size", required_argument, 0, O_REREAD},
+        {"bw-chunk", required_argument, 0, O_CHUNK},
+        {"pair-cpus", required_argument, 0, O_PAIR},
+        {"min-sample-ms", required_argument, 0, O_MIN_SAMPLE},
+        {"max-time-s", required_argument, 0, O_MAX_TIME},
+        {"target-error", required_argument, 0, O_TARGET},
+        {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0},
+    };
+    const char *ctx = NULL, *mmap_sizes = NULL, *pf = NULL, *reread = NULL;
+    double min_sample_ms = -1, max_time_s = -1, d;
+    uint64_t u;
+    int cpu_given = 0;
+
+    *o = (struct os_opts){.tests = (1u << OS_NTESTS) - 1, .ctx_cpu = -1};
+    timing_defaults(&o->timing);
+    o->nfds = tp_parse_size_list("10,100", 1, 1000, o->fds, OS_MAX_LIST);
+    o->nfile = tp_parse_size_list("0,1k,4k,10k", 0, 1 << 30, o->file_sizes, OS_MAX_LIST);
+    o->bw_chunk = 64 << 10;
+    opterr = 0;
+    optind = 1;
+    for (;;) {
+        int c = getopt_long(argc, argv, "", longopts, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case O_TESTS:
+            if (parse_tests(optarg, &o->tests))
+                return usage_error(SUB, "--tests must be 'all' or a comma-separated list of test names "
+                                        "(see --help), got '%s'.", optarg);
+            break;
+        case O_QUICK:
+            o->quick = 1;
+            break;
+        case O_DIR:
+            if (access(optarg, W_OK | X_OK))
+                return usage_error(SUB, "--dir '%s' is not a writable directory.", optarg);
+            o->dir = optarg;
+            break;
+        case O_FDS:
+            o->nfds = tp_parse_size_list(optarg, 1, 1000, o->fds, OS_MAX_LIST);
+            if (o->nfds < 0)
+                return usage_error(SUB, "--fds must be a list of descriptor counts from 1 to 1000, got '%s'.",
+                                   optarg);
+            break;
+        case O_CTX:
+            ctx = optarg;
+            if (parse_ctx(optarg, o->ctx) < 0)
+                return usage_error(SUB, "--ctx must be a list like 2p/0k,8p/16k (2 to %d processes, working "
+                                        "set up to 64m), got '%s'.", OS_MAX_PROCS, optarg);
+            break;
+        case O_CTX_CPU:
+            cpu_given = 1;
+            if (!strcmp(optarg, "none"))
+                o->ctx_cpu = -1;
+            else if (parse_u64(optarg, 0, CPU_SETSIZE - 1, &u) == 0)
+                o->ctx_cpu = (int)u;
+            else
+                return usage_error(SUB, "--ctx-cpu must be a CPU number or 'none', got '%s'.", optarg);
+            break;
+        case O_MMAP:
+            mmap_sizes = optarg;
+            break;
+        case O_FILE:
+            o->nfile = tp_parse_size_list(optarg, 0, 1 << 30, o->file_sizes, OS_MAX_LIST);
+            if (o->nfile < 0)
+                return usage_error(SUB, "--file-sizes must be a list of sizes up to 1g, such as 0,1k,4k, "
+                                        "got '%s'.", optarg);
+            break;
+        case O_PF:
+            pf = optarg;
+            break;
+        case O_REREAD:
+            reread = optarg;
+            break;
+        case O_CHUNK:
+            if (tp_parse_size(optarg, 1, 64 << 20, &o->bw_chunk))
+                return usage_error(SUB, "--bw-chunk must be a size from 1 to 64m, got '%s'.", optarg);
+            break;
+        case O_PAIR:
+            if (tp_parse_cpu_pair(optarg, o->pair_cpus))
+                return usage_error(SUB, "--pair-cpus must be A or A,B with CPUs in this process's affinity "
+                                        "mask, got '%s'.", optarg);
+            o->pair_pinned = 1;
+            break;
+        case O_MIN_SAMPLE:
+            if (parse_double(optarg, 0.01, 10000, &min_sample_ms))
+                return usage_error(SUB, "--min-sample-ms must be a number from 0.01 to 10000, got '%s'.", optarg);
+            break;
+        case O_MAX_TIME:
+            if (parse_double(optarg, 0.001, 3600, &max_time_s))
+                return usage_error(SUB, "--max-time-s must be a number from 0.001 to 3600, got '%s'.", optarg);
+            break;
+        case O_TARGET:
+            if (parse_double(optarg, 1e-6, 1, &d))
+                return usage_error(SUB, "--target-error must be a number from 0.000001 to 1, got '%s'.", optarg);
+            o->timing.target_rel_error = d;
+            break;
+        case O_HELP:
+            usage();
+            return -1;
+        default:
+            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe os --help'.",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe os --help'.", argv[optind]);
+
+    /* --quick: shorter samples and smaller sets, every test still runs. */
+    o->nctx = parse_ctx(ctx ? ctx : o->quick ? quick_ctx : default_ctx, o->ctx);
+    if (!mmap_sizes)
+        mmap_sizes = o->quick ? "1m" : "64k,1m,16m";
+    o->nmmap = tp_parse_size_list(mmap_sizes, 1, 1ull << 30, o->mmap_sizes, OS_MAX_LIST);
+    if (o->nmmap < 0)
+        return usage_error(SUB, "--mmap-sizes must be a list of sizes from 1 to 1g, got '%s'.", mmap_sizes);
+    if (tp_parse_size(pf ? pf : o->quick ? "4m" : "16m", 64 << 10, 1ull << 30, &o->pagefault_bytes))
+        return usage_error(SUB, "--pagefault-size must be a size from 64k to 1g, got '%s'.", pf);
+    if (tp_parse_size(reread ? reread : o->quick ? "2m" : "8m", 4096, 1ull << 30, &o->reread_bytes))
+        return usage_error(SUB, "--reread-size must be a size from 4k to 1g, got '%s'.", reread);
+    if (o->quick) {
+        o->timing.min_sample_ns = 2 * 1000000ull;
+        o->timing.max_time_ns = 300 * 1000000ull;
+    } else {
+        o->timing.max_time_ns = 2 * 1000000000ull;
+    }
+    if (min_sample_ms > 0)
+        o->timing.min_sample_ns = (uint64_t)(min_sample_ms * 1e6);
+    if (max_time_s > 0)
+        o->timing.max_time_ns = (uint64_t)(max_time_s * 1e9);
+
+    int allowed[CPU_SETSIZE];
+    int nallowed = allowed_cpus(allowed, CPU_SETSIZE);
+    if (!cpu_given && nallowed > 0)
+        o->ctx_cpu = allowed[0];
+    if (cpu_given && o->ctx_cpu >= 0) {
+        int ok = 0;
+        for (int i = 0; i < nallowed && !ok; i++)
+            ok = allowed[i] == o->ctx_cpu;
+        if (!ok)
+            return usage_error(SUB, "--ctx-cpu %d is offline or not in this process's affinity mask.",
+                               o->ctx_cpu);
+    }
+    if (!o->dir) {
+        const char *tmp = getenv("TMPDIR");
+        o->dir = tmp && *tmp && access(tmp, W_OK | X_OK) == 0 ? tmp : "/tmp";
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ run */
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    os_stop = 1;
+}
+
+/* The probe's own file, by its real path: what fork_exec runs and what
+ * fork_sh names on its shell command line. Without a usable path (no /proc
+ * and no AT_EXECFN, or the file was deleted since) fork_exec runs
+ * /proc/self/exe, and fork_sh, which needs a name, is skipped. */
+static void find_self(struct os_run *r)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    r->exe_file[0] = '\0';
+    if (n > 0) {
+        buf[n] = '\0';
+        if (!strstr(buf, " (deleted)") && !strchr(buf, '\''))
+            snprintf(r->exe_file, sizeof r->exe_file, "%s", buf);
+    } else {
+        /* No /proc: the name this process was started with. */
+        const char *execfn = (const char *)getauxval(AT_EXECFN);
+        if (execfn && realpath(execfn, buf) && !strchr(buf, '\''))
+            snprintf(r->exe_file, sizeof r->exe_file, "%s", buf);
+    }
+    if (r->exe_file[0])
+        snprintf(r->exe, sizeof r->exe, "%s", r->exe_file);
+    else if (access("/proc/self/exe", X_OK) == 0)
+        snprintf(r->exe, sizeof r->exe, "/proc/self/exe");
+    else
+        r->exe[0] = '\0';
+    r->sh = access("/bin/sh", X_OK) == 0 ? "/bin/sh" : NULL;
+}
+
+static void print_meta(int argc, char **argv, const struct os_opts *o, const struct os_run *r)
+{
+    struct jw w = {0};
+    meta_begin(&w, SUB, argc, argv);
+    jw_obj(&w, "params");
+    jw_arr(&w, "tests");
+    for (int i = 0; i < OS_NTESTS; i++)
+        if (o->tests & (1u << i))
+            jw_str(&w, NULL, os_tests[i].name);
+    jw_end(&w);
+    jw_bool(&w, "quick", o->quick);
+    jw_str(&w, "dir", o->dir);
+    jw_str(&w, "workdir", r->workdir[0] ? r->workdir : NULL);
+    jw_arr(&w, "fds");
+    for (int i = 0; i < o->nfds; i++)
+        jw_uint(&w, NULL, o->fds[i]);
+    jw_end(&w);
+    jw_arr(&w, "ctx");
+    for (int i = 0; i < o->nctx; i++) {
+        jw_obj(&w, NULL);
+        jw_int(&w, "procs", o->ctx[i].procs);
+        jw_uint(&w, "ws_bytes", o->ctx[i].ws_bytes);
+        jw_end(&w);
+    }
+    jw_end(&w);
+    if (o->ctx_cpu >= 0)
+        jw_int(&w, "ctx_cpu", o->ctx_cpu);
+    else
+        jw_null(&w, "ctx_cpu");
+    jw_arr(&w, "mmap_sizes_bytes");
+    for (int i = 0; i < o->nmmap; i++)
+        jw_uint(&w, NULL, o->mmap_sizes[i]);
+    jw_end(&w);
+    jw_arr(&w, "file_sizes_bytes");
+    for (int i = 0; i < o->nfile; i++)
+        jw_uint(&w, NULL, o->file_sizes[i]);
+    jw_end(&w);
+    jw_uint(&w, "pagefault_bytes", o->pagefault_bytes);
+    jw_uint(&w, "reread_bytes", o->reread_bytes);
+    jw_uint(&w, "bw_chunk_bytes", o->bw_chunk);
+    os_write_pair_cpus(&w, "pair_cpus", o);
+    jw_str(&w, "exec_path", r->exe[0] ? r->exe : NULL);
+    jw_str(&w, "sh_path", r->sh);
+    jw_obj(&w, "timing");
+    jw_uint(&w, "min_sample_ns", o->timing.min_sample_ns);
+    jw_uint(&w, "max_time_ns", o->timing.max_time_ns);
+    jw_int(&w, "min_samples", o->timing.min_samples);
+    jw_double(&w, "target_rel_error", o->timing.target_rel_error);
+    jw_end(&w);
+    jw_end(&w);
+    jw_obj(&w, "privileges");
+    jw_int(&w, "euid", (int64_t)geteuid());
+    jw_end(&w);
+    jw_emit(&w);
+    jw_free(&w);
+}
+
+/* The tests remove what they make; this also removes what an interrupted
+ * test left behind. The directory is ours (mkdtemp) and flat. */
+static void remove_workdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+int cmd_os(int argc, char **argv)
+{
+    /* The target of fork_exec: start, parse nothing, exit. */
+    if (argc == 2 && !strcmp(argv[1], "--x-noop"))
+        return EXIT_OK;
+
+    struct os_opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+
+    struct os_run r = {.o = &o};
+    struct sigaction sa = {.sa_handler = on_stop};   /* no SA_RESTART: blocking calls return */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    find_self(&r);
+
+    uint64_t t0 = mono_ns();
+    int need_dir = 0;
+    for (int i = 0; i < OS_NTESTS; i++)
+        need_dir |= (o.tests & (1u << i)) && os_tests[i].needs_dir;
+    char dir_error[256] = "";
+    if (need_dir) {
+        snprintf(r.workdir, sizeof r.workdir, "%s/rtvb-os-XXXXXX", o.dir);
+        if (!mkdtemp(r.workdir)) {
+            snprintf(dir_error, sizeof dir_error, "cannot create a scratch directory in %s (%s)", o.dir,
+                     strerror(errno));
+            r.workdir[0] = '\0';
+        }
+    }
+    print_meta(argc, argv, &o, &r);
+
+    for (int i = 0; i < OS_NTESTS && !os_stop; i++) {
+        if (!(o.tests & (1u << i)))
+            continue;
+        if (os_tests[i].needs_dir && !r.workdir[0]) {
+            os_skip(os_tests[i].name, "%s; pick a writable place with --dir.", dir_error);
+            continue;
+        }
+        os_tests[i].run(&r);
+    }
+    if (r.workdir[0])
+        remove_workdir(r.workdir);
+    const char *status = os_stop ? "interrupted" : r.failed ? "error" : "ok";
+    emit_end(status, mono_ns() - t0, r.failed && !os_stop ? r.first_error : NULL);
+    return r.failed && !os_stop ? EXIT_ENV : EXIT_OK;
+}

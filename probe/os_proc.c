@@ -1,0 +1,573 @@
+/*
+ * os tests of signals, processes, context switches and transports.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "os.h"
+#include "probe.h"
+#include "transport.h"
+
+/* Receive timeout of socket tests: a lost udp datagram fails the test
+ * instead of hanging it. */
+#define LAT_TIMEOUT_NS (5 * 1000000000ull)
+
+static volatile uint64_t sink;   /* results of reads that must not be optimised away */
+
+/* --------------------------------------------------------------- signals */
+
+static volatile sig_atomic_t caught;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    caught++;
+}
+
+struct sig_arg {
+    struct op_base b;
+    struct sigaction sa;
+    pid_t self;
+};
+
+static void op_sig_install(void *arg, uint64_t n)
+{
+    struct sig_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++)
+        if (sigaction(SIGUSR1, &a->sa, NULL)) {
+            op_fail(&a->b, "sigaction", errno);
+            return;
+        }
+}
+
+/* kill() to ourselves: the signal is delivered before kill returns, so one
+ * operation is the system call, the kernel building the handler's frame,
+ * the handler, and sigreturn. */
+static void op_sig_catch(void *arg, uint64_t n)
+{
+    struct sig_arg *a = arg;
+    sig_atomic_t before = caught;
+    for (uint64_t i = 0; i < n; i++)
+        if (kill(a->self, SIGUSR1)) {
+            op_fail(&a->b, "kill", errno);
+            return;
+        }
+    if ((uint64_t)(sig_atomic_t)(caught - before) != (uint64_t)(sig_atomic_t)n)
+        op_fail(&a->b, "signal delivery (the handler ran a different number of times)", 0);
+}
+
+static void sig_test(struct os_run *r, const char *test, timed_fn fn)
+{
+    struct sig_arg a = {.self = getpid()};
+    struct sigaction old;
+    a.sa.sa_handler = on_usr1;
+    sigemptyset(&a.sa.sa_mask);
+    sigaction(SIGUSR1, &a.sa, &old);
+    struct timing t;
+    struct jw w;
+    if (!os_time(r, test, fn, &a.b, NULL, &t)) {
+        os_result_begin(&w, test);
+        jw_str(&w, "signal", "SIGUSR1");
+        os_result_end(&w, &t);
+    }
+    sigaction(SIGUSR1, &old, NULL);
+}
+
+void os_test_sig_install(struct os_run *r)
+{
+    sig_test(r, "sig_install", op_sig_install);
+}
+
+void os_test_sig_catch(struct os_run *r)
+{
+    sig_test(r, "sig_catch", op_sig_catch);
+}
+
+/* Protection fault: a read of a PROT_NONE page raises SIGSEGV; the handler
+ * jumps back with siglongjmp. The handler is installed with SA_NODEFER and
+ * the jump buffer does not save the signal mask, so SIGSEGV is never
+ * blocked and no sigprocmask call is made: one operation is the hardware
+ * fault, the kernel's signal delivery and the jump, without sigreturn.
+ * A fault anywhere else is a real crash: the handler restores the default
+ * action and returns, so the faulting access kills the probe as it would
+ * have without the test. */
+static sigjmp_buf fault_env;
+static char *volatile fault_page;
+static size_t fault_page_size;
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    char *addr = si->si_addr;
+    if (fault_page && addr >= fault_page && addr < fault_page + fault_page_size)
+        siglongjmp(fault_env, 1);
+    signal(SIGSEGV, SIG_DFL);
+}
+
+static void op_prot_fault(void *arg, uint64_t n)
+{
+    struct op_base *b = arg;
+    for (volatile uint64_t i = 0; i < n; i++) {
+        if (sigsetjmp(fault_env, 0) == 0) {
+            sink += *(volatile char *)fault_page;
+            op_fail(b, "read of a PROT_NONE page (it did not fault)", 0);
+            return;
+        }
+    }
+}
+
+void os_test_prot_fault(struct os_run *r)
+{
+    fault_page_size = (size_t)sysconf(_SC_PAGESIZE);
+    char *page = mmap(NULL, fault_page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        os_failed(r, "prot_fault", "mmap: %s", strerror(errno));
+        return;
+    }
+    struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_NODEFER}, old;
+    sigemptyset(&sa.sa_mask);
+    fault_page = page;
+    sigaction(SIGSEGV, &sa, &old);
+    struct op_base b = {0};
+    struct timing t;
+    struct jw w;
+    if (!os_time(r, "prot_fault", op_prot_fault, &b, NULL, &t)) {
+        os_result_begin(&w, "prot_fault");
+        jw_str(&w, "handler", "siglongjmp");
+        os_result_end(&w, &t);
+    }
+    sigaction(SIGSEGV, &old, NULL);
+    fault_page = NULL;
+    munmap(page, fault_page_size);
+}
+
+/* ------------------------------------------------------------- processes */
+
+struct fork_arg {
+    struct op_base b;
+    const char *path;        /* NULL: the child exits at once */
+    char *const *argv;
+};
+
+static void op_fork(void *arg, uint64_t n)
+{
+    static char *const empty_env[] = {NULL};
+    struct fork_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++) {
+        int status;
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (a->path)
+                execve(a->path, a->argv, empty_env);
+            _exit(a->path ? 127 : 0);
+        }
+        if (pid < 0) {
+            op_fail(&a->b, "fork", errno);
+            return;
+        }
+        if (waitpid(pid, &status, 0) != pid) {
+            op_fail(&a->b, "waitpid", errno);
+            return;
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            op_fail(&a->b, a->path ? "the executed program (it did not exit with status 0)" : "child exit", 0);
+            return;
+        }
+    }
+}
+
+/* Run the program once before timing it. An execve this system refuses
+ * (no such file, wrong architecture under an emulator, noexec mount), or a
+ * program that fails (a shell that cannot start the probe) means the test
+ * cannot run here: skipped, with the reason. The child reports
+ * execve's errno through a close-on-exec pipe, which a successful exec
+ * closes empty. */
+static int exec_works(const char *test, const char *path, char *const *argv)
+{
+    static char *const empty_env[] = {NULL};
+    int p[2], err = 0, status = 0;
+    if (pipe2(p, O_CLOEXEC))
+        return 1;   /* let the timed run report it */
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        execve(path, argv, empty_env);
+        err = errno;
+        (void)!write(p[1], &err, sizeof err);
+        _exit(127);
+    }
+    close(p[1]);
+    ssize_t got = pid > 0 ? read(p[0], &err, sizeof err) : 0;
+    close(p[0]);
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    if (got == (ssize_t)sizeof err) {
+        os_skip(test, "this system cannot execute %s (%s).", path, strerror(err));
+        return 0;
+    }
+    if (pid > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+        os_skip(test, "%s %s did not exit with status 0 here (status 0x%x).", path, argv[1] ? argv[1] : "",
+                status);
+        return 0;
+    }
+    return 1;
+}
+
+static void fork_test(struct os_run *r, const char *test, const char *path, char *const *argv,
+                      const char *command)
+{
+    struct fork_arg a = {.path = path, .argv = argv};
+    struct timing t;
+    struct jw w;
+    if (path && !exec_works(test, path, argv))
+        return;
+    if (os_time(r, test, op_fork, &a.b, NULL, &t))
+        return;
+    os_result_begin(&w, test);
+    if (path)
+        jw_str(&w, "exec_path", path);
+    if (command)
+        jw_str(&w, "command", command);
+    os_result_end(&w, &t);
+}
+
+void os_test_fork(struct os_run *r)
+{
+    fork_test(r, "fork", NULL, NULL, NULL);
+}
+
+/* The probe runs itself with `os --x-noop`: a static binary that exits
+ * from main at once, present wherever the probe is (no /bin needed), the
+ * same program in every environment compared. */
+void os_test_fork_exec(struct os_run *r)
+{
+    char *argv[] = {"rtvb-probe", "os", "--x-noop", NULL};
+    if (!r->exe[0]) {
+        os_skip("fork_exec", "the probe cannot find its own executable (no /proc and no usable AT_EXECFN).");
+        return;
+    }
+    fork_test(r, "fork_exec", r->exe, argv, NULL);
+}
+
+/* /bin/sh -c '<probe> os --x-noop': the same program as fork_exec, started
+ * through a shell, so fork_sh - fork_exec is the shell's own cost. */
+void os_test_fork_sh(struct os_run *r)
+{
+    char command[PATH_MAX + 32];
+    if (!r->sh) {
+        os_skip("fork_sh", "/bin/sh does not exist here.");
+        return;
+    }
+    if (!r->exe_file[0]) {
+        os_skip("fork_sh", "the probe cannot name its own executable file for the shell.");
+        return;
+    }
+    snprintf(command, sizeof command, "'%s' os --x-noop", r->exe_file);
+    char *argv[] = {"sh", "-c", command, NULL};
+    fork_test(r, "fork_sh", r->sh, argv, command);
+}
+
+/* -------------------------------------------------------- context switch */
+
+/* One hop of the token: read the working set, pass the token on, wait for
+ * it to come back. In the ring the wait blocks until every other process
+ * has done its hop; in the one-process ring `in` is the read end of the
+ * pipe `out` writes to, so the same work happens without a switch. */
+struct ring_arg {
+    struct op_base b;
+    int in, out;
+    const char *ws;
+    size_t ws_bytes;
+};
+
+static void op_ring(void *arg, uint64_t n)
+{
+    struct ring_arg *a = arg;
+    uint32_t token = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        sink += os_sum(a->ws, a->ws_bytes);
+        if (write(a->out, &token, sizeof token) != (ssize_t)sizeof token) {
+            op_fail(&a->b, "write to the ring", errno);
+            return;
+        }
+        ssize_t got = read(a->in, &token, sizeof token);
+        if (got != (ssize_t)sizeof token) {
+            op_fail(&a->b, "read from the ring", got < 0 ? errno : ECONNRESET);
+            return;
+        }
+    }
+}
+
+/* A ring member: its own working set (allocated and written after fork, so
+ * it is private memory), then pass the token until the ring closes. */
+static void ring_member(int in, int out, size_t ws_bytes)
+{
+    char *ws = ws_bytes ? malloc(ws_bytes) : NULL;
+    uint32_t token;
+    if (ws)
+        memset(ws, 1, ws_bytes);
+    for (;;) {
+        if (read(in, &token, sizeof token) != (ssize_t)sizeof token)
+            _exit(0);
+        sink += os_sum(ws, ws ? ws_bytes : 0);
+        if (write(out, &token, sizeof token) != (ssize_t)sizeof token)
+            _exit(0);
+    }
+}
+
+static void close_pipes(int (*p)[2], int n, int keep_r, int keep_w)
+{
+    for (int i = 0; i < n; i++) {
+        if (i != keep_r && p[i][0] >= 0)
+            close(p[i][0]);
+        if (i != keep_w && p[i][1] >= 0)
+            close(p[i][1]);
+    }
+}
+
+/* Ring of `procs` processes, pipe i leading into member i; member 0 is
+ * this process. Times one full circuit (procs hops). */
+static int time_ring(struct os_run *r, const struct os_ctx_size *cs, const char *ws, struct timing *t)
+{
+    int p[OS_MAX_PROCS][2], n = cs->procs, rc = -1, made = 0;
+    pid_t pids[OS_MAX_PROCS] = {0};
+    for (; made < n; made++)
+        if (pipe(p[made]))
+            break;
+    if (made < n) {
+        os_failed(r, "ctx", "pipe: %s", strerror(errno));
+        close_pipes(p, made, -1, -1);
+        return -1;
+    }
+    int forked = 1;
+    for (; forked < n; forked++) {
+        pids[forked] = tp_fork_peer();
+        if (pids[forked] == 0) {
+            int in = p[forked][0], out = p[(forked + 1) % n][1];
+            close_pipes(p, n, forked, (forked + 1) % n);
+            ring_member(in, out, (size_t)cs->ws_bytes);
+        }
+        if (pids[forked] < 0)
+            break;
+    }
+    close_pipes(p, n, 0, 1 % n);
+    if (forked < n) {
+        os_failed(r, "ctx", "fork: %s", strerror(errno));
+    } else {
+        struct ring_arg a = {.in = p[0][0], .out = p[1 % n][1], .ws = ws, .ws_bytes = (size_t)cs->ws_bytes};
+        rc = os_time(r, "ctx", op_ring, &a.b, NULL, t);
+    }
+    /* Closing our ends ends the ring: each member sees end-of-file. */
+    close(p[0][0]);
+    close(p[1 % n][1]);
+    for (int i = 1; i < forked; i++)
+        tp_reap_peer(pids[i]);
+    return rc;
+}
+
+static int time_ring_overhead(struct os_run *r, const struct os_ctx_size *cs, const char *ws, struct timing *t)
+{
+    int p[2];
+    if (pipe(p)) {
+        os_failed(r, "ctx", "pipe: %s", strerror(errno));
+        return -1;
+    }
+    struct ring_arg a = {.in = p[0], .out = p[1], .ws = ws, .ws_bytes = (size_t)cs->ws_bytes};
+    int rc = os_time(r, "ctx", op_ring, &a.b, NULL, t);
+    close(p[0]);
+    close(p[1]);
+    return rc;
+}
+
+static void ctx_label(const struct os_ctx_size *cs, char *buf, size_t len)
+{
+    if (cs->ws_bytes % 1024 == 0)
+        snprintf(buf, len, "%dp/%lluk", cs->procs, (unsigned long long)(cs->ws_bytes / 1024));
+    else
+        snprintf(buf, len, "%dp/%llub", cs->procs, (unsigned long long)cs->ws_bytes);
+}
+
+/* Context switch: a token goes round a ring of N processes through pipes,
+ * each reading its working set before passing it on. One circuit costs N
+ * hops; a hop is a switch plus the pipe write, the pipe read and the
+ * working-set read. The same hop without a switch (one process writing to
+ * and reading from its own pipe, same working set) is measured separately
+ * and subtracted (its fastest sample), so the figure is the switch itself,
+ * including the cache refills the other processes' working sets cause. */
+void os_test_ctx(struct os_run *r)
+{
+    const struct os_opts *o = r->o;
+    cpu_set_t saved, one;
+    int pinned = 0;
+    if (o->ctx_cpu >= 0 && sched_getaffinity(0, sizeof saved, &saved) == 0) {
+        CPU_ZERO(&one);
+        CPU_SET(o->ctx_cpu, &one);
+        pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+        if (!pinned)
+            jw_warning("ctx_not_pinned", "ctx could not pin its ring to CPU %d (%s), so processes may switch "
+                       "across CPUs; pass --ctx-cpu none to accept it.", o->ctx_cpu, strerror(errno));
+    }
+    for (int v = 0; v < o->nctx && !os_stop; v++) {
+        const struct os_ctx_size *cs = &o->ctx[v];
+        char *ws = cs->ws_bytes ? malloc((size_t)cs->ws_bytes) : NULL;
+        if (cs->ws_bytes && !ws) {
+            os_failed(r, "ctx", "out of memory for a %llu-byte working set", (unsigned long long)cs->ws_bytes);
+            continue;
+        }
+        if (ws)
+            memset(ws, 1, (size_t)cs->ws_bytes);
+        struct timing ring, overhead, t;
+        if (time_ring_overhead(r, cs, ws, &overhead) == 0 && !os_stop && time_ring(r, cs, ws, &ring) == 0) {
+            char label[64];
+            struct jw w;
+            t = ring;
+            /* The fastest overhead sample: interference only adds time, and
+             * without any the samples agree within the harness's 1 %. */
+            os_timing_derive(&t, 1.0 / cs->procs, overhead.min_ns, NULL, o->timing.target_rel_error);
+            ctx_label(cs, label, sizeof label);
+            os_result_begin(&w, "ctx");
+            jw_str(&w, "label", label);
+            jw_int(&w, "procs", cs->procs);
+            jw_uint(&w, "ws_bytes", cs->ws_bytes);
+            if (pinned)
+                jw_int(&w, "cpu", o->ctx_cpu);
+            else
+                jw_null(&w, "cpu");
+            jw_double(&w, "overhead_subtracted_ns", overhead.min_ns);
+            jw_obj(&w, "ring");
+            timing_write_json(&ring, &w);
+            jw_end(&w);
+            jw_obj(&w, "overhead");
+            timing_write_json(&overhead, &w);
+            jw_end(&w);
+            os_result_end(&w, &t);
+        }
+        free(ws);
+    }
+    if (pinned)
+        sched_setaffinity(0, sizeof saved, &saved);
+}
+
+/* ------------------------------------------------------------ transports */
+
+struct xfer_arg {
+    struct op_base b;
+    struct tp_conn *c;
+    char *buf;
+    size_t len;
+};
+
+static void op_round_trip(void *arg, uint64_t n)
+{
+    struct xfer_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++) {
+        if (tp_send_all(a->c, a->buf, a->len)) {
+            op_fail(&a->b, "send", errno);
+            return;
+        }
+        if (tp_recv_all(a->c, a->buf, a->len)) {
+            op_fail(&a->b, "receive", errno);
+            return;
+        }
+    }
+}
+
+static void op_receive(void *arg, uint64_t n)
+{
+    struct xfer_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++)
+        if (tp_recv_all(a->c, a->buf, a->len)) {
+            op_fail(&a->b, "receive", errno);
+            return;
+        }
+}
+
+/* The peer: echo each message back (latency), or send chunks for as long
+ * as the other end reads (bandwidth). Ends when the connection does. */
+static void peer_main(struct tp_conn *c, size_t len, int echo)
+{
+    char *buf = malloc(len);
+    if (!buf)
+        _exit(1);
+    memset(buf, 'x', len);
+    for (;;) {
+        if (echo && tp_recv_all(c, buf, len))
+            break;
+        if (tp_send_all(c, buf, len))
+            break;
+    }
+    _exit(0);
+}
+
+static void xfer_test(struct os_run *r, const char *test, enum tp_kind k, size_t len, int echo)
+{
+    struct tp_conn a, b;
+    char err[256];
+    int rc = tp_pair(k, &a, &b, err, sizeof err);
+    if (rc == TP_ABSENT) {
+        os_skip(test, "no %s transport here (%s).", tp_name(k), err);
+        return;
+    }
+    if (rc) {
+        os_failed(r, test, "%s", err);
+        return;
+    }
+    const struct os_opts *o = r->o;
+    cpu_set_t saved;
+    int restore = o->pair_pinned && sched_getaffinity(0, sizeof saved, &saved) == 0;
+    pid_t pid = tp_fork_peer();
+    if (pid == 0) {
+        tp_close(&a);
+        if (o->pair_pinned)
+            tp_pin_cpu(o->pair_cpus[1]);
+        peer_main(&b, len, echo);
+    }
+    tp_close(&b);
+    if (o->pair_pinned)
+        tp_pin_cpu(o->pair_cpus[0]);
+    struct xfer_arg x = {.c = &a, .buf = malloc(len), .len = len};
+    if (pid < 0 || !x.buf) {
+        os_failed(r, test, "%s", pid < 0 ? "fork failed" : "out of memory");
+    } else {
+        struct timing t;
+        struct jw w;
+        memset(x.buf, 'y', len);
+        tp_set_timeout(&a, LAT_TIMEOUT_NS);
+        if (!os_time(r, test, echo ? op_round_trip : op_receive, &x.b, NULL, &t)) {
+            os_result_begin(&w, test);
+            jw_str(&w, "transport", tp_name(k));
+            os_write_pair_cpus(&w, "cpus", o);
+            if (echo) {
+                jw_uint(&w, "msg_bytes", len);
+            } else {
+                jw_uint(&w, "chunk_bytes", len);
+                jw_double(&w, "bandwidth_bps", t.ns_per_op > 0 ? (double)len * 1e9 / t.ns_per_op : NAN);
+            }
+            os_result_end(&w, &t);
+        }
+    }
+    free(x.buf);
+    tp_close(&a);
+    tp_reap_peer(pid);
+    if (restore)
+        sched_setaffinity(0, sizeof saved, &saved);
+}
+
+void os_test_pipe_lat(struct os_run *r) { xfer_test(r, "pipe_lat", TP_PIPE, 1, 1); }
+void os_test_unix_lat(struct os_run *r) { xfer_test(r, "unix_lat", TP_UNIX, 1, 1); }
+void os_test_udp_lat(struct os_run *r) { xfer_test(r, "udp_lat", TP_UDP, 1, 1); }
+void os_test_tcp_lat(struct os_run *r) { xfer_test(r, "tcp_lat", TP_TCP, 1, 1); }
+void os_test_pipe_bw(struct os_run *r) { xfer_test(r, "pipe_bw", TP_PIPE, (size_t)r->o->bw_chunk, 0); }
+void os_test_unix_bw(struct os_run *r) { xfer_test(r, "unix_bw", TP_UNIX, (size_t)r->o->bw_chunk, 0); }
+void os_test_tcp_bw(struct os_run *r) { xfer_test(r, "tcp_bw", TP_TCP, (size_t)r->o->bw_chunk, 0); }
