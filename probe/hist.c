@@ -46,9 +46,19 @@ uint64_t hist_percentile(const struct hist *h, double p)
 {
     if (h->count == 0)
         return 0;
-    /* Nearest rank: the smallest value with at least p % of samples <= it. */
-    double exact_rank = ceil(p / 100.0 * (double)h->count);
-    uint64_t rank = exact_rank < 1 ? 1 : (uint64_t)exact_rank;
+    /* Nearest rank: the smallest value with at least p % of samples <= it,
+     * i.e. rank = ceil(p/100 * count). Computed in integers with p scaled by
+     * 10^4 (percentiles have at most 4 decimals): in floating point, 99.9 % of
+     * 1000 is 999.0000000000001 and the rank would be off by one. Beyond
+     * 1.8e13 samples the product would overflow; double is then exact enough. */
+    uint64_t p_scaled = (uint64_t)llround(p * 10000.0);
+    uint64_t rank;
+    if (h->count <= UINT64_MAX / 1000000u)
+        rank = (p_scaled * h->count + 999999u) / 1000000u;
+    else
+        rank = (uint64_t)ceil((double)p_scaled / 1e6 * (double)h->count);
+    if (rank < 1)
+        rank = 1;
     /* The first and last ranks are the exact extremes, which are kept. */
     if (rank == 1)
         return h->min;

@@ -38,7 +38,8 @@ def histogram_record(values: np.ndarray) -> dict[str, Any]:
 
 
 def nearest_rank(sorted_values: np.ndarray, p: float) -> int:
-    rank = max(1, math.ceil(p / 100 * len(sorted_values) - 1e-9))
+    # ceil(p/100 * n) in integers, as the probe computes it (p has at most 4 decimals).
+    rank = max(1, -(-round(p * 10000) * len(sorted_values) // 1_000_000))
     return int(sorted_values[rank - 1])
 
 

@@ -42,8 +42,11 @@ static int cmp_u64(const void *a, const void *b)
 
 static uint64_t exact_percentile(const uint64_t *sorted, size_t n, double p)
 {
-    double r = ceil(p / 100.0 * (double)n);
-    size_t rank = r < 1 ? 1 : (size_t)r;
+    /* ceil(p/100 * n) without floating point: p has at most 4 decimals. */
+    uint64_t p_scaled = (uint64_t)llround(p * 10000.0);
+    size_t rank = (size_t)((p_scaled * n + 999999u) / 1000000u);
+    if (rank < 1)
+        rank = 1;
     if (rank > n)
         rank = n;
     return sorted[rank - 1];

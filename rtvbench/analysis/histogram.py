@@ -108,7 +108,8 @@ class Histogram:
             return None
         if not 0 <= p <= 100:
             raise ValueError(f"percentile {p} outside 0..100")
-        rank = max(1, math.ceil(p / 100.0 * n - 1e-9))
+        # Exactly as the probe computes it: p scaled by 10^4 (at most 4 decimals), integer ceiling.
+        rank = max(1, -(-round(p * 10000) * n // 1_000_000))
         # The first and last ranks are the extremes, which are known exactly when the probe reported them.
         if rank == n and self.max_ns is not None:
             return float(self.max_ns)
