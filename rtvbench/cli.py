@@ -236,6 +236,9 @@ _SHOW_SYSINFO = ("hostname", "kernel_release", "preempt_model", "cpu_model", "cp
 
 
 def _figures(m) -> str:
+    if m.kind != "latency":
+        # The measurement-suite kinds print one result per size, test or kernel: the report shows them.
+        return f"{len(m.results)} result{'s' if len(m.results) != 1 else ''}" if m.results else ""
     r = m.result("all") or (m.results[-1] if m.results else None)
     if not r:
         return ""

@@ -189,12 +189,14 @@ class Runner:
         elif load_status is not None:
             status, error = "error", (f'load "{p.load}" ended during the measurement (status '
                                       f"{load_status}): {_last_lines(bg.output_tail())}")
+        elif stream.end is not None and stream.end["status"] == "error":
+            # Before the exit status: the probe's own reason (e.g. which workload failed its
+            # verification) says more than "status 3" and an empty stderr.
+            status, error = "error", f"the probe reported an error: {stream.end.get('error')}"
         elif done.returncode != 0:
             status, error = "error", f"the probe exited with status {done.returncode}: {_last_lines(done.stderr)}"
         elif stream.end is None:
             status, error = "error", "the probe ended without its `end` record"
-        elif stream.end["status"] == "error":
-            status, error = "error", f"the probe reported an error: {stream.end.get('error')}"
         elif stream.end["status"] == "interrupted":
             status, error = "interrupted", "the probe was interrupted by a signal from outside rtvbench"
         elif stream.results == 0:

@@ -81,9 +81,9 @@ CASES = [
      'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "local")'),
     ("probe load generator of a later issue", ("[loads.idle]", '[loads.idle]\nkind = "cpu"'),
      'campaign.toml:9: loads.idle.kind: load kind "cpu" is not supported yet (supported: "command", "idle")'),
-    ("benchmark kind of a later issue", ('kind = "latency"', 'kind = "os"'),
-     'campaign.toml:13: benchmarks.wakeup.kind: benchmark kind "os" is not supported yet '
-     '(supported: "latency")'),
+    ("unknown benchmark kind", ('kind = "latency"', 'kind = "oss"'),
+     'campaign.toml:13: benchmarks.wakeup.kind: unknown benchmark kind "oss" '
+     '(supported: "ipc", "latency", "mem-alloc", "mem-bw", "mem-lat", "os", "work")'),
     ("missing program of a command load", ('command = "stress-ng', 'command = "stress-ngx'),
      'campaign.toml:10: loads.stress.command: program "stress-ngx" is not found on PATH: '
      "install it or fix the command"),

@@ -168,7 +168,7 @@ def comparisons(data: RunData) -> list[Comparison]:
             continue
         cells = set(data.cells(bench))
         base_env, base_load = data.baseline_environment, data.baseline_load
-        for figure in kind.comparison_figures:
+        for figure in kind.compared_figures(data.figure_names(bench)):
             for load in data.loads:
                 for env in data.environments:
                     if env != base_env and (base_env, load) in cells and (env, load) in cells:

@@ -22,10 +22,12 @@ class Evaluation:
     findings: dict[str, list[Finding]]
 
     def summary(self, env: str, load: str, bench: str, figure: str):
-        for s in self.summaries:
-            if (s.environment, s.load, s.benchmark, s.figure) == (env, load, bench, figure):
-                return s.summary
-        return None
+        # Indexed on first use: the measurement-suite tables look up thousands of cells.
+        index = self.__dict__.get("_summary_index")
+        if index is None:
+            index = {(s.environment, s.load, s.benchmark, s.figure): s.summary for s in self.summaries}
+            self.__dict__["_summary_index"] = index
+        return index.get((env, load, bench, figure))
 
     def merged_histogram(self, env: str, load: str, bench: str) -> Histogram | None:
         """All samples of the completed repetitions of a cell in one histogram."""

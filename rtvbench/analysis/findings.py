@@ -43,6 +43,9 @@ def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison]) -> l
     if kind is None:
         return [Finding(WARNING, "result", f"Benchmark `{bench}` has kind `{data.kind_name(bench)}`, "
                                           "which this version of rtvbench cannot analyse.")]
+    own = kind.considerations(data, bench, comps)
+    if own is not None:
+        return [Finding(*f) for f in own] + _probe_warnings(data, bench) + _failures(data, bench)
     tail = _tail_figure(data, bench, kind)
     out += _results(data, bench, kind, tail)
     out += _effects(comps, tail, kind)

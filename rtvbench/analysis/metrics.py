@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rtvbench.analysis.kinds import get_kind
+from rtvbench.analysis.units import suffix_unit
 from rtvbench.results import Measurement
 
 
@@ -20,6 +21,16 @@ def split_metric(metric: str) -> tuple[str, str]:
     return bench, figure
 
 
+def resolve_metric(metric: str, benchmarks: list[str]) -> tuple[str, str]:
+    """Like split_metric, but knowing the benchmark names: figures of the measurement-suite kinds
+    contain dots themselves (`mem.lat.64MiB_random` is benchmark `mem`, figure `lat.64MiB_random`),
+    so the longest benchmark name the metric starts with decides where the figure begins."""
+    for bench in sorted(benchmarks, key=len, reverse=True):
+        if metric.startswith(bench + ".") and len(metric) > len(bench) + 1:
+            return bench, metric[len(bench) + 1:]
+    return split_metric(metric)
+
+
 def measurement_figures(m: Measurement) -> dict[str, float]:
     """All figures of a measurement; empty for unknown kinds and for measurements without results."""
     k = get_kind(m.kind)
@@ -29,8 +40,11 @@ def measurement_figures(m: Measurement) -> dict[str, float]:
 
 
 def unit_of(figure: str) -> str:
-    """The unit a figure's value is in, read from its name."""
-    for suffix in ("ns", "us", "ms", "bps", "per_s"):
-        if figure.endswith("_" + suffix):
-            return suffix
-    return "count"
+    """The unit a figure's value is in, read from its name (the latency kind's convention)."""
+    return suffix_unit(figure)
+
+
+def figure_unit(kind: str, figure: str) -> str:
+    """The unit of a figure of a benchmark kind, as the kind reads it."""
+    k = get_kind(kind)
+    return k.unit(figure) if k is not None else suffix_unit(figure)

@@ -37,8 +37,8 @@ from typing import Any
 
 from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, compare_cells
 from rtvbench.analysis.dataset import RunData
-from rtvbench.analysis.metrics import split_metric, unit_of
-from rtvbench.analysis.units import format_percent, format_value
+from rtvbench.analysis.metrics import resolve_metric
+from rtvbench.analysis.units import format_percent
 from rtvbench.results import CampaignRun
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
@@ -90,7 +90,7 @@ def _names(value: Any, default: list[str]) -> list[str]:
 def _resolve(data: RunData, metric: Any) -> tuple[str, str, Any, str | None]:
     """(benchmark, figure, kind, problem) for a metric name; problem says why it cannot be evaluated."""
     try:
-        bench, figure = split_metric(str(metric))
+        bench, figure = resolve_metric(str(metric), data.benchmarks)
     except ValueError:
         return "", "", None, f"`{metric}` is not of the form <benchmark>.<figure>."
     if bench not in data.benchmarks:
@@ -116,7 +116,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
         return Verdict(INCONCLUSIVE, problem, req, title)
     if hi is None and lo is None:
         return Verdict(INCONCLUSIVE, "The requirement has neither `max` nor `min`.", req, title)
-    unit = unit_of(figure)
+    unit = kind.unit(figure)
     needed = kind.samples_needed(figure)
 
     statuses, details, failures, problems = [], [], [], []
@@ -160,7 +160,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                              f"{'' if min(too_few) == max(too_few) else f' .. {max(too_few):,}'}) than the "
                              f"{needed:,} that {figure} needs")
             cell_values = [v for v in (data.figures(m).get(figure) for m in ms) if v is not None]
-            span = (f"{format_value(min(cell_values), unit)} .. {format_value(max(cell_values), unit)}"
+            span = (f"{kind.format(min(cell_values), figure)} .. {kind.format(max(cell_values), figure)}"
                     if cell_values else "no values")
             details.append(f"{where}: {cell_status}, {len(ms)} repetition(s), {figure} {span}"
                            + (f" ({'; '.join(notes)})" if notes else ""))
@@ -174,16 +174,16 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
         worst = max(failures, key=lambda f: f[0]) if hi is not None and any(
             f[0] > hi for f in failures) else min(failures, key=lambda f: f[0])
         value, env, load, rep = worst
-        bound = f"max {format_value(hi, unit)}" if hi is not None and value > hi else f"min {format_value(lo, unit)}"
+        bound = f"max {kind.format(hi, figure)}" if hi is not None and value > hi else f"min {kind.format(lo, figure)}"
         reason = (f"{len(failures)} repetition(s) violate the bound; the worst, {figure} = "
-                  f"{format_value(value, unit)} in `{env}` under `{load}` (repetition {rep + 1}), "
+                  f"{kind.format(value, figure)} in `{env}` under `{load}` (repetition {rep + 1}), "
                   f"is outside {bound}.")
     elif status == INCONCLUSIVE:
         reason = "Cannot decide: " + "; ".join(problems) + "."
     else:
         reason = (f"All {len(checked)} repetitions hold the bound: {figure} ranges "
-                  f"{format_value(min(c[0] for c in checked), unit)} .. "
-                  f"{format_value(max(c[0] for c in checked), unit)} (bound {bounds}"
+                  f"{kind.format(min(c[0] for c in checked), figure)} .. "
+                  f"{kind.format(max(c[0] for c in checked), figure)} (bound {bounds}"
                   f"{'' if unit == 'count' else ' ' + unit}).")
     return Verdict(status, reason, req, title, details)
 
@@ -225,8 +225,8 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
         else:
             ci_lo, ci_hi = t.ci_percent
             numbers = (f"overhead {format_percent(t.overhead_percent)} (95 % CI {format_percent(ci_lo)} .. "
-                       f"{format_percent(ci_hi)}; median {format_value(t.baseline_median, unit_of(figure))} -> "
-                       f"{format_value(t.candidate_median, unit_of(figure))})")
+                       f"{format_percent(ci_hi)}; median {kind.format(t.baseline_median, figure)} -> "
+                       f"{kind.format(t.candidate_median, figure)})")
             if ci_hi <= limit:
                 status, rel = PASS, f"lies entirely within the {limit:g} % bound"
             elif ci_lo > limit:

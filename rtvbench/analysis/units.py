@@ -7,6 +7,14 @@ import math
 _TIME_SCALE_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 
 
+def suffix_unit(figure: str) -> str:
+    """The unit a figure's value is in, read from the suffix of its name (`max_us` -> "us")."""
+    for suffix in ("ns", "us", "ms", "bps", "per_s"):
+        if figure.endswith("_" + suffix):
+            return suffix
+    return "count"
+
+
 def significant(x: float) -> str:
     """Three significant digits, no exponent for the magnitudes latencies have."""
     if x == 0:
@@ -49,3 +57,62 @@ def format_percent(value: float | None, signed: bool = True) -> str:
     if signed and value > 0:
         text = "+" + text
     return f"{text} %"
+
+
+# ---------------------------------------------------------------------------
+# Sizes and the units of the measurement-suite kinds (mem-lat, mem-bw, os, ipc, work)
+
+_SIZE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def size_token(n: int) -> str:
+    """A byte count as it appears inside a figure name: "64MiB", "48KiB", "1536B".
+
+    The largest binary unit that divides the size exactly, so that a name never needs a
+    decimal point (a dot separates the parts of a figure name) and every size has exactly
+    one name: 1.5 MiB is "1536KiB".
+    """
+    for suffix, scale in _SIZE_UNITS:
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return f"{n}B"
+
+
+def parse_size_token(token: str) -> int | None:
+    """The inverse of size_token; None unless `token` is exactly a canonical size name."""
+    for suffix, scale in _SIZE_UNITS + (("B", 1),):
+        if token.endswith(suffix):
+            digits = token[:-len(suffix)]
+            if digits.isdigit() and (digits == "0" or not digits.startswith("0")):
+                n = int(digits) * scale
+                return n if size_token(n) == token else None
+            return None
+    return None
+
+
+def human_size(n: float) -> str:
+    """A byte count for sentences and axes: "48 KiB", "1.5 MiB", "512 B"."""
+    for suffix, scale in _SIZE_UNITS:
+        if n >= scale:
+            return f"{n / scale:g} {suffix}"
+    return f"{n:g} B"
+
+
+def human_duration(ns: float | None) -> str:
+    """A time given in ns, in the unit that keeps it readable: "1.23 ns", "45.2 us", "3.10 ms"."""
+    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
+        return "n/a"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{significant(ns / scale)} {unit}"
+    return f"{significant(ns)} ns"
+
+
+def human_rate(value: float | None, unit: str = "B/s") -> str:
+    """A rate with a decimal prefix: "12.3 GB/s", "850 MB/s", "1.20 M/s" (unit "/s")."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{significant(value / scale)} {prefix}{unit}"
+    return f"{significant(value)} {unit}"

@@ -11,7 +11,7 @@ import csv
 import io
 
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.metrics import unit_of
+from rtvbench.analysis.metrics import figure_unit
 
 COLUMNS = ["run_id", "campaign", "environment", "load", "benchmark", "kind", "repetition", "status",
            "figure", "value", "unit"]
@@ -29,5 +29,5 @@ def render_csv(ev: Evaluation) -> str:
             w.writerow(base + ["", "", ""])
         for name in sorted(figures):
             w.writerow(base + [name, repr(float(figures[name])) if not float(figures[name]).is_integer()
-                               else int(figures[name]), unit_of(name)])
+                               else int(figures[name]), figure_unit(m.kind, name)])
     return buf.getvalue()

@@ -10,7 +10,9 @@ import json
 import math
 from typing import Any
 
+from rtvbench.analysis.cache_levels import levels_sentence
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.kinds import mem_lat, work
 
 SCHEMA = 1
 
@@ -65,7 +67,35 @@ def document(ev: Evaluation) -> dict[str, Any]:
                       "details": v.details} for v in ev.verdicts],
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
                      for b, fs in ev.findings.items()},
+        "memory_curves": {b: _memory_curves(ev, b) for b in data.benchmarks if data.kind_name(b) == "mem-lat"},
+        "workloads": {b: _workloads(ev, b) for b in data.benchmarks if data.kind_name(b) == "work"},
     }
+
+
+def _memory_curves(ev: Evaluation, bench: str) -> list[dict[str, Any]]:
+    """The latency curves (median, min, max over repetitions per size) and the levels read off them."""
+    found = mem_lat.levels(ev.data, bench)
+    return [{"environment": env, "load": load, "mode": mode,
+             "points": [{"size_bytes": s, "median_ns": _num(med), "min_ns": _num(lo), "max_ns": _num(hi)}
+                        for s, med, lo, hi in pts],
+             "cache_levels": [{"name": lv.name, "latency_ns": _num(lv.latency_ns), "first_size_bytes": lv.first_size,
+                               "last_size_bytes": lv.last_size} for lv in found[(env, load, mode)]],
+             "cache_levels_text": levels_sentence(found[(env, load, mode)])}
+            for (env, load, mode), pts in mem_lat.curves(ev.data, bench).items()]
+
+
+def _workloads(ev: Evaluation, bench: str) -> dict[str, Any]:
+    """Every workload's verification in every run, and its run time normalised to the baseline environment."""
+    checks = [{"environment": m.environment, "load": m.load, "repetition": m.repetition, "workload": c.workload,
+               "verified": c.verified, "error": c.error}
+              for m in ev.data.measurements(benchmark=bench) for c in work.verification(m)]
+    normalised = [{"workload": c.figure, "load": c.context, "baseline": c.baseline, "candidate": c.candidate,
+                   "ratio": _num(c.test.ratio),
+                   "ci95": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
+                   "verdict": c.test.verdict}
+                  for c in ev.comparisons if c.benchmark == bench and c.axis == "environment"]
+    return {"baseline_environment": ev.data.baseline_environment, "verification": checks,
+            "failed": [x for x in checks if x["verified"] is False], "normalised": normalised}
 
 
 def render_json(ev: Evaluation) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.kinds.quantities import QuantityKind
 from rtvbench.analysis.metrics import unit_of
 from rtvbench.analysis.stats import summarize
 from rtvbench.analysis.units import format_percent, format_time, format_value
@@ -33,6 +34,7 @@ class Table:
     rows: list[Row]
     foot: list[Row] = field(default_factory=list)
     note: str = ""
+    numeric_from: int | None = None    # first right-aligned column; None: the renderer's default
 
 
 @dataclass
@@ -149,7 +151,9 @@ def _key_results(ev: Evaluation) -> Table:
             ms = data.measurements(env, load, b)
             done = sum(1 for m in ms if m.status in COMPLETE)
             cells = [b, env, load, f"{done}/{len(ms)}"]
-            if kind is not None and kind.is_figure("max_us"):
+            if isinstance(kind, QuantityKind):
+                cells.append(kind.key_result(data, b, env, load) or "see its section")   # spans the columns
+            elif kind is not None and kind.is_figure("max_us"):
                 for figure in ("avg_us", "p99_us", "p9999_us", "max_us"):
                     s = ev.summary(env, load, b, figure)
                     cells.append(format_time(s.median, "us") if s else "–")
@@ -233,6 +237,19 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
         load_cmds = list(dict.fromkeys(c for m in ms for c in m.load_commands))
         commands.append((f"{env} / {load}", probe_cmds, load_cmds))
 
+    if isinstance(kind, QuantityKind):
+        # The measurement-suite kinds: LMbench-style tables and their own plots (report.suite).
+        from rtvbench.report import suite
+        rep_tables, comparison_tables, figures = suite.parts(ev, bench, kind, with_plots, id_prefix)
+    else:
+        rep_tables, comparison_tables, figures = _latency_parts(ev, bench, kind, with_plots, id_prefix)
+    consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
+    return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
+                            figures, consideration)
+
+
+def _latency_parts(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: str):
+    data = ev.data
     rep_tables = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)] if kind else []
     comps = [c for c in ev.comparisons if c.benchmark == bench]
     comparison_tables = []
@@ -244,11 +261,8 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     if load_comps:
         comparison_tables.append(_comparison_table(
             f"Loads compared with `{data.baseline_load}` (same environment)", load_comps, kind))
-
     figures = _plots(ev, bench, id_prefix) if with_plots and kind else []
-    consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
-    return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
-                            figures, consideration)
+    return rep_tables, comparison_tables, figures
 
 
 def _cell(value: float | None, figure: str) -> str:
@@ -294,12 +308,11 @@ def _comparison_table(caption: str, comps: list[Comparison], kind) -> Table:
     for c in sorted(comps, key=lambda c: (c.context, c.candidate, list(kind.comparison_figures).index(c.figure)
                                           if c.figure in kind.comparison_figures else 99)):
         t = c.test
-        unit = unit_of(c.figure)
         base = f"{c.baseline_environment} / {c.baseline_load}"
         cand = f"{c.candidate_environment} / {c.candidate_load}"
         ci = t.ci_percent
-        rows.append(Row([kind.label(c.figure), base, cand, format_value(t.baseline_median, unit),
-                         format_value(t.candidate_median, unit), format_percent(t.overhead_percent),
+        rows.append(Row([kind.label(c.figure), base, cand, kind.format(t.baseline_median, c.figure),
+                         kind.format(t.candidate_median, c.figure), format_percent(t.overhead_percent),
                          f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
                          f"{t.p_value:.3g}" if t.p_value is not None else "–",
                          f"{t.n_baseline} vs {t.n_candidate}", t.verdict],

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from rtvbench.analysis.histogram import Histogram
 
@@ -121,6 +122,79 @@ def windows_svg(series: list[tuple[str, list[tuple[list[float], list[float]]]]],
         ax.set_yscale("log")
         ax.set_xlabel("time since measurement start (s)")
         ax.set_ylabel("window max latency (us)")
+        ax.set_title(_label(title))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return _svg(fig, id_prefix)
+
+
+def _size_label(n: float) -> str:
+    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g}{suffix}"
+    return f"{n:g}"
+
+
+def size_curves_svg(series: list[tuple[str, list[tuple[float, float, float, float]]]], title: str,
+                    ylabel: str, id_prefix: str, xlabel: str = "working-set size (bytes)",
+                    logy: bool = True) -> str | None:
+    """One line per series over a log2 size axis: (size, median, min, max) points, min..max shaded.
+
+    The y values are plotted as given (the caller picks the unit); sizes are labelled 512, 4K, 1M ...
+    """
+    series = [(name, sorted(pts)) for name, pts in series if pts]
+    if not series:
+        return None
+    with rc_context(_RC):
+        fig = _figure(7.0, 3.6)
+        ax = fig.add_subplot()
+        for name, pts in series:
+            x = [p[0] for p in pts]
+            line, = ax.plot(x, [p[1] for p in pts], marker=".", markersize=4, linewidth=1.3, label=_label(name))
+            if any(p[2] != p[3] for p in pts):
+                ax.fill_between(x, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.15,
+                                linewidth=0)
+        ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        lo = min(p[0] for _, pts in series for p in pts)
+        hi = max(p[0] for _, pts in series for p in pts)
+        ticks = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
+        if len(ticks) > 12:
+            step = int(np.ceil(len(ticks) / 12))
+            ticks = ticks[::step]
+        ax.set_xticks(ticks, [_size_label(t) for t in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(_label(title))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return _svg(fig, id_prefix)
+
+
+def normalised_bars_svg(labels: list[str], series: list[tuple[str, list[float | None], list[tuple[float, float] | None]]],
+                        title: str, baseline: str, id_prefix: str) -> str | None:
+    """Grouped bars: per label (a workload), one bar per series (a candidate) of its value normalised to the
+    baseline (1.0, drawn as a line), with the 95 % interval as an error bar where there is one."""
+    series = [s for s in series if any(v is not None for v in s[1])]
+    if not labels or not series:
+        return None
+    with rc_context(_RC):
+        fig = _figure(max(7.0, 0.35 * len(labels) * len(series) + 2), 3.8)
+        ax = fig.add_subplot()
+        width = 0.8 / len(series)
+        x = np.arange(len(labels))
+        for k, (name, values, cis) in enumerate(series):
+            pos = x - 0.4 + width * (k + 0.5)
+            heights = [v if v is not None else np.nan for v in values]
+            err_lo = [v - ci[0] if v is not None and ci else 0 for v, ci in zip(values, cis)]
+            err_hi = [ci[1] - v if v is not None and ci else 0 for v, ci in zip(values, cis)]
+            ax.bar(pos, heights, width * 0.9, label=_label(name), yerr=[err_lo, err_hi], capsize=2,
+                   error_kw={"linewidth": 0.8})
+        ax.axhline(1.0, color="black", linewidth=1.0, linestyle="--")
+        ax.text(1.0, 1.0, f" {_label(baseline)} = 1", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+        ax.set_xticks(x, [_label(lbl) for lbl in labels], rotation=45, ha="right")
+        ax.set_ylabel(f"time normalised to {_label(baseline)}")
         ax.set_title(_label(title))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         return _svg(fig, id_prefix)

@@ -1,8 +1,9 @@
 """Per-kind knowledge: which figures a benchmark kind yields and how to read them.
 
-Each benchmark kind (latency today; mem-lat, os, ipc, work later) is one module
-in this package defining a `Kind` subclass and registering it, so that adding a
-kind never means editing metrics, stats or the report.
+Each benchmark kind (latency; work, mem-lat, mem-bw, mem-alloc, os, ipc) is one
+module in this package defining a `Kind` subclass and registering it, so that
+adding a kind never means editing metrics, stats or the report. The measurement-
+suite kinds share their figure conventions through `quantities.QuantityKind`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from rtvbench.analysis.histogram import Histogram
+from rtvbench.analysis.units import format_value, suffix_unit
 from rtvbench.results import Measurement
 
 
@@ -55,6 +57,31 @@ class Kind(ABC):
         """Short human name of a figure for tables and sentences."""
         return figure
 
+    def unit(self, figure: str) -> str:
+        """The unit of a figure's value; by default read from its name's suffix (`_us`, `_bps` ...)."""
+        return suffix_unit(figure)
+
+    def format(self, value: float | None, figure: str) -> str:
+        """A figure's value with its unit, for sentences and table cells."""
+        return format_value(value, self.unit(figure))
+
+    def compared_figures(self, present: list[str]) -> list[str]:
+        """The figures compared between environments and loads, given the figures the runs have.
+
+        Kinds whose figures depend on the campaign (sizes, tests) choose among `present`."""
+        return list(self.comparison_figures)
+
+    def lower_is_better(self, figure: str) -> bool:
+        """Whether a smaller value of the figure is the better one (times: yes; bandwidths: no)."""
+        return True
+
+    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]] | None:
+        """The kind's own findings as (severity, topic, text), or None for the latency-style ones.
+
+        `data` is the run's RunData, `comps` the benchmark's comparisons; the findings module adds
+        the probe's warnings and the failed measurements to whatever this returns."""
+        return None
+
 
 _REGISTRY: dict[str, Kind] = {}
 
@@ -74,3 +101,5 @@ def kind_names() -> list[str]:
 
 # Built-in kinds register themselves on import.
 from rtvbench.analysis.kinds import latency as _latency  # noqa: E402,F401
+from rtvbench.analysis.kinds import (ipc as _ipc, mem_alloc as _mem_alloc, mem_bw as _mem_bw,  # noqa: E402,F401
+                                     mem_lat as _mem_lat, os_primitives as _os, work as _work)

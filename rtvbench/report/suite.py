@@ -1,0 +1,143 @@
+"""Result tables of the measurement-suite kinds, in the reference reports' two LMbench styles.
+
+* "avg (min x, max y)" over the repetitions, one column per environment and load (TI's
+  performance guide, reference 001);
+* "mean ± stddev" of the baseline and of a candidate with the difference and the percent
+  overhead (the ESXi thesis, reference 002) — the overhead, its interval and the verdict are
+  the comparison machinery's (ratio of medians, bootstrap CI, Mann-Whitney), not recomputed.
+
+Each row is shown in one unit chosen from its magnitude (ns, us, ms; MB/s, GB/s ...), so a row
+of nanoseconds and a row of milliseconds both read well. The kind-specific plots and tables
+(memory curves, normalised workloads) are added by report.memory and report.workloads.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rtvbench.analysis.compare import Comparison
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.kinds.quantities import BANDWIDTH, RATE, TIME, QuantityKind
+from rtvbench.analysis.units import format_percent, significant
+from rtvbench.report.model import Plot, Row, Table
+
+_TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
+_PREFIXES = (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
+
+
+def row_unit(kind: QuantityKind, stem: str, values: list[float]) -> tuple[str, float]:
+    """(unit label, divisor from the base unit) that suits the magnitude of a row's values."""
+    fam = kind.split(stem)[1]
+    ref = sorted(abs(v) for v in values if v is not None and math.isfinite(v))
+    ref = ref[len(ref) // 2] if ref else 0.0
+    if fam == TIME:
+        return next(((u, s) for u, s in _TIME_UNITS if ref >= s), ("ns", 1.0))
+    if fam in (BANDWIDTH, RATE):
+        unit = "B/s" if fam == BANDWIDTH else kind.rate_unit(stem)
+        return next(((p + unit, s) for p, s in _PREFIXES if ref >= s), (unit, 1.0))
+    return "", 1.0
+
+
+def _num(v: float | None, scale: float) -> str:
+    return "–" if v is None else significant(v / scale)
+
+
+def _cells(ev: Evaluation, bench: str) -> list[tuple[str, str]]:
+    return ev.data.cells(bench)
+
+
+def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: list[str]) -> Table:
+    cells = _cells(ev, bench)
+    header = ["Figure", "Unit"] + [f"{env} / {load}" for env, load in cells]
+    rows = []
+    for stem in stems:
+        sums = [ev.summary(env, load, bench, stem) for env, load in cells]
+        unit, scale = row_unit(kind, stem, [s.median for s in sums if s])
+        out = []
+        for s in sums:
+            if s is None:
+                out.append("–")
+            elif s.n == 1:
+                out.append(_num(s.mean, scale))
+            else:
+                out.append(f"{_num(s.mean, scale)} (min {_num(s.min, scale)}, max {_num(s.max, scale)})")
+        rows.append(Row([f"{kind.label(stem)} `{stem}`", unit] + out))
+    reps = {s.n for env, load in cells for stem in stems if (s := ev.summary(env, load, bench, stem))}
+    n = f"{min(reps)}" if len(reps) == 1 else f"{min(reps)}-{max(reps)}" if reps else "0"
+    return Table(f"{bench}: average (min, max) over {n} completed repetition{'s' if reps != {1} else ''}",
+                 header, rows, numeric_from=2,
+                 note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest.")
+
+
+def overhead_tables(ev: Evaluation, bench: str, kind: QuantityKind, stems: list[str]) -> list[Table]:
+    comps: dict[tuple, Comparison] = {}
+    for c in ev.comparisons:
+        if c.benchmark == bench:
+            comps[(c.axis, c.context, c.baseline, c.candidate, c.figure)] = c
+    pairs = list(dict.fromkeys(k[:4] for k in comps))
+    out = []
+    for axis, context, baseline, candidate in pairs:
+        if axis == "environment":
+            base_cell, cand_cell = (baseline, context), (candidate, context)
+            caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
+        else:
+            base_cell, cand_cell = (context, baseline), (context, candidate)
+            caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
+        header = ["Figure", "Unit", f"{base_cell[0]} / {base_cell[1]} (mean ± sd)",
+                  f"{cand_cell[0]} / {cand_cell[1]} (mean ± sd)", "Δ median", "Overhead", "95 % CI", "Verdict"]
+        rows = []
+        for stem in stems:
+            c = comps.get((axis, context, baseline, candidate, stem))
+            b = ev.summary(*base_cell, bench, stem)
+            a = ev.summary(*cand_cell, bench, stem)
+            if c is None and b is None and a is None:
+                continue
+            unit, scale = row_unit(kind, stem, [s.median for s in (b, a) if s])
+            t = c.test if c else None
+            delta = (t.candidate_median - t.baseline_median) if t and t.baseline_median is not None \
+                and t.candidate_median is not None else None
+            ci = t.ci_percent if t else None
+            rows.append(Row([f"{kind.label(stem)} `{stem}`", unit, _mean_sd(b, scale), _mean_sd(a, scale),
+                             ("+" if delta and delta > 0 else "") + _num(delta, scale) if delta is not None else "–",
+                             format_percent(t.overhead_percent) if t else "–",
+                             f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
+                             t.verdict if t else "–"],
+                            t.verdict.replace(" ", "-") if t else ""))
+        if rows:
+            out.append(Table(caption, header, rows, numeric_from=2,
+                             note="Mean ± sample standard deviation over repetitions (002 style). Δ and overhead "
+                                  "compare the medians (overhead = median ratio - 1; for bandwidths and rates a "
+                                  "negative overhead is a loss); 95 % CI by bootstrap; significant when "
+                                  "Mann-Whitney p < 0.05 and the CI excludes 0 %."))
+    return out
+
+
+def _mean_sd(s, scale: float) -> str:
+    if s is None or s.mean is None:
+        return "–"
+    if s.stddev is None:
+        return _num(s.mean, scale)
+    return f"{_num(s.mean, scale)} ± {_num(s.stddev, scale)}"
+
+
+def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,
+          id_prefix: str) -> tuple[list[Table], list[Table], list[Plot]]:
+    """(result tables, comparison tables, plots) of one benchmark of a measurement-suite kind."""
+    from rtvbench.report import memory, workloads
+
+    stems = kind.table_stems(ev.data.figure_names(bench))
+    tables: list[Table] = []
+    plots: list[Plot] = []
+    extra = {"mem-lat": memory.latency_parts, "mem-bw": memory.bandwidth_parts, "ipc": memory.ipc_parts,
+             "work": workloads.parts}.get(kind.name)
+    if extra is not None:
+        t, p = extra(ev, bench, kind, with_plots, id_prefix)
+        tables += t
+        plots += p
+    if any(ev.summary(env, load, bench, stem) for env, load in ev.data.cells(bench) for stem in stems):
+        tables.append(avg_min_max_table(ev, bench, kind, stems))
+    comparisons = overhead_tables(ev, bench, kind, stems)
+    if kind.name == "work":
+        # The normalised-workload table already shows the environment comparison, the 002 way.
+        comparisons = [t for t in comparisons if " load `" in t.caption]
+    return tables, comparisons, plots

@@ -1,0 +1,158 @@
+"""Figures of the measurement-suite kinds, extracted from REAL probe output.
+
+Each test runs `rtvb-probe` with the command line a campaign table produces (so the mapping of
+keys to options is exercised against the probe itself), checks the records with the host's
+stream checker, and feeds them through the analysis: every figure is the record's number in the
+documented unit, and every name it yields is one `known_figure` (hence requirements) accepts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from rtvbench.analysis.kinds import get_kind
+from rtvbench.analysis.metrics import known_figure, measurement_figures
+from rtvbench.benchmarks import BENCHMARKS
+from rtvbench.probe import ProbeStream
+from rtvbench.results import Measurement
+
+
+def measure(probe, kind: str, table: dict, expect_rc: int = 0) -> Measurement:
+    cls = BENCHMARKS.get(kind)
+    bench = cls("b", cls.Params.model_validate(table))
+    argv = [str(probe), *bench.probe_args()]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == expect_rc, (argv, proc.stderr)
+    stream = ProbeStream(kind)
+    records = [stream.feed(line) for line in proc.stdout.splitlines()]
+    assert stream.end is not None
+    return Measurement(id=1, environment="native", load="idle", benchmark="b", kind=kind, repetition=0,
+                       status=stream.end["status"], command=argv, load_commands=[], started_at=None,
+                       finished_at=None, meta=stream.meta, results=[r for r in records if r["type"] == "result"],
+                       warnings=[r for r in records if r["type"] == "warning"])
+
+
+def all_known(kind: str, figures: dict) -> None:
+    unknown = [f for f in figures if not known_figure(kind, f)]
+    assert not unknown, unknown
+
+
+def result(m: Measurement, **match) -> dict:
+    found = [r for r in m.results if all(r.get(k) == v for k, v in match.items())]
+    assert len(found) == 1, (match, found)
+    return found[0]
+
+
+def test_work(probe):
+    m = measure(probe, "work", {"kernels": ["crc32", "lu", "intmix"], "size": "small", "repetitions": 2})
+    f = measurement_figures(m)
+    all_known("work", f)
+    crc, lu = result(m, kernel="crc32"), result(m, kernel="lu")
+    assert crc["verified"] and lu["verified"]
+    assert f["crc32.small"] == crc["median_ns"] and f["crc32.small_us"] == pytest.approx(crc["median_ns"] / 1e3)
+    assert f["crc32.small.min"] == crc["min_ns"] <= f["crc32.small"]
+    assert f["crc32.small.ops_per_s"] == crc["ops_per_s"]
+    assert f["crc32.small.bw_MBps"] == pytest.approx(crc["bps"] / 1e6)     # a byte kernel has a bandwidth
+    assert f["lu.small.flops"] == lu["flops"] and "lu.small.bw" not in f     # a flop kernel a flop rate
+    assert "intmix.small.flops" not in f and "intmix.small.bw" not in f
+    assert set(f) == {f"{k}.small{tail}" for k in ("crc32", "lu", "intmix")
+                      for tail in ("", "_us", "_ms", ".min", ".min_us", ".min_ms", ".ops_per_s")} | {
+        "crc32.small.bw", "crc32.small.bw_MBps", "crc32.small.bw_GBps", "lu.small.flops"}
+    kind = get_kind("work")
+    assert kind.compared_figures(sorted(f)) == ["crc32.small", "intmix.small", "lu.small"]   # the probe's order
+    assert (kind.unit("crc32.small"), kind.unit("crc32.small.bw_GBps"), kind.unit("lu.small.flops")) == \
+        ("ns", "GB/s", "flop/s")
+    for bad in ("crc32.medium", "nosuch.small", "lu.small.bw", "crc32.small.flops", "crc32.small.ops_per_s_us"):
+        assert not known_figure("work", bad), bad
+
+
+def test_work_with_a_wrong_expected_checksum_yields_no_figure_for_it(probe):
+    m = measure(probe, "work", {"kernels": ["crc32", "sha256"], "size": "small", "repetitions": 1,
+                                "expect": {"crc32.small": "1234"}}, expect_rc=3)
+    assert m.status == "error"
+    assert result(m, kernel="crc32")["verified"] is False and result(m, kernel="sha256")["verified"] is True
+    f = measurement_figures(m)
+    assert "sha256.small" in f and not any(name.startswith("crc32.") for name in f)
+    from rtvbench.analysis.kinds.work import verification
+    checks = {c.workload: c for c in verification(m)}
+    assert {w: c.verified for w, c in checks.items()} == {"sha256.small": True, "crc32.small": False}
+    assert "differs from the expected 0000000000001234" in checks["crc32.small"].error
+
+
+def test_mem_lat(probe):
+    m = measure(probe, "mem-lat", {"sizes": ["4K", "96K"], "mode": "both", "quick": True})
+    f = measurement_figures(m)
+    all_known("mem-lat", f)
+    for size, token in ((4096, "4KiB"), (98304, "96KiB")):
+        for mode in ("seq", "random"):
+            r = result(m, size_bytes=size, mode=mode)
+            assert f[f"lat.{token}_{mode}"] == r["ns_per_access"]
+            assert f[f"lat.{token}_{mode}_us"] == pytest.approx(r["ns_per_access"] / 1e3)
+    assert len(f) == 2 * 2 * 3
+    assert get_kind("mem-lat").compared_figures(sorted(f)) == [
+        "lat.4KiB_seq", "lat.96KiB_seq", "lat.4KiB_random", "lat.96KiB_random"]
+    for bad in ("lat.98304B_random", "lat.64MB_random", "lat.4KiB_stride", "lat.4KiB"):
+        assert not known_figure("mem-lat", bad), bad
+
+
+def test_mem_bw(probe):
+    m = measure(probe, "mem-bw", {"operations": ["read", "memcpy"], "sizes": ["16K"], "quick": True})
+    f = measurement_figures(m)
+    all_known("mem-bw", f)
+    for op in ("read", "memcpy"):
+        r = result(m, op=op, thread="all")
+        assert f[f"bw.{op}.16KiB"] == r["bps"]
+        assert f[f"bw.{op}.16KiB_GBps"] == pytest.approx(r["bps"] / 1e9)
+    assert len(f) == 2 * 3
+    assert not known_figure("mem-bw", "bw.copy.16KiB") and not known_figure("mem-bw", "bw.read.16KiB_us")
+
+
+def test_mem_alloc(probe):
+    m = measure(probe, "mem-alloc", {"sizes": ["2M"], "methods": ["mmap", "reuse"], "touch": ["page"],
+                                     "iterations": 3, "tlb_lines": 512, "repetitions": 1, "quick": True})
+    f = measurement_figures(m)
+    all_known("mem-alloc", f)
+    mmap, reuse, tlb = result(m, method="mmap"), result(m, method="reuse"), result(m, test="tlb")
+    assert f["alloc.mmap.page.2MiB.cold"] == mmap["cold_median_ns"]
+    assert f["alloc.mmap.page.2MiB.first_us"] == pytest.approx(mmap["first_ns"] / 1e3)
+    assert "alloc.mmap.page.2MiB.warm" not in f          # mmap faults every cycle: no warm cycle, no figure
+    assert f["alloc.reuse.page.2MiB.warm"] == reuse["warm_median_ns"]
+    assert f["alloc.reuse.page.2MiB.cold_per_page"] == pytest.approx(reuse["cold_ns_per_page"])
+    assert f["tlb.miss"] == tlb["tlb_miss_ns"] and f["tlb.spread"] == tlb["spread_ns_per_access"]
+
+
+def test_os(probe, tmp_path):
+    m = measure(probe, "os", {"tests": ["null", "select", "pagefault", "mmap", "file_create_delete", "ctx",
+                                        "pipe_lat", "pipe_bw"],
+                              "quick": True, "fds": [10], "ctx": ["2p/0k"], "mmap_sizes": ["64K"],
+                              "file_sizes": [0, "1K"], "pagefault_size": "1M", "dir": str(tmp_path),
+                              "max_time_s": 0.02, "min_sample_ms": 1})
+    f = measurement_figures(m)
+    all_known("os", f)
+    stems = {"null", "select.10fd", "pagefault.anon", "pagefault.file", "mmap.64KiB", "file_create_delete.0B",
+             "file_create_delete.1KiB", "ctx.2p_0k", "pipe_lat"}
+    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | {"pipe_bw"}
+    assert f["null"] == result(m, test="null")["ns_per_op"] and f["null.min"] == result(m, test="null")["min_ns"]
+    assert f["ctx.2p_0k_us"] == pytest.approx(result(m, test="ctx")["ns_per_op"] / 1e3)
+    assert f["pipe_bw_MBps"] == pytest.approx(result(m, test="pipe_bw")["bandwidth_bps"] / 1e6)
+    assert "pipe_bw.min" not in f and not known_figure("os", "pipe_bw.min")
+    assert get_kind("os").unit("pipe_bw") == "B/s" and get_kind("os").unit("null.min_us") == "us"
+    for bad in ("select", "select.10", "ctx.2p/0k", "mmap.65536B", "null.max", "nosuch"):
+        assert not known_figure("os", bad), bad
+
+
+def test_ipc(probe):
+    m = measure(probe, "ipc", {"transports": ["pipe", "unix"], "sizes": [16, "1K"], "count": 200, "warmup": 10})
+    f = measurement_figures(m)
+    all_known("ipc", f)
+    r = result(m, transport="unix", size_bytes=1024)
+    assert f["unix.1024B.p99"] == r["p99_ns"] and f["unix.1024B.p99_us"] == pytest.approx(r["p99_ns"] / 1e3)
+    assert f["unix.1024B.count"] == 200 and f["pipe.16B.min"] <= f["pipe.16B.avg"] <= f["pipe.16B.max"]
+    assert len(f) == 2 * 2 * (9 * 3 + 1)
+    kind = get_kind("ipc")
+    assert kind.compared_figures(sorted(f))[:3] == ["pipe.16B.avg", "pipe.16B.p99", "pipe.16B.max"]
+    assert kind.samples_needed("unix.1024B.p999") == 1000 and kind.sample_count(m) == 200
+    for bad in ("unix.1KiB.p99", "unix.1024.p99", "unix.1024B.p95", "smoke.16B.avg"):
+        assert not known_figure("ipc", bad), bad
