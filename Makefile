@@ -1,7 +1,7 @@
 # rtvbench build and entry points. `make help` lists the targets.
 
 CC        ?= cc
-CSTD      := -std=c11 -D_GNU_SOURCE
+CSTD      := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 WARN      := -Wall -Wextra -Werror
 OPT       := -O2
 PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c))

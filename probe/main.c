@@ -23,6 +23,7 @@ static const struct subcommand subcommands[] = {
     {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses"},
     {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets"},
     {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes"},
+    {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net"},
 };
 
 static void usage(FILE *f)
