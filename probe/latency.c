@@ -50,13 +50,16 @@ static void usage(void)
         "  --histogram-us N       cyclictest formats: histogram of N 1-us rows\n"
         "  --cpu-dma-latency-us N value held in /dev/cpu_dma_latency during the run\n"
         "                         (default 0, as cyclictest; -1 leaves it alone)\n"
+        "  --work-us W            after each wake-up, run a fixed amount of work that takes\n"
+        "                         W us undisturbed (a periodic task with a work budget):\n"
+        "                         adds response times and deadline misses\n"
         "Without any limit it runs until SIGINT or SIGTERM.\n");
 }
 
 static int parse_options(int argc, char **argv, struct lat_options *o)
 {
     enum { O_INTERVAL = 1000, O_LOOPS, O_DURATION, O_PRIORITY, O_POLICY, O_CPUS,
-           O_THRESHOLD, O_WINDOW, O_MODE, O_FORMAT, O_HIST, O_DMA, O_HELP };
+           O_THRESHOLD, O_WINDOW, O_MODE, O_FORMAT, O_HIST, O_DMA, O_WORK, O_HELP };
     static const struct option longopts[] = {
         {"interval-us", required_argument, 0, O_INTERVAL},
         {"loops", required_argument, 0, O_LOOPS},
@@ -70,6 +73,7 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
         {"format", required_argument, 0, O_FORMAT},
         {"histogram-us", required_argument, 0, O_HIST},
         {"cpu-dma-latency-us", required_argument, 0, O_DMA},
+        {"work-us", required_argument, 0, O_WORK},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -167,6 +171,11 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
                 o->dma_latency_us = (int)u;
             else
                 return usage_error(SUB, "--cpu-dma-latency-us must be -1 or an integer >= 0, got '%s'.", optarg);
+            break;
+        case O_WORK:
+            if (parse_double(optarg, 0.001, 3.6e9, &d))
+                return usage_error(SUB, "--work-us must be a positive number of microseconds, got '%s'.", optarg);
+            o->work_ns = (uint64_t)(d * 1000.0 + 0.5);
             break;
         case O_HELP:
             usage();
@@ -308,6 +317,7 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
     jw_str(&w, "format", "jsonl");
     jw_uint(&w, "histogram_us", o->histogram_us);
     jw_int(&w, "cpu_dma_latency_us", o->dma_latency_us);
+    jw_uint(&w, "work_ns", o->work_ns);
     jw_end(&w);
     jw_obj(&w, "privileges");
     jw_str(&w, "policy", policy_name(p->policy));
@@ -356,6 +366,7 @@ static void close_window(struct lat_worker *w, uint64_t index, uint64_t t_start,
         .count = h->count, .missed = w->window_missed,
         .min_ns = h->count ? h->min : 0, .max_ns = h->max,
         .p99_ns = hist_percentile(h, 99.0),
+        .response_max_ns = w->window_response_max, .deadline_misses = w->window_deadline_misses,
     };
     if (w->opt->window_ns)
         push_window(w, &s);
@@ -368,6 +379,42 @@ static void close_window(struct lat_worker *w, uint64_t index, uint64_t t_start,
     h->sumsq = 0;
     h->min = UINT64_MAX;
     w->window_missed = 0;
+    w->window_response_max = 0;
+    w->window_deadline_misses = 0;
+}
+
+/* The victim's work: a chain of dependent integer operations, the same
+ * instructions every time, so interference (caches, memory bandwidth, CPU
+ * time stolen) shows as a longer execution rather than as less work. */
+static uint64_t run_work(uint64_t loops)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (uint64_t i = 0; i < loops; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        __asm__ volatile("" : "+r"(x));
+    }
+    return x;
+}
+
+/* Iterations that take work_ns on this CPU, undisturbed: the fastest of a
+ * few timed runs (interference only ever slows a run down). */
+static uint64_t calibrate_work(uint64_t work_ns)
+{
+    const uint64_t probe_loops = 100000;
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 7; i++) {
+        uint64_t t0 = mono_ns();
+        run_work(probe_loops);
+        uint64_t t = mono_ns() - t0;
+        if (t < best)
+            best = t;
+    }
+    if (best == 0)
+        best = 1;
+    uint64_t loops = (uint64_t)((double)work_ns * (double)probe_loops / (double)best + 0.5);
+    return loops ? loops : 1;
 }
 
 static inline struct timespec to_ts(uint64_t ns)
@@ -383,6 +430,8 @@ static void *worker_main(void *arg)
 
     w->tid = (pid_t)syscall(SYS_gettid);
     prefault_stack();
+    if (o->work_ns)
+        w->work_loops = calibrate_work(o->work_ns);
     pthread_barrier_wait(&ready);
     pthread_barrier_wait(&go);
 
@@ -440,8 +489,26 @@ static void *worker_main(void *arg)
         }
         cycle++;
 
-        /* Activations that could not happen because we woke too late. */
-        uint64_t skipped = lat / interval;
+        /* The periodic task's own work, when it has a budget: its response
+         * time is completion - deadline, a miss when it exceeds the period. */
+        uint64_t done = now;
+        if (o->work_ns) {
+            run_work(w->work_loops);
+            done = mono_ns();
+            uint64_t response = done > deadline ? done - deadline : 0;
+            hist_record(w->response, response);
+            if (response > w->window_response_max)
+                w->window_response_max = response;
+            if (response > interval) {
+                w->deadline_misses++;
+                w->window_deadline_misses++;
+            }
+        }
+
+        /* Activations that could not happen because their deadline passed
+         * before this one finished (a late wake-up or an overrunning work):
+         * counted, and skipped so that the next sample is a true wake-up. */
+        uint64_t skipped = (done > deadline ? done - deadline : 0) / interval;
         w->missed += skipped;
         w->window_missed += skipped;
         deadline += (skipped + 1) * interval;
@@ -465,7 +532,7 @@ static void drain_windows(struct lat_worker *ws, int n)
         unsigned tail = atomic_load_explicit(&w->ring_tail, memory_order_relaxed);
         unsigned head = atomic_load_explicit(&w->ring_head, memory_order_acquire);
         for (; tail != head; tail++)
-            lat_print_window(&w->ring[tail % LAT_WINDOW_RING], w->cpu);
+            lat_print_window(&w->ring[tail % LAT_WINDOW_RING], w->cpu, w->opt->work_ns != 0);
         atomic_store_explicit(&w->ring_tail, tail, memory_order_release);
     }
 }
@@ -533,7 +600,9 @@ int cmd_latency(int argc, char **argv)
         w->window = new_hist();
         if (o.histogram_us)
             w->us_buckets = calloc(o.histogram_us, sizeof *w->us_buckets);
-        if (!w->total || !w->window || (o.histogram_us && !w->us_buckets)) {
+        if (o.work_ns)
+            w->response = new_hist();
+        if (!w->total || !w->window || (o.histogram_us && !w->us_buckets) || (o.work_ns && !w->response)) {
             fprintf(stderr, "rtvb-probe latency: out of memory for %d histograms.\n", o.ncpus);
             return EXIT_ENV;
         }

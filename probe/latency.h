@@ -35,6 +35,7 @@ struct lat_options {
     enum lat_format format;
     unsigned histogram_us;     /* cyclictest histogram rows, 0 = none */
     int dma_latency_us;        /* value for /dev/cpu_dma_latency, -1 = leave it */
+    uint64_t work_ns;          /* fixed work after each wake-up ("victim"), 0 = none */
 };
 
 /* What the process actually obtained, reported in meta. */
@@ -48,6 +49,7 @@ struct lat_privileges {
 
 struct window_summary {
     uint64_t index, t_start_ns, t_end_ns, count, missed, min_ns, max_ns, p99_ns;
+    uint64_t response_max_ns, deadline_misses;   /* with --work-us only */
 };
 
 struct lat_worker {
@@ -62,6 +64,9 @@ struct lat_worker {
     uint64_t missed, window_missed;
     uint64_t over[LAT_MAX_THRESHOLDS];
     uint64_t last_ns;          /* latest latency, cyclictest's "Act" */
+    struct hist *response;     /* work completion - deadline, with --work-us */
+    uint64_t work_loops;       /* iterations of the work loop that take work_ns */
+    uint64_t deadline_misses, window_deadline_misses, window_response_max;
     uint64_t *us_buckets;      /* cyclictest histogram, histogram_us rows */
     uint64_t us_overflows;
     uint64_t overflow_cycles[LAT_MAX_OVERFLOW_CYCLES];
@@ -76,7 +81,7 @@ struct lat_worker {
 };
 
 /* latency_output.c */
-void lat_print_window(const struct window_summary *s, int cpu);
+void lat_print_window(const struct window_summary *s, int cpu, int with_work);
 void lat_print_results(struct lat_worker *w, int n, const struct lat_options *o);
 void lat_print_cyclictest(struct lat_worker *w, int n, const struct lat_options *o);
 void lat_print_cyclictest_json(struct lat_worker *w, int n, const struct lat_options *o,

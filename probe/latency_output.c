@@ -20,7 +20,7 @@ static const struct {
     {"p9999_ns", 99.99}, {"p99999_ns", 99.999}, {"p999999_ns", 99.9999},
 };
 
-void lat_print_window(const struct window_summary *s, int cpu)
+void lat_print_window(const struct window_summary *s, int cpu, int with_work)
 {
     struct jw w = {0};
     jw_record(&w, "window");
@@ -39,65 +39,108 @@ void lat_print_window(const struct window_summary *s, int cpu)
         jw_null(&w, "max_ns");
         jw_null(&w, "p99_ns");
     }
+    if (with_work) {
+        if (s->count)
+            jw_uint(&w, "response_max_ns", s->response_max_ns);
+        else
+            jw_null(&w, "response_max_ns");
+        jw_uint(&w, "deadline_misses", s->deadline_misses);
+    }
     jw_emit(&w);
     jw_free(&w);
 }
 
-static void print_result(int cpu, pid_t tid, const struct hist *h, uint64_t missed, const uint64_t *over,
-                         const struct lat_options *o)
+/* count, min/avg/max/stddev and the percentiles of one histogram. */
+static void write_stats(struct jw *w, const struct hist *h)
 {
-    struct jw w = {0};
-    jw_record(&w, "result");
-    if (cpu >= 0) {
-        jw_int(&w, "cpu", cpu);
-        jw_int(&w, "tid", tid);
-    } else {
-        jw_str(&w, "cpu", "all");
-    }
-    jw_uint(&w, "count", h->count);
-    jw_uint(&w, "missed", missed);
+    jw_uint(w, "count", h->count);
     if (h->count) {
-        jw_uint(&w, "min_ns", h->min);
-        jw_double(&w, "avg_ns", hist_mean(h));
-        jw_uint(&w, "max_ns", h->max);
-        jw_double(&w, "stddev_ns", hist_stddev(h));
+        jw_uint(w, "min_ns", h->min);
+        jw_double(w, "avg_ns", hist_mean(h));
+        jw_uint(w, "max_ns", h->max);
+        jw_double(w, "stddev_ns", hist_stddev(h));
         for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_uint(&w, percentiles[i].field, hist_percentile(h, percentiles[i].p));
+            jw_uint(w, percentiles[i].field, hist_percentile(h, percentiles[i].p));
     } else {
         static const char *empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns"};
         for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
-            jw_null(&w, empty[i]);
+            jw_null(w, empty[i]);
         for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_null(&w, percentiles[i].field);
+            jw_null(w, percentiles[i].field);
     }
+}
+
+/* What one result record reports: one CPU's figures, or all CPUs merged. */
+struct result_figures {
+    int cpu;                   /* -1: all CPUs */
+    pid_t tid;
+    const struct hist *latency, *response;   /* response: NULL without --work-us */
+    uint64_t missed, deadline_misses, work_loops;
+    const uint64_t *over;
+};
+
+static void print_result(const struct result_figures *f, const struct lat_options *o)
+{
+    struct jw w = {0};
+    jw_record(&w, "result");
+    if (f->cpu >= 0) {
+        jw_int(&w, "cpu", f->cpu);
+        jw_int(&w, "tid", f->tid);
+    } else {
+        jw_str(&w, "cpu", "all");
+    }
+    jw_uint(&w, "missed", f->missed);
+    write_stats(&w, f->latency);
     jw_obj(&w, "over");
     for (int i = 0; i < o->nthresholds; i++) {
         char key[32];
         snprintf(key, sizeof key, "%llu", (unsigned long long)o->thresholds_ns[i]);
-        jw_uint(&w, key, over[i]);
+        jw_uint(&w, key, f->over[i]);
     }
     jw_end(&w);
-    hist_write_json(h, &w, "histogram");
+    hist_write_json(f->latency, &w, "histogram");
+    if (f->response) {
+        jw_uint(&w, "work_ns", o->work_ns);
+        if (f->cpu >= 0)
+            jw_uint(&w, "work_loops", f->work_loops);
+        jw_uint(&w, "deadline_misses", f->deadline_misses);
+        jw_obj(&w, "response");
+        write_stats(&w, f->response);
+        hist_write_json(f->response, &w, "histogram");
+        jw_end(&w);
+    }
     jw_emit(&w);
     jw_free(&w);
 }
 
 void lat_print_results(struct lat_worker *ws, int n, const struct lat_options *o)
 {
-    struct hist *all = malloc(sizeof *all);
-    uint64_t missed = 0, over[LAT_MAX_THRESHOLDS] = {0};
-    if (!all)
+    struct hist *all = malloc(sizeof *all), *all_response = malloc(sizeof *all_response);
+    struct result_figures merged = {.cpu = -1, .latency = all, .response = o->work_ns ? all_response : NULL};
+    uint64_t over[LAT_MAX_THRESHOLDS] = {0};
+    if (!all || !all_response)
         return;
     hist_reset(all);
+    hist_reset(all_response);
+    merged.over = over;
     for (int i = 0; i < n; i++) {
-        print_result(ws[i].cpu, ws[i].tid, ws[i].total, ws[i].missed, ws[i].over, o);
+        struct result_figures f = {
+            .cpu = ws[i].cpu, .tid = ws[i].tid, .latency = ws[i].total, .response = ws[i].response,
+            .missed = ws[i].missed, .deadline_misses = ws[i].deadline_misses,
+            .work_loops = ws[i].work_loops, .over = ws[i].over,
+        };
+        print_result(&f, o);
         hist_merge(all, ws[i].total);
-        missed += ws[i].missed;
+        if (ws[i].response)
+            hist_merge(all_response, ws[i].response);
+        merged.missed += ws[i].missed;
+        merged.deadline_misses += ws[i].deadline_misses;
         for (int t = 0; t < o->nthresholds; t++)
             over[t] += ws[i].over[t];
     }
-    print_result(-1, 0, all, missed, over, o);
+    print_result(&merged, o);
     free(all);
+    free(all_response);
 }
 
 /* cyclictest reports whole microseconds, truncated. */

@@ -314,3 +314,29 @@ def test_cross_built_latency_runs_under_qemu_user_and_sees_a_stall(cross_probes,
     assert res["missed"] >= res["max_ns"] // MS
     assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
     assert len(of_type(recs, "window")) >= 4
+
+
+def test_work_budget_gives_response_times_and_deadline_misses(probe):
+    """--work-us: the victim's response time is its wake-up latency plus the
+    calibrated work, and a budget beyond the period misses every deadline."""
+    recs = run_latency(probe, "--interval-us", "2000", "--loops", "300", "--cpus", "0", "--work-us", "500",
+                       "--window-s", "0.2")
+    res = merged(recs)
+    resp = res["response"]
+    assert resp["count"] == res["count"] == 300 and res["work_ns"] == 500_000
+    assert sum(b[2] for b in resp["histogram"]["buckets"]) == resp["count"]
+    # Calibrated on the fastest run: the work never takes less than its budget
+    # (5 % for clock and frequency jitter) ...
+    assert resp["min_ns"] >= res["min_ns"] + 0.95 * 500_000, (resp["min_ns"], res["min_ns"])
+    # ... and typically takes about its budget: the median response is the
+    # median wake-up plus 500 us, within 30 % of the work on a shared machine.
+    assert abs(resp["p50_ns"] - res["p50_ns"] - 500_000) <= 150_000, (resp["p50_ns"], res["p50_ns"])
+    assert res["deadline_misses"] == sum(w["deadline_misses"] for w in of_type(recs, "window"))
+    assert all(w["response_max_ns"] >= w["max_ns"] for w in of_type(recs, "window") if w["count"])
+
+    # 1.5 ms of work every 1 ms: every activation overruns its deadline and
+    # the activation after it is skipped (counted as missed), never measured late.
+    res = merged(run_latency(probe, "--interval-us", "1000", "--loops", "200", "--cpus", "0", "--work-us", "1500"))
+    assert res["deadline_misses"] == res["count"] == 200
+    assert res["missed"] >= res["count"]
+    assert res["p50_ns"] < 500_000, "an overrun leaked into the next wake-up's latency"
