@@ -290,12 +290,11 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe ipc --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe ipc --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
     if (o->duration_ns && count_given)
         return usage_error(SUB, "--count and --duration-s exclude each other; give one.");
     if (o->duration_ns)

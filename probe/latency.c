@@ -181,12 +181,11 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe latency --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe latency --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
     if (o->policy == SCHED_OTHER) {
         if (priority_set && o->priority != 0)
             return usage_error(SUB, "--policy other takes no real-time priority; drop --priority or use 0.");

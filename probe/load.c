@@ -375,12 +375,11 @@ static int parse_options(int argc, char **argv, struct load_options *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe load --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe load --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
     if (kind < 0)
         return usage_error(SUB, "--kind is required: one of cpu, mem, cache, io, fork, leak, timer, net.");
     o->kind = (enum load_kind_id)kind;

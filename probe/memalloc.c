@@ -171,12 +171,11 @@ static int parse_options(int argc, char **argv, struct alloc_opts *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe mem-alloc --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe mem-alloc --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
 
     const char *def = o->quick ? "2M,16M" : "2M,4M,8M,16M,32M,48M,64M";
     o->nsizes = mem_parse_size_list(sizes ? sizes : def, o->page, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);

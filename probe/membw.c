@@ -148,12 +148,11 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe mem-bw --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe mem-bw --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
 
     const char *def = o->quick ? "16K,1M,64M" : "4K,16K,64K,256K,1M,4M,16M,64M";
     o->nsizes = mem_parse_size_list(sizes ? sizes : def, 1024, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);

@@ -140,12 +140,11 @@ static int parse_options(int argc, char **argv, struct lat_opts *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe mem-lat --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe mem-lat --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
 
     if (sizes) {
         o->nsizes = mem_parse_size_list(sizes, 1, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);

@@ -397,12 +397,11 @@ static int parse_options(int argc, char **argv, struct os_opts *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe os --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe os --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
 
     /* --quick: shorter samples and smaller sets, every test still runs. */
     o->nctx = parse_ctx(ctx ? ctx : o->quick ? quick_ctx : default_ctx, o->ctx);

@@ -36,6 +36,10 @@ int cmd_load(int argc, char **argv);
 int usage_error(const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The two errors that end every subcommand's option loop, worded alike. */
+int unknown_option(const char *sub, const char *arg);
+int unexpected_argument(const char *sub, const char *arg);
+
 /* Strict number parsing: the whole string must be a number in [min, max]. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_double(const char *s, double min, double max, double *out);

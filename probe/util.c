@@ -21,6 +21,16 @@ int usage_error(const char *sub, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+int unknown_option(const char *sub, const char *arg)
+{
+    return usage_error(sub, "unknown or incomplete option '%s'; run 'rtvb-probe %s --help'.", arg, sub);
+}
+
+int unexpected_argument(const char *sub, const char *arg)
+{
+    return usage_error(sub, "unexpected argument '%s'; run 'rtvb-probe %s --help'.", arg, sub);
+}
+
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     char *end;

@@ -243,12 +243,11 @@ static int parse_options(int argc, char **argv, struct work_options *o)
             usage();
             return -1;
         default:
-            return usage_error(SUB, "unknown or incomplete option '%s'; run 'rtvb-probe work --help'.",
-                               argv[optind - 1]);
+            return unknown_option(SUB, argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error(SUB, "unexpected argument '%s'; run 'rtvb-probe work --help'.", argv[optind]);
+        return unexpected_argument(SUB, argv[optind]);
     return 0;
 }
 
