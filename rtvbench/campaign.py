@@ -23,6 +23,7 @@ from pydantic import ValidationError, model_validator
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
 from rtvbench.errors import InputError
 from rtvbench.loads import LOADS, Load, kind_of
+from rtvbench.loads.combine import CombinedLoad
 from rtvbench.params import (Name, NonNegativeInt, Number, PositiveInt, StrictModel,
                              is_valid_name)
 from rtvbench.targets import TARGETS, Target
@@ -296,22 +297,40 @@ class _Validator:
         for name, load in loads.items():
             if load is None:
                 continue
+            if isinstance(load, CombinedLoad):
+                self._combine(name, load, loads)
+                continue
             where = load.where
-            if where != "same":
-                if where not in envs:
-                    self.add(("loads", name, "where"), _undefined("environment", where, envs))
-                else:
-                    self.add(("loads", name, "where"),
-                             'loading a neighbouring environment is not supported yet; use where = "same"')
+            if where != "same" and where not in envs:
+                self.add(("loads", name, "where"), _undefined("environment", where, envs)
+                         + '; name one of them, or "same" for the environment measured')
                 continue
             argv = getattr(load.params, "argv", None)
             if argv:
-                # The command runs in every environment: each target checks it can.
-                for target in envs.values():
+                # The command runs where the load runs: in every environment measured when
+                # "same", else in the one named; each target checks it can run it.
+                targets = envs.values() if where == "same" else [envs[where]]
+                for target in targets:
                     problem = target and target.check_program(argv[0])
                     if problem:
                         self.add(("loads", name, "command"), problem)
                         break
+
+    def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
+        """Resolve the parts of a combined load: defined, not itself, not combinations."""
+        parts = []
+        for j, part in enumerate(load.params.combine):
+            path = ("loads", name, "combine", j)
+            if part == name:
+                self.add(path, f'load "{name}" cannot include itself')
+            elif part not in loads:
+                self.add(path, _undefined("load", part, loads))
+            elif isinstance(loads[part], CombinedLoad) or kind_of(self.data["loads"].get(part, {})) == "combine":
+                self.add(path, f'load "{part}" is itself a combination; list its loads here instead '
+                               "(combinations do not nest)")
+            elif loads[part] is not None:
+                parts.append(loads[part])
+        load.parts = parts
 
     def _requirements(self, envs: dict, loads: dict, benches: dict) -> list[dict]:
         raw = self.data.get("requirements", [])

@@ -32,6 +32,13 @@ class Measurement:
     windows: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None        # why it failed, when status == "error"
+    # Records of each probe load generator that ran during the measurement, keyed by the load's
+    # name (the parts of a combined load each under their own name): meta, window, result, end.
+    load_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # /proc/stat of the measured environment right before ("before") and right after ("after")
+    # the probe ran: CPU line name ("cpu" = all, "cpu0" ...) -> field ("user", "steal" ...) -> ticks.
+    # Empty when the target could not be read.
+    cpu_stat: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""

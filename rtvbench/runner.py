@@ -1,7 +1,9 @@
 """Run a campaign: every planned measurement, under its load, into the store.
 
-For each measurement: start the load, run the probe and store each line it prints
-as it arrives, stop the load. A failing measurement is recorded as an error and the
+For each measurement: start the load (in the environment its `where` names), read
+/proc/stat in the measured environment, run the probe and store each line it prints
+as it arrives, read /proc/stat again, stop the load. Probe loads stream their own
+records into the store meanwhile. A failing measurement is recorded as an error and the
 campaign goes on; Ctrl-C (or SIGTERM) stops the probe and the load, records what
 was measured so far as interrupted, and leaves the run resumable.
 """
@@ -20,9 +22,10 @@ from sqlalchemy import Engine
 
 from rtvbench.campaign import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, TargetError
-from rtvbench.loads import LoadError
+from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, duration_text, expected_seconds, plan
 from rtvbench.probe import ProbeStream
+from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.targets import Background, Completed
 
@@ -147,6 +150,18 @@ class Runner:
                 if status != "ok":
                     progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
 
+    def _sample_cpu(self, m, environment: str, phase: str) -> None:
+        """/proc/stat of the measured environment, through its target, into the store.
+
+        Accounting is an addition to the measurement, not a condition of it: a target that
+        cannot be read (no /proc, an odd kernel) just leaves the report without CPU usage."""
+        try:
+            text = self.campaign.environments[environment].read_file("/proc/stat")
+            counters = parse_proc_stat(text)
+        except (TargetError, ValueError):
+            return
+        m.add_cpu_sample(environment, phase, counters)
+
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
         """Run one measurement; return (status, error)."""
         c = self.campaign
@@ -163,11 +178,16 @@ class Runner:
             m.add_record(stream.count + 1, stream.feed(line))
             tick()
 
+        sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
+        ctx = LoadContext(p.environment, sites, on_record=m.add_load_record)
         bg: Background | None = None
         load_status: int | None = None
+        load_problem: str | None = None
         try:
-            bg = load.start(target)
+            bg = load.start(ctx)
+            self._sample_cpu(m, p.environment, "before")
             done: Completed = target.run(argv, on_line)
+            self._sample_cpu(m, p.environment, "after")
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
         except LoadError as e:
@@ -182,10 +202,13 @@ class Runner:
         finally:
             if bg is not None:
                 bg.stop()
+                load_problem = bg.failure()     # after stop(): its last records are in
 
         status, error = "ok", None
         if done.interrupted:
             status, error = "interrupted", "interrupted by the user; the records so far are kept"
+        elif load_problem is not None:
+            status, error = "error", f'the output of load "{p.load}" could not be stored: {load_problem}'
         elif load_status is not None:
             status, error = "error", (f'load "{p.load}" ended during the measurement (status '
                                       f"{load_status}): {_last_lines(bg.output_tail())}")

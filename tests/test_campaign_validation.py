@@ -79,8 +79,9 @@ CASES = [
      'campaign.toml:6: environments.native.target: target "qemu" is not supported yet (supported: "local")'),
     ("unknown target", ('target = "local"', 'target = "moon"'),
      'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "local")'),
-    ("probe load generator of a later issue", ("[loads.idle]", '[loads.idle]\nkind = "cpu"'),
-     'campaign.toml:9: loads.idle.kind: load kind "cpu" is not supported yet (supported: "command", "idle")'),
+    ("unknown load kind", ("[loads.idle]", '[loads.idle]\nkind = "cpuu"'),
+     'campaign.toml:9: loads.idle.kind: unknown load kind "cpuu" (supported: "cache", "combine", "command", '
+     '"cpu", "fork", "idle", "io", "leak", "mem", "net", "timer")'),
     ("unknown benchmark kind", ('kind = "latency"', 'kind = "oss"'),
      'campaign.toml:13: benchmarks.wakeup.kind: unknown benchmark kind "oss" '
      '(supported: "ipc", "latency", "mem-alloc", "mem-bw", "mem-lat", "os", "work")'),
@@ -101,9 +102,9 @@ CASES = [
     ("figure the benchmark kind does not yield", ('metric = "wakeup.max_us"', 'metric = "wakeup.maxx_us"'),
      'campaign.toml:19: requirements[0].metric: "maxx_us" is not a figure of a latency benchmark '
      "(see the metrics reference in docs/)"),
-    ("load in a neighbouring environment", ('--quiet"', '--quiet"\nwhere = "native"'),
-     'campaign.toml:11: loads.stress.where: loading a neighbouring environment is not supported yet; '
-     'use where = "same"'),
+    ("load in an undefined neighbouring environment", ('--quiet"', '--quiet"\nwhere = "guest"'),
+     'campaign.toml:11: loads.stress.where: environment "guest" is not defined (defined: "native"); '
+     'name one of them, or "same" for the environment measured'),
     ("TOML syntax error", ('name = "good"', "name = good"),
      "campaign.toml:1: invalid TOML at column 8: Invalid value"),
 ]

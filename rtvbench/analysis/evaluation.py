@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rtvbench.analysis.compare import Comparison, comparisons
 from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import Finding, considerations
 from rtvbench.analysis.histogram import Histogram, merge_all
+from rtvbench.analysis.interference import MatrixRow, Ranking, ranking_findings, rankings, response_matrix
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.stats import CellSummary, summaries
 from rtvbench.results import CampaignRun
@@ -20,6 +21,8 @@ class Evaluation:
     comparisons: list[Comparison]
     verdicts: list[Verdict]
     findings: dict[str, list[Finding]]
+    rankings: list[Ranking] = field(default_factory=list)       # aggressors by the victim's degradation
+    matrix: list[MatrixRow] = field(default_factory=list)       # the 003 response-time table
 
     def summary(self, env: str, load: str, bench: str, figure: str):
         # Indexed on first use: the measurement-suite tables look up thousands of cells.
@@ -44,4 +47,8 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     comps = comparisons(data)
     reqs = data.campaign.get("requirements")
     verdicts = [evaluate_one(data, r) for r in reqs] if isinstance(reqs, list) else []
-    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps))
+    found = considerations(data, comps)
+    ranked = rankings(data)
+    for bench, extra in ranking_findings(ranked).items():
+        found.setdefault(bench, []).extend(extra)
+    return Evaluation(data, summaries(data), comps, verdicts, found, ranked, response_matrix(data))

@@ -88,8 +88,28 @@ def _results(data: RunData, bench: str, kind, tail: str | None) -> list[Finding]
                 + ", ".join(parts))
         if reps:
             text += f"; the worst case over all repetitions is {format_value(max(reps), 'us')}"
+        text += _response(data, env, load, bench, kind)
         out.append(Finding(INFO, "result", text + "."))
     return out
+
+
+def _response(data: RunData, env: str, load: str, bench: str, kind) -> str:
+    """With a work budget (latency `work_us`): the response time and the deadline misses too."""
+    parts = []
+    for figure in ("response_avg_us", "response_p999_us"):
+        v = _median(data, env, load, bench, figure) if kind.is_figure(figure) else None
+        if v is not None:
+            parts.append(f"{kind.label(figure)} {format_value(v, unit_of(figure))}")
+    if not parts:
+        return ""
+    misses = data.values(env, load, bench, "deadline_misses")
+    worst = data.values(env, load, bench, "response_max_us")
+    text = "; its response time (work done after each wake-up) has median " + ", ".join(parts)
+    if worst:
+        text += f", worst {format_value(max(worst), 'us')}"
+    total = int(sum(misses))
+    return text + (f", with {total:,} deadline miss{'es' if total != 1 else ''} in "
+                   f"{sum(1 for v in misses if v)} of {len(misses)} repetitions" if total else ", no deadline missed")
 
 
 def _change(c: Comparison, kind) -> str:
@@ -100,6 +120,8 @@ def _change(c: Comparison, kind) -> str:
     if t.verdict == UNDEFINED:
         return f"{label} goes from {before} to {after}"
     pct = t.overhead_percent
+    if pct is None:         # a side without completed repetitions (every run of it failed)
+        return f"{label} cannot be compared ({before} against {after}: no completed repetition on one side)"
     if abs(pct) < NEGLIGIBLE_PERCENT:
         verb = f"stays at {after} (from {before}"
     else:

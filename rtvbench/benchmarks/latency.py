@@ -37,6 +37,9 @@ class LatencyParams(StrictModel):
     thresholds_us: list[PositiveNumber] = []
     window_s: PositiveNumber | None = None
     mode: Literal["abstime", "relative"] = "abstime"
+    # A fixed work budget after each wake-up (the "victim" of interference tests): adds
+    # response times and deadline misses to the results.
+    work_us: PositiveInt | None = None
 
     @field_validator("priority")
     @classmethod
@@ -63,6 +66,9 @@ class LatencyParams(StrictModel):
             raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
         if self.policy != "other" and self.priority == 0:
             raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
+        if self.work_us is not None and self.work_us >= self.interval_us:
+            raise ValueError(f"work_us ({self.work_us}) must be shorter than interval_us ({self.interval_us}): "
+                             "a work budget of a whole period or more misses every deadline")
         return self
 
 
@@ -88,6 +94,8 @@ class LatencyBenchmark(Benchmark):
         if p.window_s is not None:
             args += ["--window-s", number_arg(p.window_s)]
         args += ["--mode", p.mode]
+        if p.work_us is not None:
+            args += ["--work-us", str(p.work_us)]
         return args
 
     def expected_seconds(self) -> float:

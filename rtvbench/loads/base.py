@@ -1,29 +1,59 @@
 """What every load kind provides, and the registry of load kinds.
 
 A load runs during a measurement and is stopped after it. Each kind is one module:
-a pydantic model of its campaign keys and how to start it on a target.
+a pydantic model of its campaign keys and how to launch it. Where it runs is not the
+load's business: the runner hands it a LoadContext that maps `where` to the target
+(and probe) of an environment, so a load in a neighbouring environment starts the
+same way as one in the measured environment, whatever the targets are.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
 
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 from rtvbench.targets.base import Background, Target
 
-# Probe load generators of DESIGN.md that later issues implement.
-LOADS: Registry[type["Load"]] = Registry(
-    "load kind", planned=("cpu", "memory", "membw", "cache", "io", "fork", "leak"))
+LOADS: Registry[type["Load"]] = Registry("load kind")
 
 
 def kind_of(table: dict[str, Any]) -> Any:
-    """A load table's kind: explicit `kind`, else `command` when a command is given,
-    else `idle` (the empty table means "no load")."""
+    """A load table's kind: explicit `kind`, else `command` when a command is given, else
+    `combine` for several loads at once, else `idle` (the empty table means "no load")."""
     if "kind" in table:
         return table["kind"]
-    return "command" if "command" in table else "idle"
+    if "command" in table:
+        return "command"
+    return "combine" if "combine" in table else "idle"
+
+
+@dataclass(frozen=True)
+class LoadSite:
+    """An environment a load can run in: its target and the path of the probe there."""
+
+    environment: str
+    target: Target
+    probe: str
+
+
+#: (load name, line number in its output, parsed record): where a probe load's records go
+RecordSink = Callable[[str, int, dict[str, Any]], None]
+
+
+@dataclass
+class LoadContext:
+    """What a load needs to start for one measurement."""
+
+    measured: str                       # the environment being measured
+    sites: dict[str, LoadSite]          # every environment of the campaign
+    on_record: RecordSink | None = None
+
+    def site(self, where: str) -> LoadSite:
+        return self.sites[self.measured if where == "same" else where]
 
 
 class Load(ABC):
@@ -39,14 +69,73 @@ class Load(ABC):
         """"same": the environment being measured; else another environment's name."""
         return getattr(self.params, "where", "same")
 
+    @property
+    def settle_s(self) -> float:
+        """Time the load gets after launch to reach full strength before the measurement."""
+        return float(getattr(self.params, "settle_s", 0.0))
+
     @abstractmethod
     def commands(self) -> list[str]:
         """What generates the load, as the user would type it (stored, reported)."""
 
     @abstractmethod
-    def start(self, target: Target) -> Background | None:
-        """Start the load on target and return once it is in effect (None: no load).
+    def launch(self, ctx: LoadContext) -> Background | None:
+        """Start the load's processes (None: no load) without waiting for it to settle.
         Raises LoadError when it cannot be started."""
+
+    def check_running(self, bg: Background) -> None:
+        """Raise LoadError if the load has already ended (after settling)."""
+        status = bg.poll()
+        if status is not None:
+            raise LoadError(f'load "{self.name}" ({"; ".join(self.commands())}) exited with status '
+                            f"{status} right after it started: {bg.output_tail() or 'no output'}")
+
+    def start(self, ctx: LoadContext) -> Background | None:
+        """Start the load and return once it is in effect (None: no load)."""
+        bg = self.launch(ctx)
+        if bg is None:
+            return None
+        try:
+            time.sleep(self.settle_s)
+            self.check_running(bg)
+        except BaseException:           # Ctrl-C while settling: the caller never sees bg
+            bg.stop()
+            raise
+        return bg
+
+
+class BackgroundGroup(Background):
+    """Several loads started together (a combined load), stopped together."""
+
+    def __init__(self, parts: list[tuple[Load, Background]]) -> None:
+        self.parts = parts
+        self.argv = [a for _, bg in parts for a in bg.argv]
+
+    def poll(self) -> int | None:
+        for _, bg in self.parts:
+            status = bg.poll()
+            if status is not None:
+                return status
+        return None
+
+    def stop(self) -> None:
+        # Every part is stopped even when one of them fails to stop (the first error wins).
+        error: BaseException | None = None
+        for _, bg in reversed(self.parts):
+            try:
+                bg.stop()
+            except BaseException as e:      # noqa: BLE001
+                error = error or e
+        if error is not None:
+            raise error
+
+    def output_tail(self) -> str:
+        ended = [(load, bg) for load, bg in self.parts if bg.poll() is not None] or self.parts
+        return " / ".join(f'{load.name}: {bg.output_tail() or "no output"}' for load, bg in ended)
+
+    def failure(self) -> str | None:
+        problems = [f'{load.name}: {bg.failure()}' for load, bg in self.parts if bg.failure()]
+        return " / ".join(problems) or None
 
 
 class LoadError(Exception):

@@ -4,13 +4,12 @@ duration of each measurement."""
 from __future__ import annotations
 
 import shlex
-import time
 
 from pydantic import field_validator
 
-from rtvbench.loads.base import LOADS, Load, LoadError
+from rtvbench.loads.base import LOADS, Load, LoadContext
 from rtvbench.params import Name, Number, StrictModel
-from rtvbench.targets.base import Background, Target
+from rtvbench.targets.base import Background
 
 
 class CommandParams(StrictModel):
@@ -53,16 +52,6 @@ class CommandLoad(Load):
     def commands(self) -> list[str]:
         return [self.params.command]
 
-    def start(self, target: Target) -> Background | None:
-        bg = target.start_background(self.params.argv)
-        try:
-            time.sleep(self.params.settle_s)
-        except BaseException:           # Ctrl-C while settling: the caller never sees bg
-            bg.stop()
-            raise
-        status = bg.poll()
-        if status is not None:
-            bg.stop()
-            raise LoadError(f'load "{self.name}" ({self.params.command}) exited with status '
-                            f"{status} right after it started: {bg.output_tail() or 'no output'}")
-        return bg
+    def launch(self, ctx: LoadContext) -> Background | None:
+        # In the environment `where` names: its target starts the command there.
+        return ctx.site(self.where).target.start_background(self.params.argv)

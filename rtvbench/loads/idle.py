@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rtvbench.loads.base import LOADS, Load
+from rtvbench.loads.base import LOADS, Load, LoadContext
 from rtvbench.params import StrictModel
-from rtvbench.targets.base import Background, Target
+from rtvbench.targets.base import Background
 
 
 class IdleParams(StrictModel):
@@ -19,5 +19,5 @@ class IdleLoad(Load):
     def commands(self) -> list[str]:
         return []
 
-    def start(self, target: Target) -> Background | None:
+    def launch(self, ctx: LoadContext) -> Background | None:
         return None

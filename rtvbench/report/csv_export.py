@@ -3,6 +3,11 @@
 A measurement without figures (failed, or of a kind rtvbench cannot analyse)
 still gets one row with empty figure and value, so that the export accounts for
 every measurement of the run.
+
+What the measurement ran under follows its own figures, in the same columns:
+`load.<load>.<figure>` for what each probe load achieved (`achieved_percent`, per CPU as
+`load.<load>.cpu<N>.achieved_percent`, `achieved_bps`, `achieved_ops_per_s` ...) and
+`cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...).
 """
 
 from __future__ import annotations
@@ -10,8 +15,11 @@ from __future__ import annotations
 import csv
 import io
 
+from rtvbench.analysis.cpu_usage import STATES, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.load_achieved import load_order, measurement_achieved
 from rtvbench.analysis.metrics import figure_unit
+from rtvbench.results import Measurement
 
 COLUMNS = ["run_id", "campaign", "environment", "load", "benchmark", "kind", "repetition", "status",
            "figure", "value", "unit"]
@@ -28,6 +36,36 @@ def render_csv(ev: Evaluation) -> str:
         if not figures:
             w.writerow(base + ["", "", ""])
         for name in sorted(figures):
-            w.writerow(base + [name, repr(float(figures[name])) if not float(figures[name]).is_integer()
-                               else int(figures[name]), figure_unit(m.kind, name)])
+            w.writerow(base + [name, _value(figures[name]), figure_unit(m.kind, name)])
+        for name, value, unit in _context_rows(ev, m):
+            w.writerow(base + [name, _value(value), unit])
     return buf.getvalue()
+
+
+def _value(v: float) -> int | str:
+    return repr(float(v)) if not float(v).is_integer() else int(v)
+
+
+def _context_rows(ev: Evaluation, m: Measurement) -> list[tuple[str, float, str]]:
+    """The achieved figures of the measurement's probe loads and its CPU usage."""
+    out = []
+    for a in measurement_achieved(m, load_order(ev.data, m.load)):
+        p = f"load.{a.load}."
+        if a.achieved_percent is not None:
+            out.append((p + "achieved_percent", a.achieved_percent, "percent"))
+        for label, v in a.per_cpu.items():
+            if v is not None:
+                out.append((p + label.replace(" ", "").lower() + ".achieved_percent", v, "percent"))
+        if a.bps is not None:
+            out.append((p + "achieved_bps", a.bps, "bps"))
+        if a.ops_per_s is not None:
+            out.append((p + "achieved_ops_per_s", a.ops_per_s, "per_s"))
+        for key, v in a.extra.items():
+            if isinstance(v, (int, float)):
+                unit = "bytes" if "bytes" in key else "ns" if key.endswith("_ns") else "count"
+                out.append((p + key, float(v), unit))
+    for u in measurement_usage(m):
+        p = "cpu_usage." + ("all" if u.cpu == "all" else f"cpu{u.cpu}") + "."
+        out.append((p + "busy_percent", u.busy, "percent"))
+        out += [(p + f"{s}_percent", u.percent[s], "percent") for s in STATES]
+    return out

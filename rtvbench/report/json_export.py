@@ -11,8 +11,11 @@ import math
 from typing import Any
 
 from rtvbench.analysis.cache_levels import levels_sentence
+from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.interference import MatrixRow
 from rtvbench.analysis.kinds import mem_lat, work
+from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
 
 SCHEMA = 1
 
@@ -43,8 +46,24 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "kind": m.kind, "repetition": m.repetition, "status": m.status, "error": m.error,
              "command": m.command, "load_commands": m.load_commands,
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
-             "figures": {k: _num(float(v)) for k, v in data.figures(m).items()}}
+             "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
+             "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
+             "cpu_usage": [_usage(u) for u in measurement_usage(m)]}
             for m in data.measurements()],
+        "load_cells": _load_cells(ev),
+        "interference": [
+            {"benchmark": rk.benchmark, "environment": rk.environment, "baseline_load": rk.baseline_load,
+             "figure": rk.figure, "misses_figure": rk.misses_figure,
+             "ranking": [{"rank": i, "load": r.load, "baseline": r.is_baseline, "median": _num(r.median),
+                          "ratio": _num(r.ratio),
+                          "ci95_ratio": [_num(r.test.ci_low), _num(r.test.ci_high)]
+                          if r.test and r.test.ci_low is not None else None,
+                          "p_value": _num(r.test.p_value) if r.test else None,
+                          "verdict": r.test.verdict if r.test else "baseline",
+                          "misses": r.misses, "misses_per_repetition": r.misses_per_repetition}
+                         for i, r in enumerate(rk.rows, start=1)]}
+            for rk in ev.rankings],
+        "response_matrix": [_matrix_row(ev, r) for r in ev.matrix],
         "summaries": [
             {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
              "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
@@ -72,6 +91,31 @@ def document(ev: Evaluation) -> dict[str, Any]:
     }
 
 
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _num(v) for k, v in d.items()}
+
+
+def _usage(u: CpuUsage) -> dict[str, Any]:
+    return {"cpu": u.cpu, "busy_percent": _num(u.busy), "ticks": u.ticks, "n": u.n,
+            "percent": {k: _num(v) for k, v in u.percent.items()}}
+
+
+def _load_cells(ev: Evaluation) -> list[dict[str, Any]]:
+    """Per (environment, load, benchmark): what the loads achieved and the CPU usage, averaged over the
+    completed repetitions (the figures the report prints next to the results)."""
+    out = []
+    for bench in ev.data.benchmarks:
+        for env, load in ev.data.cells(bench):
+            achieved = cell_achieved(ev.data, env, load, bench)
+            usage = cell_usage(ev.data, env, load, bench)
+            if achieved or usage:
+                out.append({"environment": env, "load": load, "benchmark": bench,
+                            "achieved": [_clean(a.to_dict()) for a in achieved],
+                            "achieved_text": describe_all(achieved, quote=False),
+                            "cpu_usage": [_usage(u) for u in usage]})
+    return out
+
+
 def _memory_curves(ev: Evaluation, bench: str) -> list[dict[str, Any]]:
     """The latency curves (median, min, max over repetitions per size) and the levels read off them."""
     found = mem_lat.levels(ev.data, bench)
@@ -96,6 +140,16 @@ def _workloads(ev: Evaluation, bench: str) -> dict[str, Any]:
                   for c in ev.comparisons if c.benchmark == bench and c.axis == "environment"]
     return {"baseline_environment": ev.data.baseline_environment, "verification": checks,
             "failed": [x for x in checks if x["verified"] is False], "normalised": normalised}
+
+
+def _matrix_row(ev: Evaluation, r: MatrixRow) -> dict[str, Any]:
+    return _clean({"environment": r.environment, "benchmark": r.benchmark, "load": r.load,
+                   "interval_ns": r.interval_ns, "work_ns": r.work_ns,
+                   "measured": "response" if r.response else "wake-up", "repetitions": r.repetitions,
+                   "samples": r.samples, "avg_ns": r.avg_ns, "max_ns": r.max_ns, "stddev_ns": r.stddev_ns,
+                   "misses": r.misses, "misses_figure": r.misses_figure,
+                   "load_achieved": describe_all(cell_achieved(ev.data, r.environment, r.load, r.benchmark),
+                                                 quote=False)})
 
 
 def render_json(ev: Evaluation) -> str:

@@ -62,8 +62,9 @@ def render_markdown(ev: Evaluation) -> str:
 def _render(m: ReportModel) -> str:
     out = [f"# {text(m.title)}", "", "## 1. Summary", ""]
     out += [f"- **{text(k)}:** {text(v)}" for k, v in m.facts] + [""]
-    for t in (m.verdicts, m.key_results, m.environments, m.loads, m.benchmarks):
-        out += [table(t), ""]
+    for t in (m.verdicts, m.key_results, m.matrix, m.environments, m.loads, m.benchmarks):
+        if t is not None:
+            out += [table(t), ""]
     if m.warnings:
         out += ["**Warnings**", ""] + [f"- {prose(w.text)}" for w in m.warnings] + [""]
     out += ["## 2. Environments", ""]
@@ -77,7 +78,7 @@ def _render(m: ReportModel) -> str:
             out += [f"**{text(title)}**" + (": start the load, then run the probe" if loads else ""), ""]
             out += [_fenced(c) + "\n" for c in loads + probe]
         out += [f"### ({i}.4) Result", ""]
-        for t in s.repetition_tables + s.comparison_tables:
+        for t in s.repetition_tables + s.comparison_tables + s.ranking_tables + s.load_tables:
             out += [table(t), ""]
         out += [f"### ({i}.5) Consideration", "",
                 " ".join(prose(c.text) for c in s.consideration if c.severity == "info"), ""]

@@ -35,6 +35,7 @@ class Table:
     foot: list[Row] = field(default_factory=list)
     note: str = ""
     numeric_from: int | None = None    # first right-aligned column; None: the renderer's default
+    numeric_to: int | None = None      # first column after them that is text again; None: none
 
 
 @dataclass
@@ -60,6 +61,8 @@ class BenchmarkSection:
     comparison_tables: list[Table]
     plots: list[Plot]
     consideration: list[Sentence]
+    load_tables: list[Table] = field(default_factory=list)      # achieved load, CPU usage (/proc/stat)
+    ranking_tables: list[Table] = field(default_factory=list)   # aggressors by the victim's degradation
 
 
 @dataclass
@@ -75,6 +78,7 @@ class ReportModel:
     warnings: list[Sentence]
     fingerprints: Table | None
     sections: list[BenchmarkSection]
+    matrix: Table | None = None                    # the 003 response-time matrix
 
 
 def _when(dt) -> str:
@@ -91,6 +95,10 @@ def _load_words(ev: Evaluation, load: str) -> str:
     t = ev.data.load_table(load)
     if not t:
         return "no load"
+    if isinstance(t.get("combine"), list):
+        parts = [p for p in t["combine"] if isinstance(p, str)]
+        return "several loads at once: " + "; ".join(
+            f"`{p}` = {_load_words(ev, p)}" for p in parts if p != load)
     if "command" in t:
         where = t.get("where")
         text = f"external command `{t['command']}`"
@@ -118,9 +126,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
     envs = Table("Environments", ["Environment", "Definition", "Role"],
                  [Row([e, _describe_table(data.environment_table(e)),
                        "baseline" if e == data.baseline_environment else "candidate"]) for e in data.environments])
-    loads = Table("Loads", ["Load", "What runs", "Role"],
-                  [Row([ld, _load_words(ev, ld), "baseline" if ld == data.baseline_load else "candidate"])
-                   for ld in data.loads])
+    loads = _loads_table(ev)
     benches = Table("Benchmarks", ["Benchmark", "Kind", "Parameters"],
                     [Row([b, data.kind_name(b) or "?",
                           _describe_table({k: v for k, v in data.benchmark_table(b).items() if k != "kind"})])
@@ -133,11 +139,29 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
 
     warnings = [Sentence("warning", f"{b}: {f.text}") for b, fs in ev.findings.items()
                 for f in fs if f.severity == "warning"]
+    from rtvbench.report.loads import matrix_table
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
         benchmarks=benches, verdicts=verdicts, key_results=_key_results(ev), warnings=warnings,
         fingerprints=_fingerprints(run.fingerprints, data.environments),
-        sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)])
+        sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
+        matrix=matrix_table(ev))
+
+
+def _loads_table(ev: Evaluation) -> Table:
+    """The campaign's loads; with what the probe loads achieved over all their measurements."""
+    from rtvbench.analysis.load_achieved import describe_all, load_order, mean_achieved, measurement_achieved
+
+    data = ev.data
+    achieved = {ld: describe_all(mean_achieved([measurement_achieved(m, load_order(data, ld))
+                                                for m in data.measurements(load=ld, statuses=COMPLETE)]))
+                for ld in data.loads}
+    header = ["Load", "What runs", "Role"]
+    rows = [[ld, _load_words(ev, ld), "baseline" if ld == data.baseline_load else "candidate"] for ld in data.loads]
+    if any(achieved.values()):
+        header.append("Achieved (mean over all its measurements)")
+        rows = [r + [achieved[r[0]] or "–"] for r in rows]
+    return Table("Loads", header, [Row(r) for r in rows])
 
 
 def _key_results(ev: Evaluation) -> Table:
@@ -211,10 +235,15 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
             pre.append(f"Environment `{env}`: target {t.get('target', '?')}"
                        + (f" ({_describe_table({k: v for k, v in t.items() if k != 'target'})})" if len(t) > 1 else "")
                        + ("; the baseline of the comparisons." if env == data.baseline_environment else "."))
+    from rtvbench.report.loads import cell_achieved_text, ranking_table, usage_tables
     for load in data.loads:
         if any(ld == load for _, ld in data.cells(bench)):
+            where = [env for env, ld in data.cells(bench) if ld == load]
+            achieved = [(env, cell_achieved_text(ev, env, load, bench)) for env in where]
+            said = "; ".join((f"in `{env}` " if len(where) > 1 else "") + text for env, text in achieved if text)
             pre.append(f"Load `{load}`: {_load_words(ev, load)}"
-                       + ("; the baseline of the load comparisons." if load == data.baseline_load else "."))
+                       + ("; the baseline of the load comparisons" if load == data.baseline_load else "")
+                       + (f". Achieved during these measurements: {said}." if said else "."))
     reps = data.repetitions
     pre.append(f"{reps if reps is not None else 'The'} repetitions per environment and load, run in a randomised, "
                "seeded order so that drift cannot masquerade as overhead.")
@@ -244,8 +273,9 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     else:
         rep_tables, comparison_tables, figures = _latency_parts(ev, bench, kind, with_plots, id_prefix)
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
+    rankings = [ranking_table(ev, rk) for rk in ev.rankings if rk.benchmark == bench]
     return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
-                            figures, consideration)
+                            figures, consideration, usage_tables(ev, bench), rankings)
 
 
 def _latency_parts(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: str):
@@ -275,19 +305,29 @@ def _cell(value: float | None, figure: str) -> str:
 
 
 def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
+    from rtvbench.report.loads import cell_achieved_text, measurement_achieved_text, measurement_busy_text
+
     data = ev.data
     kind = data.kind(bench)
-    figures = list(kind.table_figures)
+    ms = data.measurements(env, load, bench)
+    present = sorted({f for m in ms for f in data.figures(m)})
+    figures = kind.row_figures(present)
+    # The load and the CPUs each repetition ran under, next to its figures (when recorded).
+    achieved = {m.id: measurement_achieved_text(ev, m) for m in ms}
+    busy = {m.id: measurement_busy_text(m) for m in ms}
+    extra = (["Load achieved"] if any(achieved.values()) else []) + (["CPU busy"] if any(busy.values()) else [])
     header = ["Run", "Status"] + [kind.label(f) + (" (us)" if unit_of(f) in ("ns", "us", "ms") else "")
-                                  for f in figures]
+                                  for f in figures] + extra
     rows = []
-    for m in data.measurements(env, load, bench):
+    for m in ms:
         f = data.figures(m)
         if m.status == "error" or not f:
             rows.append(Row([str(m.repetition + 1), m.status,
                              (m.error or "no results") if m.status == "error" else "no results"], "failed"))
             continue
-        rows.append(Row([str(m.repetition + 1), m.status] + [_cell(f.get(x), x) for x in figures],
+        more = ([achieved[m.id] or "–"] if "Load achieved" in extra else []) + (
+            [busy[m.id] or "–"] if "CPU busy" in extra else [])
+        rows.append(Row([str(m.repetition + 1), m.status] + [_cell(f.get(x), x) for x in figures] + more,
                         "" if m.status == "ok" else "failed"))
     foot = []
     for label, pick in (("Ave", lambda s: s.mean), ("Min", lambda s: s.min), ("Max", lambda s: s.max)):
@@ -296,9 +336,12 @@ def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
             s = summarize(data.values(env, load, bench, x))
             v = pick(s) if s.n else None
             cells.append(_cell(v, x))
-        foot.append(Row(cells, "summary"))
-    return Table(f"{bench}: `{env}` under `{load}`", header, rows, foot,
-                 note="Ave/Min/Max rows are over the completed repetitions only.")
+        foot.append(Row(cells + [""] * len(extra), "summary"))
+    said = cell_achieved_text(ev, env, load, bench)
+    return Table(f"{bench}: `{env}` under `{load}`" + (f" ({said})" if said else ""), header, rows, foot,
+                 numeric_to=2 + len(figures) if extra else None,
+                 note="Ave/Min/Max rows are over the completed repetitions only."
+                      + (" CPU busy: per CPU, from /proc/stat while the probe ran." if "CPU busy" in extra else ""))
 
 
 def _comparison_table(caption: str, comps: list[Comparison], kind) -> Table:
@@ -334,22 +377,34 @@ def _plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
     svg = plots.ccdf_svg(curves, f"{bench}: CCDF", f"{id_prefix}c")
     if svg:
         out.append(Plot("CCDF: fraction of samples above a latency (log axis)", svg))
+    # The wake-up latency, and with a work budget the response time too (windows carry both).
+    for key, title, ylabel, caption, suffix in (
+            ("max_ns", "maximum latency per window", "window max latency (us)",
+             "Maximum per window over time (one line per repetition, all CPUs)", "w"),
+            ("response_max_ns", "maximum response time per window", "window max response time (us)",
+             "Maximum response time per window over time (one line per repetition, all CPUs)", "r")):
+        series = _window_series(data, cells, bench, key)
+        svg = plots.windows_svg(series, f"{bench}: {title}", f"{id_prefix}{suffix}", ylabel)
+        if svg:
+            out.append(Plot(caption, svg))
+    return out
+
+
+def _window_series(data, cells, bench: str, key: str):
+    """Per cell, per repetition: (window end in s, the largest `key` of any CPU in that window, in us)."""
     series = []
     for env, load in cells:
         reps = []
         for m in data.measurements(env, load, bench, ("ok", "interrupted")):
             per_index: dict[int, tuple[float, float]] = {}
             for w in m.windows:
-                if w.get("max_ns") is None or w.get("index") is None:
+                if w.get(key) is None or w.get("index") is None:
                     continue
                 t_end = (w.get("t_end_ns") or 0) / 1e9
                 prev = per_index.get(w["index"])
-                value = w["max_ns"] / 1000
+                value = w[key] / 1000
                 per_index[w["index"]] = (t_end, value if prev is None else max(prev[1], value))
             pts = [per_index[i] for i in sorted(per_index)]
             reps.append(([p[0] for p in pts], [p[1] for p in pts]))
         series.append((f"{env} / {load}", reps))
-    svg = plots.windows_svg(series, f"{bench}: maximum latency per window", f"{id_prefix}w")
-    if svg:
-        out.append(Plot("Maximum per window over time (one line per repetition, all CPUs)", svg))
-    return out
+    return series

@@ -104,7 +104,7 @@ def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str) ->
 
 
 def windows_svg(series: list[tuple[str, list[tuple[list[float], list[float]]]]], title: str,
-                id_prefix: str) -> str | None:
+                id_prefix: str, ylabel: str = "window max latency (us)") -> str | None:
     """Per-window maximum over the run time; one line per repetition, one colour per curve name."""
     series = [(name, [r for r in reps if r[0]]) for name, reps in series]
     series = [(name, reps) for name, reps in series if reps]
@@ -121,7 +121,7 @@ def windows_svg(series: list[tuple[str, list[tuple[list[float], list[float]]]]],
                         label=_label(name) if i == 0 else None)
         ax.set_yscale("log")
         ax.set_xlabel("time since measurement start (s)")
-        ax.set_ylabel("window max latency (us)")
+        ax.set_ylabel(ylabel)
         ax.set_title(_label(title))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         return _svg(fig, id_prefix)

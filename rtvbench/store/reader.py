@@ -10,7 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
 from rtvbench.results import CampaignRun, Measurement
-from rtvbench.store.schema import fingerprints, measurements, records, runs
+from rtvbench.store.schema import cpu_samples, fingerprints, load_records, measurements, records, runs
 
 
 def _aware(t: datetime | None) -> datetime | None:
@@ -100,6 +100,22 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
                                           .where(records.c.measurement_id.in_(list(lines)))
                                           .order_by(records.c.measurement_id, records.c.seq)):
                 lines[mid].append(data)
+        loads: dict[int, dict[str, list[dict]]] = {mid: {} for mid in lines}
+        stats: dict[int, dict[str, dict]] = {mid: {} for mid in lines}
+        if rows:
+            for mid, load, data in conn.execute(
+                    select(load_records.c.measurement_id, load_records.c.load, load_records.c.data)
+                    .where(load_records.c.measurement_id.in_(list(lines)))
+                    .order_by(load_records.c.measurement_id, load_records.c.load, load_records.c.seq)):
+                loads[mid].setdefault(load, []).append(data)
+            # Only the measured environment's counters: the runner samples nothing else today,
+            # and a load's neighbour environment would be a different machine's CPUs.
+            env_of = {r["id"]: r["environment"] for r in rows}
+            for mid, env, phase, data in conn.execute(
+                    select(cpu_samples.c.measurement_id, cpu_samples.c.environment, cpu_samples.c.phase,
+                           cpu_samples.c.data).where(cpu_samples.c.measurement_id.in_(list(lines)))):
+                if env == env_of[mid]:
+                    stats[mid][phase] = data
     result = []
     for r in rows:
         recs = lines[r["id"]]
@@ -111,7 +127,8 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
             command=list(r["command"]), load_commands=list(r["load_commands"]),
             started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]),
             meta=metas[0] if metas else None, results=by_type("result"),
-            windows=by_type("window"), warnings=by_type("warning"), error=r["error"]))
+            windows=by_type("window"), warnings=by_type("warning"), error=r["error"],
+            load_records=loads[r["id"]], cpu_stat=stats[r["id"]]))
     return CampaignRun(
         id=run["id"], campaign_name=run["campaign_name"], campaign_text=run["campaign_text"],
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),

@@ -84,3 +84,33 @@ records = Table(
     Column("received_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "seq", name="uq_records_seq"),
 )
+
+# Every line a probe load generator (`rtvb-probe load`) printed while it loaded a measurement,
+# committed as it arrives. `load` is the name of the load in the campaign (for a combined load,
+# the name of each part), `seq` the line number in that load's output.
+load_records = Table(
+    "load_records", metadata,
+    Column("id", BigId, primary_key=True),
+    Column("measurement_id", Integer, ForeignKey("measurements.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("load", String(200), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("type", String(20), nullable=False),
+    Column("data", Json, nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("measurement_id", "load", "seq", name="uq_load_records_seq"),
+)
+
+# The CPU time counters of /proc/stat in an environment right before (`phase` = "before") and
+# right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}.
+cpu_samples = Table(
+    "cpu_samples", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("measurement_id", Integer, ForeignKey("measurements.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("environment", String(200), nullable=False),
+    Column("phase", String(10), nullable=False),
+    Column("data", Json, nullable=False),
+    Column("taken_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("measurement_id", "environment", "phase", name="uq_cpu_samples_phase"),
+)

@@ -14,7 +14,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench import __version__
 from rtvbench.errors import StoreError
-from rtvbench.store.schema import fingerprints, measurements, records, runs
+from rtvbench.store.schema import (cpu_samples, fingerprints, load_records, measurements, records,
+                                   runs)
 
 
 def now() -> datetime:
@@ -44,6 +45,22 @@ class MeasurementRecorder:
             conn.execute(insert(records).values(measurement_id=self.id, seq=seq,
                                                 type=record["type"], data=record,
                                                 received_at=now()))
+
+    @_guard
+    def add_load_record(self, load: str, seq: int, record: dict[str, Any]) -> None:
+        """One line of a probe load's output. Called from the thread that reads that load's
+        output while the probe measures, so it commits on its own connection like add_record."""
+        with self.engine.begin() as conn:
+            conn.execute(insert(load_records).values(measurement_id=self.id, load=load, seq=seq,
+                                                     type=record["type"], data=record,
+                                                     received_at=now()))
+
+    @_guard
+    def add_cpu_sample(self, environment: str, phase: str, counters: dict[str, dict[str, int]]) -> None:
+        """/proc/stat counters of an environment before or after the probe ran."""
+        with self.engine.begin() as conn:
+            conn.execute(insert(cpu_samples).values(measurement_id=self.id, environment=environment,
+                                                    phase=phase, data=counters, taken_at=now()))
 
     @_guard
     def finish(self, status: str, returncode: int | None = None, error: str | None = None) -> None:

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
+from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 
@@ -42,7 +43,13 @@ class Background(ABC):
 
     @abstractmethod
     def output_tail(self) -> str:
-        """The end of what it printed, to explain why it ended early."""
+        """The end of what it printed, to explain why it ended early (its stderr only, when
+        its stdout is streamed to an on_line callback)."""
+
+    def failure(self) -> str | None:
+        """Why its streamed output could not be taken in (the on_line callback raised), or None.
+        The command keeps running either way: a load is never left blocked on a full pipe."""
+        return None
 
 
 class Target(ABC):
@@ -68,12 +75,33 @@ class Target(ABC):
         the command and propagates."""
 
     @abstractmethod
-    def start_background(self, argv: list[str]) -> Background:
-        """Start argv in the background, in its own process group."""
+    def start_background(self, argv: list[str],
+                         on_line: Callable[[str], None] | None = None) -> Background:
+        """Start argv in the background, in its own process group.
+
+        With on_line, every stdout line is handed to it as it arrives (from another thread),
+        up to and including the last lines printed while stop() ends the command: stop()
+        returns only once they have all been delivered."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """What this target is, for the store and the report (kind, host ...)."""
+
+    def read_file(self, path: str) -> str:
+        """The text of a file on the target (e.g. /proc/stat). This default runs `cat` there, so
+        any target that can run a command can read a file; targets with a cheaper way override it.
+        Raises TargetError when the file cannot be read."""
+        lines: list[str] = []
+        done = self.run(["cat", "--", path], lines.append)
+        if done.returncode != 0 or done.interrupted:
+            raise TargetError(f"cannot read {path} in environment {self.name} "
+                              f"(cat exited with status {done.returncode}: {done.stderr.strip() or 'no message'}).")
+        return "".join(line + "\n" for line in lines)
+
+    def remove_dir(self, path: str) -> None:
+        """Remove a directory tree on the target (what a killed load generator left behind).
+        This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""
+        self.run(["rm", "-rf", "--", path], lambda line: None)
 
     def check_program(self, program: str) -> str | None:
         """At validation time: why `program` cannot run on this target, or None.

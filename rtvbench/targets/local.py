@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rtvbench import probe
+from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
 
@@ -47,20 +48,51 @@ class LocalParams(StrictModel):
 
 
 class LocalBackground(Background):
-    """A load command under local_supervisor.py (see there for why)."""
+    """A load command under local_supervisor.py (see there for why).
 
-    def __init__(self, argv: list[str]) -> None:
+    Without on_line, stdout and stderr go to one temporary file (output_tail). With on_line,
+    stdout is a pipe read line by line by a thread of ours, and stderr alone goes to the file."""
+
+    READER_JOIN_S = 5.0     # after the supervisor ended, every writer of the pipe is gone
+
+    def __init__(self, argv: list[str], on_line: Callable[[str], None] | None = None) -> None:
         self.argv = argv
         self._out = tempfile.TemporaryFile()
+        self._reader: threading.Thread | None = None
+        self._failure: str | None = None
         read_end, self._watch = os.pipe()       # non-inheritable: only the supervisor gets read_end
+        out_r = out_w = -1
+        if on_line is not None:
+            out_r, out_w = os.pipe()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", str(SUPERVISOR), str(STOP_GRACE_S), "--", *argv],
-                stdin=read_end, stdout=self._out, stderr=subprocess.STDOUT,
+                stdin=read_end, stdout=self._out if on_line is None else out_w,
+                stderr=subprocess.STDOUT if on_line is None else self._out,
                 start_new_session=True)
+        except BaseException:
+            if out_r >= 0:
+                os.close(out_r)
+            raise
         finally:
             os.close(read_end)
+            if out_w >= 0:
+                os.close(out_w)     # the supervisor and the command hold the only write ends now
         _running.add(self)
+        if on_line is not None:
+            self._reader = threading.Thread(target=self._read, args=(out_r, on_line), daemon=True,
+                                            name=f"load-output-{self._proc.pid}")
+            self._reader.start()
+
+    def _read(self, fd: int, on_line: Callable[[str], None]) -> None:
+        with os.fdopen(fd, "rb") as f:
+            for raw in f:
+                if self._failure is not None:
+                    continue            # keep draining: a blocked writer would stall the load
+                try:
+                    on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+                except Exception as e:  # noqa: BLE001 - reported through failure(), not lost in a thread
+                    self._failure = str(e) or e.__class__.__name__
 
     def poll(self) -> int | None:
         return self._proc.poll()
@@ -80,10 +112,18 @@ class LocalBackground(Background):
         if self._watch >= 0:
             os.close(self._watch)
             self._watch = -1
+        if self._reader is not None:
+            # The command's last lines (a load's final window, result and end) are printed while
+            # it stops; they are delivered before stop() returns.
+            self._reader.join(self.READER_JOIN_S)
+            self._reader = None
         _running.discard(self)
 
     def output_tail(self) -> str:
         return _tail(self._out)
+
+    def failure(self) -> str | None:
+        return self._failure
 
 
 @atexit.register
@@ -136,8 +176,19 @@ class LocalTarget(Target):
             stderr = _tail(err)
         return Completed(returncode, stderr, interrupted)
 
-    def start_background(self, argv: list[str]) -> Background:
-        return LocalBackground(argv)
+    def start_background(self, argv: list[str],
+                         on_line: Callable[[str], None] | None = None) -> Background:
+        return LocalBackground(argv, on_line)
+
+    def read_file(self, path: str) -> str:
+        # Direct: no process to start between the probe's end and the sample.
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise TargetError(f"cannot read {path} on this machine ({e.strerror}).") from None
+
+    def remove_dir(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
         return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}

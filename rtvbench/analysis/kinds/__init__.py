@@ -65,6 +65,10 @@ class Kind(ABC):
         """A figure's value with its unit, for sentences and table cells."""
         return format_value(value, self.unit(figure))
 
+    def row_figures(self, present: list[str]) -> list[str]:
+        """The per-repetition table's columns, given the figures the runs have."""
+        return list(self.table_figures)
+
     def compared_figures(self, present: list[str]) -> list[str]:
         """The figures compared between environments and loads, given the figures the runs have.
 

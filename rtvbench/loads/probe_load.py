@@ -1,0 +1,338 @@
+"""The probe's load generators as campaign loads: `kind = "cpu"`, `"mem"`, `"cache"`, `"io"`,
+`"fork"`, `"leak"`, `"timer"`, `"net"` (docs/probe/load.md).
+
+Each kind maps its campaign keys to `rtvb-probe load --kind KIND ...` and runs like a command
+load (started before each measurement under the target's supervisor, whole process group
+stopped after it), with one difference: its JSON Lines output is read as it arrives and every
+record is handed to the runner, which stores it as the load's records of that measurement.
+That is where the report's "cpu50 held 49.6 % on 2 CPUs" comes from.
+
+The keys are checked here with the probe's own ranges and rules (an option that does not
+belong to the kind is an unknown key), so that a campaign mistake is a `file:line: key`
+message before anything runs rather than an exit code 2 of every measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+import time
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import PlainValidator, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from rtvbench.benchmarks.latency import CpuList
+from rtvbench.benchmarks.options import parse_size
+from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite
+from rtvbench.params import Name, Number, StrictModel, number_arg
+from rtvbench.probe import ProbeStream
+from rtvbench.targets.base import Background
+
+#: how long a load may take to print its `meta` record (a static binary starts in milliseconds;
+#: a slow target link is the only reason to wait longer)
+START_TIMEOUT_S = 10.0
+#: the directory an `io` load makes for itself (docs/probe/load.md, "Stopping")
+IO_DIR_PREFIX = "rtvb-load-"
+
+K, M, G = 1 << 10, 1 << 20, 1 << 30
+MAX_BUFFER = 16 * G          # the probe's MEM_MAX_BYTES on 64-bit targets
+
+
+def _check_size(v: Any, lo: int, hi: int, example: str) -> int:
+    try:
+        n = parse_size(v)
+    except ValueError as e:
+        raise PydanticCustomError("size", str(e)) from None
+    if not lo <= n <= hi:
+        raise PydanticCustomError("size", "must be a size from {lo} to {hi}, such as {example}",
+                                  {"lo": _size_text(lo), "hi": _size_text(hi), "example": example})
+    return n
+
+
+def _sized(lo: int, hi: int, example: str):
+    """A size in bytes (4096, "64K", "1.5M" ...) from lo to hi, as the probe accepts it; it
+    reaches the probe as a byte count."""
+    return Annotated[int, PlainValidator(lambda v: _check_size(v, lo, hi, example))]
+
+
+def _size_text(n: int) -> str:
+    for suffix, scale in (("G", G), ("M", M), ("K", K)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
+
+
+def _ranged(lo: float, hi: float, what: str):
+    def check(v: Any) -> float:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
+            raise PydanticCustomError("range", "must be {what} from {lo} to {hi}",
+                                      {"what": what, "lo": f"{lo:g}", "hi": f"{hi:g}"})
+        return v
+    return Annotated[float, PlainValidator(check)]
+
+
+def _int_in(v: Any, lo: int, hi: int, what: str = "an integer") -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise PydanticCustomError("range", "must be {what} from {lo} to {hi}",
+                                  {"what": what, "lo": lo, "hi": hi})
+    return v
+
+
+def _auto_or_size(v: Any) -> int | str:
+    if v == "auto":
+        return v
+    return _check_size(v, 8 * K, MAX_BUFFER, '"32M" or "auto"')
+
+
+Workers = Annotated[int, PlainValidator(lambda v: _int_in(v, 1, 256))]
+Priority = Annotated[int, PlainValidator(lambda v: _int_in(v, 1, 99, "a real-time priority"))]
+Nice = Annotated[int, PlainValidator(lambda v: _int_in(v, -20, 19, "a nice value"))]
+Percent = _ranged(0, 100, "a duty cycle in percent")
+PeriodMs = _ranged(0.1, 60000, "milliseconds")
+ForkRate = _ranged(0, 1e6, "forks per second (0 = as fast as possible)")
+LeakRate = _ranged(0, 1e6, "MiB per second (0 = all at once)")
+TimerRate = _ranged(1, 1e6, "wake-ups per second")
+BufferSize = _sized(8 * K, MAX_BUFFER, '"64M"')
+BpsLimit = _sized(0, 1 << 40, '"100M" (bytes per second; 0 = no limit)')
+BlockSize = _sized(512, 64 * M, '"64K"')
+FileSize = _sized(4 * K, G, '"4M"')
+LeakLimit = _sized(M, MAX_BUFFER, '"256M"')
+
+
+class ProbeLoadParams(StrictModel):
+    """Keys every probe load kind takes (docs/probe/load.md, "Common options")."""
+
+    where: Name = "same"
+    # The probe prints `meta` before its workers prepare (buffers prefaulted, work calibrated);
+    # a fifth of a second covers that for the default sizes. Larger buffers want more.
+    settle_s: Number = 0.2
+    window_s: Number = 0.5              # achieved figures over time; 0 = result record only
+    workers: Workers | None = None
+    cpus: CpuList | None = None
+    policy: Literal["other", "batch", "idle", "fifo", "rr"] | None = None
+    priority: Priority | None = None
+    nice: Nice | None = None
+
+    #: campaign key -> probe option, in the order they are passed (after the common ones)
+    OPTIONS: ClassVar[dict[str, str]] = {}
+
+    @field_validator("settle_s")
+    @classmethod
+    def _settle(cls, v: float) -> float:
+        if not 0 <= v <= 60:
+            raise ValueError("must be from 0 to 60 seconds")
+        return v
+
+    @field_validator("window_s")
+    @classmethod
+    def _window(cls, v: float) -> float:
+        if v != 0 and not 0.01 <= v <= 1e6:
+            raise ValueError("must be 0 (no windows) or from 0.01 to 1e6 seconds")
+        return v
+
+    @model_validator(mode="after")
+    def _scheduling(self):
+        rt = self.policy in ("fifo", "rr")
+        if rt and self.priority is None:
+            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
+        if not rt and self.priority is not None:
+            raise ValueError(f'priority applies to policy "fifo" or "rr" (this load\'s policy is '
+                             f'"{self.policy or "other"}"); use nice for "other" and "batch"')
+        if self.nice and self.policy in ("fifo", "rr", "idle"):
+            raise ValueError(f'nice applies to policy "other" or "batch", not "{self.policy}"')
+        return self
+
+    def probe_args(self, kind: str) -> list[str]:
+        args = ["load", "--kind", kind]
+        for key, option in (("workers", "--workers"), ("cpus", "--cpus"), ("policy", "--policy"),
+                            ("priority", "--priority"), ("nice", "--nice")):
+            value = getattr(self, key)
+            if value is not None:
+                args += [option, str(value)]
+        args += ["--window-s", number_arg(self.window_s)]
+        for key, option in self.OPTIONS.items():
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                # Both states of a flag with a negation are passed, so the command says which.
+                if option == "--fsync":
+                    args.append("--fsync" if value else "--no-fsync")
+                elif value:
+                    args.append(option)
+            elif isinstance(value, float):
+                args += [option, number_arg(value)]
+            else:
+                args += [option, str(value)]
+        return args
+
+
+class CpuLoadParams(ProbeLoadParams):
+    percent: Percent | None = None
+    period_ms: PeriodMs | None = None
+    method: Literal["integer", "float", "matrix", "mixed"] | None = None
+    busy_clock: Literal["thread", "wall"] | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"percent": "--percent", "period_ms": "--period-ms",
+                                         "method": "--method", "busy_clock": "--busy-clock"}
+
+
+class MemLoadParams(ProbeLoadParams):
+    buffer_size: BufferSize | None = None
+    op: Literal["read", "write", "copy"] | None = None
+    bps_limit: BpsLimit | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"buffer_size": "--buffer-size", "op": "--op",
+                                         "bps_limit": "--bps-limit"}
+
+    @model_validator(mode="after")
+    def _copy_halves(self):
+        if (self.op or "copy") == "copy" and self.buffer_size is not None and self.buffer_size < 16 * K:
+            raise ValueError('op "copy" needs buffer_size of at least 16K (it copies one half onto the other)')
+        return self
+
+
+class CacheLoadParams(ProbeLoadParams):
+    buffer_size: Annotated[Any, PlainValidator(_auto_or_size)] | None = None
+    bps_limit: BpsLimit | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"buffer_size": "--buffer-size", "bps_limit": "--bps-limit"}
+
+
+class IoLoadParams(ProbeLoadParams):
+    dir: str | None = None
+    file_size: FileSize | None = None
+    block_size: BlockSize | None = None
+    fsync: bool | None = None
+    drop_cache: bool | None = None
+    bps_limit: BpsLimit | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"dir": "--dir", "file_size": "--file-size",
+                                         "block_size": "--block-size", "fsync": "--fsync",
+                                         "drop_cache": "--drop-cache", "bps_limit": "--bps-limit"}
+
+    @field_validator("dir")
+    @classmethod
+    def _dir(cls, v: str) -> str:
+        if not v:
+            raise ValueError("must name a directory")
+        return v
+
+    @model_validator(mode="after")
+    def _block_in_file(self):
+        file_size = self.file_size if self.file_size is not None else 4 * M
+        if self.block_size is not None and self.block_size > file_size:
+            raise ValueError(f"block_size ({_size_text(self.block_size)}) must not exceed file_size "
+                             f"({_size_text(file_size)})")
+        return self
+
+
+class ForkLoadParams(ProbeLoadParams):
+    rate: ForkRate | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"rate": "--rate"}
+
+
+class LeakLoadParams(ProbeLoadParams):
+    rate_mbps: LeakRate | None = None
+    limit: LeakLimit | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"rate_mbps": "--rate-mbps", "limit": "--limit"}
+
+    @model_validator(mode="after")
+    def _one_worker(self):
+        if self.workers not in (None, 1):
+            raise ValueError("a leak load runs one worker; drop workers or use 1")
+        return self
+
+
+class TimerLoadParams(ProbeLoadParams):
+    rate_hz: TimerRate | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"rate_hz": "--rate-hz"}
+
+
+class NetLoadParams(ProbeLoadParams):
+    bps_limit: BpsLimit | None = None
+    block_size: BlockSize | None = None
+    OPTIONS: ClassVar[dict[str, str]] = {"bps_limit": "--bps-limit", "block_size": "--block-size"}
+
+
+class _ProbeLoadBackground(Background):
+    """A running `rtvb-probe load`: its supervised process and the stream of its records."""
+
+    def __init__(self, bg: Background, stream: ProbeStream, site: LoadSite) -> None:
+        self.bg, self.stream, self.site = bg, stream, site
+        self.argv = bg.argv
+
+    def poll(self) -> int | None:
+        return self.bg.poll()
+
+    def stop(self) -> None:
+        self.bg.stop()
+        # The probe removes the io load's directory on every path but SIGKILL (after the stop
+        # grace period); only then, recognisable by the missing `end` record, is it ours to do.
+        meta = self.stream.meta or {}
+        d = (meta.get("params") or {}).get("dir")
+        if self.stream.end is None and isinstance(d, str) and os.path.basename(d).startswith(IO_DIR_PREFIX):
+            self.site.target.remove_dir(d)
+
+    def output_tail(self) -> str:
+        end = self.stream.end or {}
+        return end.get("error") or self.bg.output_tail()
+
+    def failure(self) -> str | None:
+        return self.bg.failure()
+
+
+class ProbeLoad(Load):
+    """One `rtvb-probe load --kind KIND` per measurement; the subclasses name the kind."""
+
+    Params: ClassVar[type[ProbeLoadParams]]
+
+    def probe_args(self) -> list[str]:
+        return self.params.probe_args(self.kind)
+
+    def commands(self) -> list[str]:
+        return ["rtvb-probe " + shlex.join(self.probe_args())]
+
+    def launch(self, ctx: LoadContext) -> Background | None:
+        site = ctx.site(self.where)
+        stream = ProbeStream(f'output of load "{self.name}" in environment {site.environment}')
+        started = threading.Event()
+
+        def on_line(line: str) -> None:
+            record = stream.feed(line)          # a malformed line becomes the load's failure()
+            if ctx.on_record is not None:
+                ctx.on_record(self.name, stream.count, record)
+            if record["type"] in ("meta", "end"):
+                started.set()
+
+        bg = site.target.start_background([site.probe, *self.probe_args()], on_line)
+        loaded = _ProbeLoadBackground(bg, stream, site)
+        try:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not started.wait(0.02):
+                if bg.poll() is not None or bg.failure() or time.monotonic() > deadline:
+                    break
+        except BaseException:
+            loaded.stop()
+            raise
+        if stream.meta is None or stream.end is not None or bg.failure():
+            loaded.stop()                       # also delivers its last records
+            why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
+                   or (f"no output within {START_TIMEOUT_S:g} s" if bg.poll() is None else "no output"))
+            raise LoadError(f'load "{self.name}" ({self.commands()[0]}) did not start in environment '
+                            f"{site.environment}: {why}")
+        return loaded
+
+
+def _register(kind: str, params: type[ProbeLoadParams]) -> type[ProbeLoad]:
+    cls = type(f"{kind.capitalize()}Load", (ProbeLoad,), {"kind": kind, "Params": params,
+                                                           "__doc__": f"`rtvb-probe load --kind {kind}`."})
+    return LOADS.register(kind)(cls)
+
+
+KINDS: dict[str, type[ProbeLoadParams]] = {
+    "cpu": CpuLoadParams, "mem": MemLoadParams, "cache": CacheLoadParams, "io": IoLoadParams,
+    "fork": ForkLoadParams, "leak": LeakLoadParams, "timer": TimerLoadParams, "net": NetLoadParams,
+}
+for _kind, _params in KINDS.items():
+    _register(_kind, _params)
+
+__all__ = ["KINDS", "ProbeLoad"]
