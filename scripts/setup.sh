@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # runs the cross-built probes; chromium renders reports in the tests.
 PACKAGES=(
   build-essential python3 python3-venv time
-  rt-tests stress-ng sysbench util-linux procps
+  rt-tests stress-ng sysbench util-linux procps iproute2 openssl
   qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
   libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
   chromium
