@@ -115,11 +115,11 @@ def test_cpu_and_mem_loads_raise_the_p99_significantly(tmp_path, own_probe):
     assert 45 <= cpu["achieved_percent"] <= 55 and list(cpu["per_cpu_percent"]) == ["CPU 0"]
     assert mem["achieved_bps"] > 1e9
     html = report(tmp_path, own_probe, "html")
-    said = (f"<code>cpu50</code> held {significant(cpu['achieved_percent'])} % on 1 CPU, target 50 %; "
-            f"<code>membw</code>: {human_rate(mem['achieved_bps'])} (copy)")
-    assert said in html
+    # On a busy machine the cpu phrase may go on with "N periods short of budget" before the "; ".
+    said_cpu = f"<code>cpu50</code> held {significant(cpu['achieved_percent'])} % on 1 CPU, target 50 %"
+    said_mem = f"<code>membw</code>: {human_rate(mem['achieved_bps'])} (copy)"
     # ... in the precondition, the caption of the cell's table and the load-and-CPU table
-    assert html.count(said) >= 3
+    assert html.count(said_cpu) >= 3 and html.count(said_mem) >= 3, (said_cpu, said_mem)
 
 
 CLEANUP = """
