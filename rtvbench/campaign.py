@@ -157,13 +157,15 @@ def load_campaign(path: str | Path | None) -> Campaign:
         raise InputError(f"{filename} is not UTF-8 text; save the campaign file as UTF-8.") from None
     except OSError as e:
         raise InputError(f"{filename}: cannot read it ({e.strerror}); check its permissions.") from None
-    return parse_campaign(text, filename)
+    return parse_campaign(text, filename, path.resolve().parent)
 
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
-def parse_campaign(text: str, filename: str = "<campaign>") -> Campaign:
+def parse_campaign(text: str, filename: str = "<campaign>", base_dir: Path | None = None) -> Campaign:
+    """Validate campaign text; relative paths in it (a kernel image, an ssh config) are taken
+    from base_dir, the campaign file's directory (default: the working directory)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -174,7 +176,7 @@ def parse_campaign(text: str, filename: str = "<campaign>") -> Campaign:
             raise CampaignError(filename, [Issue((), f"invalid TOML at column {m.group(2)}: {msg}",
                                                  int(m.group(1)))]) from None
         raise CampaignError(filename, [Issue((), f"invalid TOML: {msg}")]) from None
-    return _Validator(text, filename, data).campaign()
+    return _Validator(text, filename, data, base_dir or Path.cwd()).campaign()
 
 
 # ---------------------------------------------------------------------------
@@ -188,8 +190,9 @@ def _show(value: Any) -> str:
 class _Validator:
     """Collects every issue of one parsed file, then builds the Campaign or raises."""
 
-    def __init__(self, text: str, filename: str, data: dict[str, Any]) -> None:
+    def __init__(self, text: str, filename: str, data: dict[str, Any], base_dir: Path) -> None:
         self.text, self.filename, self.data = text, filename, data
+        self.base_dir = base_dir
         self.issues: list[Issue] = []
 
     def add(self, path: tuple, message: str) -> None:
@@ -199,7 +202,8 @@ class _Validator:
               extra_allowed: tuple[str, ...] = ()) -> StrictModel | None:
         """Validate data against model; on errors record them under prefix."""
         try:
-            return model.model_validate(data)
+            # Validators that resolve a relative path read it from the context (`base_dir`).
+            return model.model_validate(data, context={"base_dir": self.base_dir})
         except ValidationError as exc:
             for e in exc.errors(include_url=False):
                 self._pydantic_issue(e, model, prefix, extra_allowed)

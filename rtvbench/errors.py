@@ -36,6 +36,17 @@ class TargetError(RtvbenchError):
     exit_code = EXIT_TARGET
 
 
+class TargetLost(TargetError):
+    """The target went away during a command: the connection dropped, the guest crashed or hung.
+
+    Only the measurement in progress is lost: the runner records it as failed, with `log`
+    (the guest's serial console, the ssh diagnostics) and retries it once the target is back."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
 class StoreError(RtvbenchError):
     """The result store cannot be opened or written."""
 

@@ -64,6 +64,14 @@ class Runner:
     # -- the run ------------------------------------------------------------
 
     def run(self, resume: bool = False) -> Outcome:
+        try:
+            return self._run(resume)
+        finally:
+            # Connections closed, guests powered off, deployed probes removed, however the run ended.
+            for target in self.campaign.environments.values():
+                target.close()
+
+    def _run(self, resume: bool) -> Outcome:
         c = self.campaign
         # Reach every environment before writing anything: an unreachable target
         # or a missing probe fails the command (exit 3), not each measurement.

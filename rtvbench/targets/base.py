@@ -87,6 +87,10 @@ class Target(ABC):
     def describe(self) -> dict[str, Any]:
         """What this target is, for the store and the report (kind, host ...)."""
 
+    def close(self) -> None:
+        """Release what the target holds (connections, guests, deployed files); idempotent.
+        The runner calls it once the campaign run ends, however it ends."""
+
     def read_file(self, path: str) -> str:
         """The text of a file on the target (e.g. /proc/stat). This default runs `cat` there, so
         any target that can run a command can read a file; targets with a cheaper way override it.
