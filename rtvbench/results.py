@@ -32,6 +32,8 @@ class Measurement:
     windows: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None        # why it failed, when status == "error"
+    target_log: str | None = None   # the target's own log when it went away (a guest's console)
+    attempt: int = 1                # 1 + how many times it was started before (retries, --resume)
     # Records of each probe load generator that ran during the measurement, keyed by the load's
     # name (the parts of a combined load each under their own name): meta, window, result, end.
     load_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -61,3 +63,11 @@ class CampaignRun:
     finished_at: datetime | None
     fingerprints: dict[str, dict[str, Any]]   # environment name -> probe sysinfo record
     measurements: list[Measurement]
+    # environment name -> its Target.describe() (target kind, accel ...), and the probe's `meta`
+    # record of that sysinfo run (privileges: euid): the rest of each environment's fingerprint.
+    targets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fingerprint_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Earlier attempts of measurements that were retried or resumed and had failed (e.g. a guest
+    # crash: `target_log` holds its console), without their records; the latest attempt of every
+    # measurement is in `measurements`.
+    failed_attempts: list[Measurement] = field(default_factory=list)

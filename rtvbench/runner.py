@@ -21,7 +21,7 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
 from sqlalchemy import Engine
 
 from rtvbench.campaign import Campaign
-from rtvbench.errors import InputError, ProbeOutputError, TargetError
+from rtvbench.errors import InputError, ProbeOutputError, TargetError, TargetLost
 from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, duration_text, expected_seconds, plan
 from rtvbench.probe import ProbeStream
@@ -99,6 +99,11 @@ class Runner:
             except KeyboardInterrupt:
                 outcome.interrupted = True
                 recorder.set_status("interrupted")
+            except TargetError:
+                # A target that cannot be brought back: what was measured stays, `--resume`
+                # continues once it is reachable again.
+                recorder.set_status("interrupted")
+                raise
         return outcome
 
     def _resume(self) -> RunRecorder:
@@ -152,11 +157,29 @@ class Runner:
 
                 def tick(done=done_s, started=started, expected=expected):
                     progress.update(task, completed=done + min(time.monotonic() - started, expected))
-                status, error = self._measure(recorder, p, attempts.get(p.key, (0, ""))[0] + 1, tick)
+                attempt = attempts.get(p.key, (0, ""))[0] + 1
+                status, error = self._measure(recorder, p, attempt, tick)
+                if status == "lost":
+                    progress.console.print(f"[red]target lost[/] {p.label()}: {error}; retrying.",
+                                           highlight=False)
+                    self._reconnect()
+                    status, error = self._measure(recorder, p, attempt + 1, tick)
+                    if status == "lost":
+                        self._reconnect()       # for the measurements that follow
                 done_s += expected
                 progress.update(task, completed=done_s)
                 if status != "ok":
                     progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
+
+    def _reconnect(self) -> None:
+        """After a target went away: reach every environment again (a fresh boot of a crashed
+        guest, a new ssh connection). A TargetError here ends the run, resumable."""
+        for name, target in self.campaign.environments.items():
+            try:
+                self.probes[name] = target.deploy_probe()
+            except TargetError as e:
+                raise TargetError(f"{e} The run keeps what was measured; continue it with "
+                                  "`rtvbench run --resume` once the target is back.") from None
 
     def _sample_cpu(self, m, environment: str, phase: str) -> None:
         """/proc/stat of the measured environment, through its target, into the store.
@@ -171,7 +194,8 @@ class Runner:
         m.add_cpu_sample(environment, phase, counters)
 
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
-        """Run one measurement; return (status, error)."""
+        """Run one measurement; return (status, error). Status "lost": a target went away during
+        it (recorded as an error with the target's log); the caller reconnects and retries."""
         c = self.campaign
         target, load = c.environments[p.environment], c.loads[p.load]
         bench = c.benchmarks[p.benchmark]
@@ -198,6 +222,9 @@ class Runner:
             self._sample_cpu(m, p.environment, "after")
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
+        except TargetLost as e:
+            m.finish("error", error=str(e), target_log=e.log or None)
+            return "lost", str(e)
         except LoadError as e:
             m.finish("error", error=str(e))
             return "error", str(e)
@@ -209,7 +236,10 @@ class Runner:
             raise
         finally:
             if bg is not None:
-                bg.stop()
+                try:
+                    bg.stop()
+                except TargetLost:
+                    pass                        # its environment went away: nothing left to stop
                 load_problem = bg.failure()     # after stop(): its last records are in
 
         status, error = "ok", None

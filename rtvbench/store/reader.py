@@ -86,13 +86,19 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
         run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
         if run is None:
             raise InputError(f"there is no run {run_id} in the store; `rtvbench list` shows the runs.")
-        prints = {r.environment: r.sysinfo for r in conn.execute(
-            select(fingerprints.c.environment, fingerprints.c.sysinfo)
-            .where(fingerprints.c.run_id == run_id))}
+        prints, described, probe_meta = {}, {}, {}
+        for r in conn.execute(select(fingerprints.c.environment, fingerprints.c.sysinfo, fingerprints.c.target,
+                                     fingerprints.c.meta).where(fingerprints.c.run_id == run_id)):
+            prints[r.environment], described[r.environment] = r.sysinfo, r.target or {}
+            probe_meta[r.environment] = r.meta or {}
         latest: dict[tuple, Any] = {}
+        earlier: list[Any] = []
         for row in conn.execute(select(measurements).where(measurements.c.run_id == run_id)
                                 .order_by(measurements.c.attempt)).mappings():
-            latest[(row["environment"], row["load"], row["benchmark"], row["repetition"])] = row
+            key = (row["environment"], row["load"], row["benchmark"], row["repetition"])
+            if key in latest:
+                earlier.append(latest[key])
+            latest[key] = row
         rows = sorted(latest.values(), key=lambda r: r["order_index"])
         lines: dict[int, list[dict]] = {r["id"]: [] for r in rows}
         if rows:
@@ -128,8 +134,17 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
             started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]),
             meta=metas[0] if metas else None, results=by_type("result"),
             windows=by_type("window"), warnings=by_type("warning"), error=r["error"],
+            target_log=r["target_log"], attempt=r["attempt"],
             load_records=loads[r["id"]], cpu_stat=stats[r["id"]]))
+    failed = [Measurement(
+        id=r["id"], environment=r["environment"], load=r["load"], benchmark=r["benchmark"],
+        kind=r["kind"], repetition=r["repetition"], status=r["status"], command=list(r["command"]),
+        load_commands=list(r["load_commands"]), started_at=_aware(r["started_at"]),
+        finished_at=_aware(r["finished_at"]), meta=None, results=[], error=r["error"],
+        target_log=r["target_log"], attempt=r["attempt"])
+        for r in sorted(earlier, key=lambda r: (r["order_index"], r["attempt"])) if r["status"] == "error"]
     return CampaignRun(
         id=run["id"], campaign_name=run["campaign_name"], campaign_text=run["campaign_text"],
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
-        finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result)
+        finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
+        failed_attempts=failed, targets=described, fingerprint_meta=probe_meta)

@@ -66,6 +66,9 @@ measurements = Table(
     Column("finished_at", DateTime(timezone=True)),
     Column("returncode", Integer),
     Column("error", Text),
+    # What the target itself said when it went away mid-measurement: the end of a guest's serial
+    # console (its kernel panic), ssh's diagnostics. Null when the target stayed up.
+    Column("target_log", Text),
     UniqueConstraint("run_id", "environment", "load", "benchmark", "repetition", "attempt",
                      name="uq_measurements_key"),
 )

@@ -63,10 +63,12 @@ class MeasurementRecorder:
                                                     phase=phase, data=counters, taken_at=now()))
 
     @_guard
-    def finish(self, status: str, returncode: int | None = None, error: str | None = None) -> None:
+    def finish(self, status: str, returncode: int | None = None, error: str | None = None,
+               target_log: str | None = None) -> None:
         with self.engine.begin() as conn:
             conn.execute(update(measurements).where(measurements.c.id == self.id).values(
-                status=status, returncode=returncode, error=error, finished_at=now()))
+                status=status, returncode=returncode, error=error, target_log=target_log,
+                finished_at=now()))
 
 
 class RunRecorder:
