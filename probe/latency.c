@@ -508,6 +508,13 @@ static void *worker_main(void *arg)
          * before this one finished (a late wake-up or an overrunning work):
          * counted, and skipped so that the next sample is a true wake-up. */
         uint64_t skipped = (done > deadline ? done - deadline : 0) / interval;
+        /* Deadlines after the end of the run were never part of it: a stall
+         * across the end must not count activations the run did not have. */
+        if (end != UINT64_MAX) {
+            uint64_t in_run = deadline < end ? (end - deadline) / interval : 0;
+            if (skipped > in_run)
+                skipped = in_run;
+        }
         w->missed += skipped;
         w->window_missed += skipped;
         deadline += (skipped + 1) * interval;

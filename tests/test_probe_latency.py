@@ -37,6 +37,11 @@ def merged(recs: list[dict]) -> dict:
     return res
 
 
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
 def stall_running_probe(cmd: list[str], stall_s: float) -> tuple[list[dict], int]:
     """Start a latency run, wait until it has printed its first window (so it
     is measuring, however slowly it started), freeze it for `stall_s`, let it
@@ -47,8 +52,12 @@ def stall_running_probe(cmd: list[str], stall_s: float) -> tuple[list[dict], int
         lines.append(line)
         if json.loads(line)["type"] == "window":
             break
-    t_stop = time.monotonic_ns()
     os.kill(proc.pid, signal.SIGSTOP)
+    # The stall starts when the process is stopped, not when the signal is sent: on a loaded
+    # machine (or under qemu-user) delivery can take a large part of a millisecond.
+    while _state(proc.pid) != "T":
+        time.sleep(0.0001)
+    t_stop = time.monotonic_ns()
     while time.monotonic_ns() - t_stop < stall_s * 1e9:
         time.sleep(0.0005)
     os.kill(proc.pid, signal.SIGCONT)
