@@ -23,6 +23,7 @@ from pydantic import ValidationError, model_validator
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
 from rtvbench.errors import InputError
 from rtvbench.loads import LOADS, Load, kind_of
+from rtvbench.loads.base import NEIGHBOURS
 from rtvbench.loads.combine import CombinedLoad
 from rtvbench.params import (Name, NonNegativeInt, Number, PositiveInt, StrictModel,
                              is_valid_name)
@@ -305,15 +306,16 @@ class _Validator:
                 self._combine(name, load, loads)
                 continue
             where = load.where
-            if where != "same" and where not in envs:
+            if where not in ("same", NEIGHBOURS) and where not in envs:
                 self.add(("loads", name, "where"), _undefined("environment", where, envs)
-                         + '; name one of them, or "same" for the environment measured')
+                         + '; name one of them, "same" for the environment measured, or "neighbours" '
+                         "for the other guests of a qemu environment with count > 1")
                 continue
             argv = getattr(load.params, "argv", None)
             if argv:
                 # The command runs where the load runs: in every environment measured when
                 # "same", else in the one named; each target checks it can run it.
-                targets = envs.values() if where == "same" else [envs[where]]
+                targets = envs.values() if where in ("same", NEIGHBOURS) else [envs[where]]
                 for target in targets:
                     problem = target and target.check_program(argv[0])
                     if problem:

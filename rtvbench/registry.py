@@ -28,6 +28,10 @@ class Registry(Generic[T]):
             return item
         return add
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry (tests that register a stand-in target for one test)."""
+        self._items.pop(name, None)
+
     def get(self, name: str) -> T | None:
         return self._items.get(name)
 

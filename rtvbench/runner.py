@@ -171,6 +171,12 @@ class Runner:
                 if status != "ok":
                     progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
 
+    def _neighbours(self, env: str) -> list[LoadSite]:
+        """The other guests of a multi-guest environment (`count` > 1), named `<env>#2` ...,
+        where `where = "neighbours"` loads run; booted together with the first."""
+        guests = getattr(self.campaign.environments[env], "neighbours", None) or []
+        return [LoadSite(f"{env}#{i}", guest, guest.deploy_probe()) for i, guest in enumerate(guests, start=2)]
+
     def _reconnect(self) -> None:
         """After a target went away: reach every environment again (a fresh boot of a crashed
         guest, a new ssh connection). A TargetError here ends the run, resumable."""
@@ -211,7 +217,8 @@ class Runner:
             tick()
 
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
-        ctx = LoadContext(p.environment, sites, on_record=m.add_load_record)
+        ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
+                          neighbours=self._neighbours(p.environment))
         bg: Background | None = None
         load_status: int | None = None
         load_problem: str | None = None

@@ -164,7 +164,7 @@ CASES = [
      '{L}: loads.both.percent: unknown key; allowed: combine, kind'),
     ("where names no environment", 'where = "guest"', ('where = "neighbour"', 'where = "guest"'),
      '{L}: loads.net.where: environment "guest" is not defined (defined: "native", "neighbour"); '
-     'name one of them, or "same" for the environment measured'),
+     'name one of them, "same" for the environment measured, or "neighbours" for the other guests of a qemu environment with count > 1'),
     ("work budget of a whole period", '[benchmarks.victim]', ("work_us = 200", "work_us = 1000"),
      "{L}: benchmarks.victim: work_us (1000) must be shorter than interval_us (1000): a work budget "
      "of a whole period or more misses every deadline"),

@@ -18,7 +18,6 @@ from rtvbench.targets.local import LocalTarget
 CONSOLE = "[    0.000000] Linux version 6.1.0\nKernel panic - not syncing: test\n"
 
 
-@TARGETS.register("test-flaky")
 class FlakyTarget(LocalTarget):
     """The local machine, except that chosen probe runs die halfway, like a crashing guest.
 
@@ -46,6 +45,15 @@ class FlakyTarget(LocalTarget):
         for line in lines[:2]:              # meta and the first window made it across
             on_line(line)
         raise TargetLost("the guest of environment flaky died (test)", log=CONSOLE)
+
+
+@pytest.fixture(autouse=True)
+def registered():
+    """The stand-in target kind exists only during this module's tests (other tests list the
+    supported kinds)."""
+    TARGETS.register("test-flaky")(FlakyTarget)
+    yield
+    TARGETS.unregister("test-flaky")
 
 
 CAMPAIGN = """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from rtvbench.params import StrictModel
@@ -19,6 +19,9 @@ from rtvbench.registry import Registry
 from rtvbench.targets.base import Background, Target
 
 LOADS: Registry[type["Load"]] = Registry("load kind")
+
+#: `where` value of a load that runs in every other guest of the measured environment
+NEIGHBOURS = "neighbours"
 
 
 def kind_of(table: dict[str, Any]) -> Any:
@@ -51,9 +54,20 @@ class LoadContext:
     measured: str                       # the environment being measured
     sites: dict[str, LoadSite]          # every environment of the campaign
     on_record: RecordSink | None = None
+    # The other guests of the measured environment (a qemu environment with count = N boots N
+    # guests; the first is measured): where a `where = "neighbours"` load runs, one per guest.
+    neighbours: list[LoadSite] = field(default_factory=list)
 
     def site(self, where: str) -> LoadSite:
-        return self.sites[self.measured if where == "same" else where]
+        return self.sites[self.measured if where in ("same", NEIGHBOURS) else where]
+
+    def at_neighbour(self, site: LoadSite) -> "LoadContext":
+        """The context a load sees in one neighbour: that guest as its "same" environment, and
+        its records stored under `<load>@<guest>` so every neighbour's figures stay apart."""
+        sink = self.on_record
+        renamed = None if sink is None else (
+            lambda name, seq, record: sink(f"{name}@{site.environment}", seq, record))
+        return LoadContext(site.environment, {site.environment: site}, renamed)
 
 
 class Load(ABC):
@@ -90,18 +104,43 @@ class Load(ABC):
             raise LoadError(f'load "{self.name}" ({"; ".join(self.commands())}) exited with status '
                             f"{status} right after it started: {bg.output_tail() or 'no output'}")
 
+    def check_started(self, bg: Background) -> None:
+        """check_running on what launch_everywhere started: each neighbour's instance alone."""
+        if self.where == NEIGHBOURS and isinstance(bg, BackgroundGroup):
+            for _, one in bg.parts:
+                self.check_running(one)
+        else:
+            self.check_running(bg)
+
     def start(self, ctx: LoadContext) -> Background | None:
         """Start the load and return once it is in effect (None: no load)."""
-        bg = self.launch(ctx)
+        bg = self.launch_everywhere(ctx)
         if bg is None:
             return None
         try:
             time.sleep(self.settle_s)
-            self.check_running(bg)
+            self.check_started(bg)
         except BaseException:           # Ctrl-C while settling: the caller never sees bg
             bg.stop()
             raise
         return bg
+
+
+    def launch_everywhere(self, ctx: LoadContext) -> Background | None:
+        """launch() where `where` says; in every neighbour guest for "neighbours" (in none when
+        the measured environment is a single guest: the 1-VM point of a 1..N VM study)."""
+        if self.where != NEIGHBOURS:
+            return self.launch(ctx)
+        started: list[tuple[Load, Background]] = []
+        try:
+            for site in ctx.neighbours:
+                bg = self.launch(ctx.at_neighbour(site))
+                if bg is not None:
+                    started.append((self, bg))
+        except BaseException:
+            BackgroundGroup(started).stop()     # what already runs must not outlive the failure
+            raise
+        return BackgroundGroup(started) if started else None
 
 
 class BackgroundGroup(Background):

@@ -55,7 +55,7 @@ class CombinedLoad(Load):
         started: list[tuple[Load, Background]] = []
         try:
             for part in self.parts:
-                bg = part.launch(ctx)
+                bg = part.launch_everywhere(ctx)   # each part where its own `where` says
                 if bg is not None:
                     started.append((part, bg))
         except BaseException:
@@ -66,4 +66,4 @@ class CombinedLoad(Load):
     def check_running(self, bg: Background) -> None:
         assert isinstance(bg, BackgroundGroup)
         for part, part_bg in bg.parts:
-            part.check_running(part_bg)
+            part.check_started(part_bg)
