@@ -198,3 +198,29 @@ def normalised_bars_svg(labels: list[str], series: list[tuple[str, list[float | 
         ax.set_title(_label(title))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         return _svg(fig, id_prefix)
+
+
+def vm_count_svg(series: list[tuple[str, list[tuple[int, float, float, float]]]], title: str, ylabel: str,
+                 id_prefix: str) -> str | None:
+    """A figure against the number of VMs (002's 1..5 VM study): one line per load through the
+    medians, with the min..max of the repetitions as error bars; integer counts on the x axis."""
+    series = [(name, sorted(pts)) for name, pts in series if len(pts) >= 2]
+    if not series:
+        return None
+    with rc_context(_RC):
+        fig = _figure(6.0, 3.2)
+        ax = fig.add_subplot()
+        for name, pts in series:
+            x = [p[0] for p in pts]
+            med = np.array([p[1] for p in pts])
+            err = np.array([[m - p[2] for m, p in zip(med, pts)], [p[3] - m for m, p in zip(med, pts)]])
+            ax.errorbar(x, med, yerr=err, marker="o", markersize=4, linewidth=1.3, capsize=3, label=_label(name))
+        counts = sorted({p[0] for _, pts in series for p in pts})
+        ax.set_xticks(counts, [str(c) for c in counts])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("number of VMs")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.set_title(_label(title))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return _svg(fig, id_prefix)

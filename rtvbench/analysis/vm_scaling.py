@@ -1,0 +1,72 @@
+"""Figures against the number of VMs (002's 1..5 VM study).
+
+A campaign that declares the same guest several times with a different `count` (the number of
+guests booted together; the benchmark runs in the first, `where = "neighbours"` loads in the
+others) asks how a figure grows with the number of VMs. Environments belong to one series when
+their tables are equal but for `count`; a series needs at least two counts to be a curve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+
+from rtvbench.analysis.dataset import COMPLETE, RunData
+
+
+@dataclass
+class ScalingPoint:
+    count: int
+    environment: str
+    median: float
+    low: float                  # min over the repetitions
+    high: float                 # max over the repetitions
+    n: int
+
+
+@dataclass
+class ScalingSeries:
+    benchmark: str
+    figure: str
+    load: str
+    points: list[ScalingPoint]          # by count, ascending
+
+
+def _groups(data: RunData) -> list[list[tuple[int, str]]]:
+    """(count, environment) lists of environments equal but for `count`, with >= 2 counts."""
+    by_shape: dict[str, list[tuple[int, str]]] = {}
+    for env in data.environments:
+        table = data.environment_table(env)
+        if "count" not in table and table.get("target") != "qemu":
+            continue
+        count = table.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool):
+            continue
+        shape = repr(sorted((k, repr(v)) for k, v in table.items() if k != "count"))
+        by_shape.setdefault(shape, []).append((count, env))
+    return [sorted(g) for g in by_shape.values() if len({c for c, _ in g}) >= 2]
+
+
+def scaling_series(data: RunData, bench: str) -> list[ScalingSeries]:
+    """One series per (compared figure, load) of a benchmark, for every group of environments
+    that differ only in their number of VMs."""
+    kind = data.kind(bench)
+    if kind is None:
+        return []
+    groups = _groups(data)
+    if not groups:
+        return []
+    present = sorted({f for m in data.measurements(benchmark=bench) for f in data.figures(m)})
+    out = []
+    for group in groups:
+        for figure in kind.compared_figures(present):
+            for load in data.loads:
+                points = []
+                for count, env in group:
+                    values = [v for v in data.values(env, load, bench, figure, COMPLETE) if v is not None]
+                    if values:
+                        points.append(ScalingPoint(count, env, median(values), min(values), max(values),
+                                                   len(values)))
+                if len({p.count for p in points}) >= 2:
+                    out.append(ScalingSeries(bench, figure, load, points))
+    return out
