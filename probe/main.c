@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probe.h"
 
@@ -24,6 +25,8 @@ static const struct subcommand subcommands[] = {
     {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets"},
     {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes"},
     {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net"},
+    {"agent", cmd_agent, "serve the host's agent protocol (run, signal, read) on a socket or port"},
+    {"init", cmd_init, "PID 1 of an rtvbench guest: mount, load modules, serve the agent protocol"},
 };
 
 static void usage(FILE *f)
@@ -33,8 +36,20 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
 }
 
+static const struct subcommand *find_subcommand(const char *name)
+{
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(name, subcommands[i].name))
+            return &subcommands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    /* Started by the kernel as /init: any arguments are leftover words of
+     * the kernel command line, not a subcommand. */
+    if (getpid() == 1 && (argc < 2 || !find_subcommand(argv[1])))
+        return cmd_init(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -47,9 +62,9 @@ int main(int argc, char **argv)
         printf("rtvb-probe %s (schema %d)\n", RTVB_PROBE_VERSION, RTVB_SCHEMA_VERSION);
         return EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
-        if (!strcmp(argv[1], subcommands[i].name))
-            return subcommands[i].run(argc - 1, argv + 1);
+    const struct subcommand *sub = find_subcommand(argv[1]);
+    if (sub)
+        return sub->run(argc - 1, argv + 1);
     fprintf(stderr, "rtvb-probe: unknown subcommand '%s'; run 'rtvb-probe --help' for the list.\n", argv[1]);
     return EXIT_USAGE;
 }

@@ -31,6 +31,8 @@ int cmd_mem_alloc(int argc, char **argv);
 int cmd_os(int argc, char **argv);
 int cmd_ipc(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_init(int argc, char **argv);
 
 /* Print "rtvb-probe <sub>: <message>" on stderr and return EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...)
