@@ -24,6 +24,7 @@ from rtvbench.campaign import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, TargetError, TargetLost
 from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, duration_text, expected_seconds, plan
+from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import RunRecorder, latest_unfinished_run
@@ -84,6 +85,10 @@ class Runner:
             recorder = RunRecorder.create(self.engine, c)
         for name, (describe, sysinfo, meta) in prints.items():
             recorder.add_fingerprint(name, describe, sysinfo, meta)
+        # What would make the figures mean less than they seem (no RT priority, a guest under TCG,
+        # a load on the measured CPU ...): said before the first measurement, and in the report.
+        for line in format_warnings(preflight_check(c, prints)):
+            self.console.print(f"[yellow]{line}[/]", highlight=False)
 
         attempts = recorder.attempts()
         todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]

@@ -16,6 +16,8 @@ from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.interference import MatrixRow
 from rtvbench.analysis.kinds import mem_lat, work
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
+from rtvbench.analysis.per_environment import latency_by_environment
+from rtvbench.report.environments import diff, preflight
 
 SCHEMA = 1
 
@@ -64,6 +66,10 @@ def document(ev: Evaluation) -> dict[str, Any]:
                          for i, r in enumerate(rk.rows, start=1)]}
             for rk in ev.rankings],
         "response_matrix": [_matrix_row(ev, r) for r in ev.matrix],
+        "fingerprint": _fingerprint(ev),
+        "preflight": [w.to_dict() for w in preflight(ev)],
+        "latency_by_environment": {b: [_clean(r.to_dict()) for r in latency_by_environment(data, b)]
+                                   for b in data.benchmarks if data.kind_name(b) == "latency"},
         "summaries": [
             {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
              "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
@@ -89,6 +95,13 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "memory_curves": {b: _memory_curves(ev, b) for b in data.benchmarks if data.kind_name(b) == "mem-lat"},
         "workloads": {b: _workloads(ev, b) for b in data.benchmarks if data.kind_name(b) == "work"},
     }
+
+
+def _fingerprint(ev: Evaluation) -> dict[str, Any] | None:
+    """Every environment's fingerprint side by side: the key facts, then every other recorded field, each
+    row with its values per environment and whether they differ."""
+    d = diff(ev)
+    return d.to_dict() if d else None
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,11 @@ def table(t: Table) -> str:
     lines = [f"**{prose(t.caption)}**", "", "| " + " | ".join(text(h) for h in t.header) + " |",
              "|" + "|".join("---" for _ in t.header) + "|"]
     for r in t.rows:
-        lines.append("| " + " | ".join([prose(c) for c in r.cells] + [""] * (width - len(r.cells))) + " |")
+        cells = [prose(c) for c in r.cells]
+        if r.css == "differs" and cells:
+            # Markdown has no row colour: a differing row is marked and set in bold.
+            cells = [f"**≠ {cells[0]}**"] + [f"**{c}**" if c else c for c in cells[1:]]
+        lines.append("| " + " | ".join(cells + [""] * (width - len(r.cells))) + " |")
     for r in t.foot:
         lines.append("| " + " | ".join(f"**{prose(c)}**" if c else "" for c in r.cells) + " |")
     if t.note:
@@ -62,6 +66,9 @@ def render_markdown(ev: Evaluation) -> str:
 def _render(m: ReportModel) -> str:
     out = [f"# {text(m.title)}", "", "## 1. Summary", ""]
     out += [f"- **{text(k)}:** {text(v)}" for k, v in m.facts] + [""]
+    if m.preflight:
+        out += ["**Preflight warnings: what in the environments bends these figures**", ""]
+        out += [f"- ⚠ {prose(w.text)}" for w in m.preflight] + [""]
     for t in (m.verdicts, m.key_results, m.matrix, m.environments, m.loads, m.benchmarks):
         if t is not None:
             out += [table(t), ""]
@@ -69,6 +76,12 @@ def _render(m: ReportModel) -> str:
         out += ["**Warnings**", ""] + [f"- {prose(w.text)}" for w in m.warnings] + [""]
     out += ["## 2. Environments", ""]
     out += [table(m.fingerprints) if m.fingerprints else "No environment fingerprint was recorded.", ""]
+    if m.fingerprint_equal:
+        several = len(m.fingerprints.header) > 2 if m.fingerprints else False
+        out += [f"<details><summary>{len(m.fingerprint_equal)} more recorded field"
+                f"{'s' if len(m.fingerprint_equal) != 1 else ''}{' equal in every environment' if several else ''}"
+                "</summary>", ""]
+        out += [f"- {code(k)}: {text(v)}" for k, v in m.fingerprint_equal] + ["", "</details>", ""]
     for i, s in enumerate(m.sections, start=3):
         out += [f"## {i}. Benchmark {code(s.name)} ({text(s.kind)})", "",
                 f"### ({i}.1) Description", "", prose(s.description), "",

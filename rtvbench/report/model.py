@@ -6,18 +6,16 @@ same thing. Cells hold raw user-supplied text; escaping is the renderer's job.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kinds.quantities import QuantityKind
 from rtvbench.analysis.metrics import unit_of
 from rtvbench.analysis.stats import summarize
-from rtvbench.analysis.units import format_percent, format_time, format_value
+from rtvbench.analysis.units import format_time, format_value
 from rtvbench.report import plots
 
 
@@ -76,9 +74,12 @@ class ReportModel:
     verdicts: Table
     key_results: Table
     warnings: list[Sentence]
-    fingerprints: Table | None
+    fingerprints: Table | None                     # side by side, differing rows highlighted
     sections: list[BenchmarkSection]
     matrix: Table | None = None                    # the 003 response-time matrix
+    # Recorded fields left out of the fingerprint table: equal in every environment (collapsed)
+    fingerprint_equal: list[tuple[str, str]] = field(default_factory=list)
+    preflight: list[Sentence] = field(default_factory=list)    # rtvbench.preflight, shown at the top
 
 
 def _when(dt) -> str:
@@ -139,13 +140,16 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
 
     warnings = [Sentence("warning", f"{b}: {f.text}") for b, fs in ev.findings.items()
                 for f in fs if f.severity == "warning"]
+    from rtvbench.report.environments import fingerprint_view, preflight
     from rtvbench.report.loads import matrix_table
+    prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
         benchmarks=benches, verdicts=verdicts, key_results=_key_results(ev), warnings=warnings,
-        fingerprints=_fingerprints(run.fingerprints, data.environments),
+        fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
-        matrix=matrix_table(ev))
+        matrix=matrix_table(ev), fingerprint_equal=prints.equal_fields if prints else [],
+        preflight=[Sentence("warning", w.sentence) for w in preflight(ev)])
 
 
 def _loads_table(ev: Evaluation) -> Table:
@@ -187,35 +191,6 @@ def _key_results(ev: Evaluation) -> Table:
                 cells += ["–"] * 5
             rows.append(Row(cells, "" if done == len(ms) else "failed"))
     return Table("Key results (median over repetitions; worst = largest max of any repetition)", header, rows)
-
-
-def _flatten(record: Any, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    if isinstance(record, dict):
-        for k, v in record.items():
-            if not prefix and k == "type":
-                continue
-            out.update(_flatten(v, f"{prefix}{k}."))
-        return out
-    if isinstance(record, list):
-        out[prefix[:-1]] = ", ".join(json.dumps(x, sort_keys=True) if isinstance(x, (dict, list)) else str(x)
-                                     for x in record)
-    else:
-        out[prefix[:-1]] = "null" if record is None else str(record)
-    return out
-
-
-def _fingerprints(fps: dict[str, dict[str, Any]], envs: list[str]) -> Table | None:
-    names = [e for e in envs if e in fps] + [e for e in fps if e not in envs]
-    if not names:
-        return None
-    flat = {e: _flatten(fps[e] or {}) for e in names}
-    keys = sorted({k for f in flat.values() for k in f})
-    rows = []
-    for k in keys:
-        values = [flat[e].get(k, "–") for e in names]
-        rows.append(Row([k, *values], "differs" if len(names) > 1 and len(set(values)) > 1 else ""))
-    return Table("Environment fingerprints (rows that differ are highlighted)", ["Field", *names], rows)
 
 
 def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> BenchmarkSection:
@@ -272,25 +247,44 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
         rep_tables, comparison_tables, figures = suite.parts(ev, bench, kind, with_plots, id_prefix)
     else:
         rep_tables, comparison_tables, figures = _latency_parts(ev, bench, kind, with_plots, id_prefix)
+    if with_plots:
+        figures = figures + _vm_scaling_plots(ev, bench, kind, id_prefix)
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
     rankings = [ranking_table(ev, rk) for rk in ev.rankings if rk.benchmark == bench]
     return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
                             figures, consideration, usage_tables(ev, bench), rankings)
 
 
+def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
+    """Figures against the number of VMs, one plot per figure, one line per load (002's 1..5 VMs):
+    the average and the maximum for latency, the first compared figures of the other kinds."""
+    from rtvbench.analysis.vm_scaling import scaling_series
+    series = scaling_series(ev.data, bench)
+    figures = list(dict.fromkeys(s.figure for s in series))
+    chosen = [f for f in ("avg_us", "max_us") if f in figures] if kind and kind.name == "latency" else figures[:3]
+    several_guests = len({s.points[0].environment for s in series}) > 1     # several curves per load
+    out = []
+    for i, figure in enumerate(chosen):
+        lines = [(s.load + (f" ({s.points[0].environment} .. {s.points[-1].environment})" if several_guests else ""),
+                  [(p.count, p.median, p.low, p.high) for p in s.points])
+                 for s in series if s.figure == figure]
+        label = kind.label(figure) if kind else figure
+        unit = unit_of(figure)
+        svg = plots.vm_count_svg(lines, f"{bench}: {label} against the number of VMs",
+                                 f"{label} ({'us' if unit in ('ns', 'us', 'ms') else unit})", f"{id_prefix}v{i}")
+        if svg:
+            out.append(Plot(f"{label} against the number of VMs (median of the repetitions, min..max bars; "
+                            "the benchmark runs in the first VM, `neighbours` loads in the others)", svg))
+    return out
+
+
 def _latency_parts(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: str):
     data = ev.data
     rep_tables = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)] if kind else []
-    comps = [c for c in ev.comparisons if c.benchmark == bench]
-    comparison_tables = []
-    env_comps = [c for c in comps if c.axis == "environment"]
-    load_comps = [c for c in comps if c.axis == "load"]
-    if env_comps:
-        comparison_tables.append(_comparison_table(
-            f"Environments compared with `{data.baseline_environment}` (same load)", env_comps, kind))
-    if load_comps:
-        comparison_tables.append(_comparison_table(
-            f"Loads compared with `{data.baseline_load}` (same environment)", load_comps, kind))
+    from rtvbench.report.environments import latency_environment_table, overhead_tables
+    # Reference 002: min / average / max per environment first, then one overhead table per compared pair.
+    per_env = latency_environment_table(ev, bench) if kind else None
+    comparison_tables = ([per_env] if per_env else []) + overhead_tables(ev, bench, kind)
     figures = _plots(ev, bench, id_prefix) if with_plots and kind else []
     return rep_tables, comparison_tables, figures
 
@@ -342,27 +336,6 @@ def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
                  numeric_to=2 + len(figures) if extra else None,
                  note="Ave/Min/Max rows are over the completed repetitions only."
                       + (" CPU busy: per CPU, from /proc/stat while the probe ran." if "CPU busy" in extra else ""))
-
-
-def _comparison_table(caption: str, comps: list[Comparison], kind) -> Table:
-    header = ["Figure", "Baseline", "Candidate", "Baseline median", "Candidate median", "Overhead",
-              "95 % CI", "p (Mann-Whitney)", "n", "Verdict"]
-    rows = []
-    for c in sorted(comps, key=lambda c: (c.context, c.candidate, list(kind.comparison_figures).index(c.figure)
-                                          if c.figure in kind.comparison_figures else 99)):
-        t = c.test
-        base = f"{c.baseline_environment} / {c.baseline_load}"
-        cand = f"{c.candidate_environment} / {c.candidate_load}"
-        ci = t.ci_percent
-        rows.append(Row([kind.label(c.figure), base, cand, kind.format(t.baseline_median, c.figure),
-                         kind.format(t.candidate_median, c.figure), format_percent(t.overhead_percent),
-                         f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                         f"{t.p_value:.3g}" if t.p_value is not None else "–",
-                         f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
-                        t.verdict.replace(" ", "-")))
-    return Table(caption, header, rows,
-                 note="Overhead = median(candidate) / median(baseline) - 1 over repetitions; 95 % CI by bootstrap "
-                      "(5000 resamples); significant when p < 0.05 and the CI excludes 0 %.")
 
 
 def _plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:

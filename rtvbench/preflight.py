@@ -1,0 +1,401 @@
+"""Preflight: what in the environments or the campaign will bend the numbers, said before they are measured.
+
+`check()` is pure (no I/O): it reads the campaign (a validated `Campaign` or the parsed TOML the
+store keeps) and each environment's fingerprint as `Runner._fingerprint` returns it —
+`(Target.describe(), the probe's sysinfo record, the probe's meta record)` — so the runner can
+print the warnings before the first measurement and the report can show the same warnings from
+a stored run. What the measurements later observed (real-time priority and mlockall actually
+granted or refused, from their meta records) can be passed as `observed`; it then replaces the
+guess made from the privileges of the sysinfo run. The rules are documented in docs/preflight.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+#: the probe's default real-time priority for `policy = "fifo"`/`"rr"` (docs/probe-output.md)
+DEFAULT_RT_PRIORITY = 80
+#: probe load kinds (a `command` load's threads and placement are unknown)
+PROBE_LOAD_KINDS = ("cpu", "mem", "cache", "io", "fork", "leak", "timer", "net")
+RT_POLICIES = ("fifo", "rr")
+
+#: every code check() can give, in the order warnings of one environment are listed
+CODES = ("tcg", "no_rt_priority", "rt_not_root", "no_mlockall", "cpu_quota", "governor", "thp_always",
+         "rt_throttling", "cpu_unavailable", "too_few_cpus", "load_outranks_measurement", "load_shares_cpu")
+
+
+@dataclass(frozen=True)
+class PreflightWarning:
+    environment: str
+    code: str               # one of CODES
+    message: str            # one sentence: what it does to the numbers, what to do; names in backticks
+
+    @property
+    def sentence(self) -> str:
+        """The message as a sentence of its own (every message names its environment)."""
+        return self.message[:1].upper() + self.message[1:]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"environment": self.environment, "code": self.code, "message": self.message}
+
+
+@dataclass
+class Observed:
+    """Privileges the measurements of one environment reported (their meta and warning records)."""
+
+    rt_requested: int = 0       # measurements that asked for a real-time policy
+    rt_refused: int = 0
+    mlock_requested: int = 0
+    mlock_refused: int = 0
+    benchmarks_refused: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Small readers: the campaign dict has no defaults filled in, a fingerprint may lack any field
+
+
+def _table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    v = data.get(key)
+    return {k: t for k, t in v.items() if isinstance(t, dict)} if isinstance(v, dict) else {}
+
+
+def parse_cpu_list(value: Any) -> list[int] | None:
+    """CPUs from the kernel's list syntax ("0-3,6"), a list of ints or one int; None when unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return [value] if value >= 0 else None
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value):
+            return sorted(set(value))
+        return None
+    if not isinstance(value, str):
+        return None
+    text = value.replace(" ", "")
+    if text == "":
+        return []
+    out: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            a, b = int(lo), int(hi) if hi else int(lo)
+            if a < 0 or b < a:
+                return None
+            out.update(range(a, b + 1))
+    except ValueError:
+        return None
+    return sorted(out)
+
+
+def cpu_list_text(cpus: Iterable[int]) -> str:
+    """The kernel's list syntax for a set of CPUs: [0, 1, 2, 5] -> "0-2,5"."""
+    cs = sorted(set(cpus))
+    parts, i = [], 0
+    while i < len(cs):
+        j = i
+        while j + 1 < len(cs) and cs[j + 1] == cs[j] + 1:
+            j += 1
+        parts.append(str(cs[i]) if i == j else f"{cs[i]}-{cs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _cpus_word(cpus: Iterable[int]) -> str:
+    cs = sorted(set(cpus))
+    return f"CPU {cs[0]}" if len(cs) == 1 else f"CPUs {cpu_list_text(cs)}"
+
+
+@dataclass
+class _Env:
+    name: str
+    describe: dict[str, Any]
+    sysinfo: dict[str, Any]
+    meta: dict[str, Any]
+
+    @property
+    def allowed(self) -> list[int] | None:
+        """The CPUs the probe may run on: its affinity mask, else the online CPUs."""
+        for key in ("cpus_allowed", "cpus_online"):
+            cpus = parse_cpu_list(self.sysinfo.get(key))
+            if cpus:
+                return cpus
+        n = self.describe.get("cpus")
+        return list(range(n)) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    @property
+    def euid(self) -> int | None:
+        p = self.meta.get("privileges")
+        e = p.get("euid") if isinstance(p, dict) else None
+        return e if isinstance(e, int) and not isinstance(e, bool) else None
+
+
+@dataclass
+class _Bench:
+    name: str
+    kind: str
+    pinned: list[int] | None        # CPUs it is explicitly pinned to; None: the scheduler's choice
+    threads: int = 1
+    rt_priority: int | None = None  # latency at a real-time policy: its priority
+
+
+@dataclass
+class _Load:
+    name: str
+    kind: str
+    where: str
+    pinned: list[int] | None
+    workers: int
+    rt_priority: int | None         # policy fifo/rr: its priority
+
+
+def _int(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _benchmarks(campaign: Mapping[str, Any]) -> list[_Bench]:
+    out = []
+    for name, t in _table(campaign, "benchmarks").items():
+        kind = t.get("kind")
+        if kind == "latency":
+            rt = t.get("policy", "fifo") in RT_POLICIES
+            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None,
+                              rt_priority=_int(t.get("priority"), DEFAULT_RT_PRIORITY) if rt else None))
+        elif kind == "mem-bw":
+            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None,
+                              threads=_int(t.get("threads"), 1)))
+        elif kind == "os":
+            pins: set[int] = set()
+            if isinstance(t.get("ctx_cpu"), int):
+                pins |= set(parse_cpu_list(t["ctx_cpu"]) or [])
+            pins |= set(parse_cpu_list(t.get("pair_cpus")) or [])
+            out.append(_Bench(name, kind, sorted(pins) or None))
+        elif kind == "ipc":
+            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None))
+        elif isinstance(kind, str):
+            out.append(_Bench(name, kind, None))
+    return out
+
+
+def _loads(campaign: Mapping[str, Any]) -> list[_Load]:
+    out = []
+    for name, t in _table(campaign, "loads").items():
+        kind = t.get("kind")
+        if kind not in PROBE_LOAD_KINDS:
+            continue        # idle, command (placement unknown), combine (its parts are loads of their own)
+        rt = t.get("policy") in RT_POLICIES
+        out.append(_Load(name, kind, t.get("where", "same") if isinstance(t.get("where"), str) else "same",
+                         parse_cpu_list(t["cpus"]) if "cpus" in t else None, _int(t.get("workers"), 1),
+                         _int(t.get("priority"), 1) if rt else None))
+    return out
+
+
+def _runs_in(load: _Load, env: str) -> bool:
+    """Whether the load runs in the environment (or, `neighbours`, in its other guests, which are
+    guests of the same definition and so have the same CPUs and privileges)."""
+    return load.where in ("same", env, "neighbours")
+
+
+# ---------------------------------------------------------------------------
+
+
+def observed_privileges(measurements: Iterable[Any]) -> dict[str, Observed]:
+    """Per environment: how many measurements asked for a real-time policy / mlockall and how many were
+    refused, from each measurement's `meta.privileges` (`rt_granted`, `mlockall`) and its `no_rt_policy` /
+    `no_mlockall` warnings (rtvbench.results.Measurement objects, or anything with those attributes)."""
+    out: dict[str, Observed] = {}
+    for m in measurements:
+        p = (getattr(m, "meta", None) or {}).get("privileges")
+        codes = {w.get("code") for w in (getattr(m, "warnings", None) or []) if isinstance(w, dict)}
+        o = out.setdefault(m.environment, Observed())
+        if (isinstance(p, dict) and "rt_granted" in p) or "no_rt_policy" in codes:
+            o.rt_requested += 1
+            if "no_rt_policy" in codes or (isinstance(p, dict) and p.get("rt_granted") is False):
+                o.rt_refused += 1
+                if m.benchmark not in o.benchmarks_refused:
+                    o.benchmarks_refused.append(m.benchmark)
+        if (isinstance(p, dict) and "mlockall" in p) or "no_mlockall" in codes:
+            o.mlock_requested += 1
+            if "no_mlockall" in codes or (isinstance(p, dict) and p.get("mlockall") is False):
+                o.mlock_refused += 1
+    return out
+
+
+def check(campaign: Any, fingerprints: Mapping[str, tuple[dict, dict, dict]],
+          observed: Mapping[str, Observed] | None = None) -> list[PreflightWarning]:
+    """The preflight warnings of a campaign about to run (or that ran) on these environments.
+
+    `campaign`: a rtvbench.campaign.Campaign or its parsed TOML dict. `fingerprints`: environment name ->
+    (describe, sysinfo, meta), as Runner._fingerprint returns them; environments without a fingerprint are
+    skipped. `observed`: what the measurements reported (observed_privileges), for a finished run."""
+    data = campaign.data if hasattr(campaign, "data") else campaign
+    data = data if isinstance(data, Mapping) else {}
+    declared = list(_table(data, "environments"))
+    names = [e for e in declared if e in fingerprints] + [e for e in fingerprints if e not in declared]
+    envs = {}
+    for name in names:
+        d, s, m = (tuple(fingerprints[name]) + ({}, {}, {}))[:3]
+        envs[name] = _Env(name, d if isinstance(d, dict) else {}, s if isinstance(s, dict) else {},
+                          m if isinstance(m, dict) else {})
+    benches, loads = _benchmarks(data), _loads(data)
+    out: list[PreflightWarning] = []
+    for env in envs.values():
+        found = _environment_warnings(env, benches, loads, (observed or {}).get(env.name))
+        found += _cpu_warnings(env, benches, loads)
+        out += sorted(found, key=lambda w: CODES.index(w.code))
+    return out
+
+
+def _environment_warnings(env: _Env, benches: list[_Bench], loads: list[_Load],
+                          seen: Observed | None) -> list[PreflightWarning]:
+    e, s, d = env.name, env.sysinfo, env.describe
+    out = []
+
+    def warn(code: str, message: str) -> None:
+        out.append(PreflightWarning(e, code, message))
+
+    if d.get("target") == "qemu" and d.get("accel") == "tcg":
+        warn("tcg", f"`{e}` is a QEMU guest under TCG (software emulation, no KVM): its figures measure an "
+                    "emulator, not the hypervisor, and are no estimate of a KVM guest or a board; run it on a "
+                    "host with /dev/kvm for hypervisor figures.")
+
+    rt_wanted = [b.name for b in benches if b.rt_priority is not None] + \
+                [ld.name for ld in loads if ld.rt_priority is not None and _runs_in(ld, e)]
+    if seen is not None and seen.rt_refused:
+        warn("no_rt_priority", f"real-time priority was refused in {seen.rt_refused} of {seen.rt_requested} "
+                               f"measurements in `{e}` ({', '.join(f'`{b}`' for b in seen.benchmarks_refused)}): "
+                               "those wake-up latencies are a normal-priority thread's, not the real-time figures; "
+                               "run the probe as root or raise its RLIMIT_RTPRIO.")
+    elif rt_wanted and env.euid not in (None, 0) and not (seen is not None and seen.rt_requested):
+        warn("rt_not_root", f"the probe runs as user id {env.euid} in `{e}`, so the real-time policy that "
+                            f"{_names(rt_wanted)} ask{'s' if len(rt_wanted) == 1 else ''} for and mlockall will "
+                            "be refused unless RLIMIT_RTPRIO and RLIMIT_MEMLOCK allow them, leaving normal-priority, "
+                            "pageable latencies; run as root or raise those limits.")
+    if seen is not None and seen.mlock_refused:
+        warn("no_mlockall", f"mlockall was refused in {seen.mlock_refused} of {seen.mlock_requested} measurements "
+                            f"in `{e}`: page faults of the measuring thread can show up as latency spikes; run as "
+                            "root or raise RLIMIT_MEMLOCK.")
+
+    cg = s.get("cgroup") if isinstance(s.get("cgroup"), dict) else {}
+    quota = cg.get("cpu_max")
+    if isinstance(quota, str) and quota.split() and quota.split()[0] != "max":
+        parts = quota.split()
+        period = f" every {parts[1]} us" if len(parts) > 1 else ""
+        warn("cpu_quota", f"the probe's cgroup in `{e}` may use only {parts[0]} us of CPU time{period} (cpu.max): "
+                          "once the quota is spent the scheduler stops it, which shows as latency spikes and slower "
+                          "run times; lift the limit (e.g. `docker --cpus`) or measure outside that cgroup.")
+
+    govs = s.get("scaling_governors")
+    if isinstance(govs, dict) and govs:
+        other: dict[str, list[int]] = {}
+        for cpu, g in govs.items():
+            if g != "performance" and str(cpu).isdigit():
+                other.setdefault(str(g), []).append(int(cpu))
+        if other:
+            which = "; ".join(f"`{g}` on {_cpus_word(c)}" for g, c in sorted(other.items()))
+            warn("governor", f"the CPU frequency governor in `{e}` is not `performance` ({which}): the clock "
+                             "follows the load, so latencies and run times change with it and a comparison mixes "
+                             "frequency changes with overhead; set `performance` "
+                             "(`cpupower frequency-set -g performance`).")
+
+    if s.get("thp_enabled") == "always":
+        warn("thp_always", f"transparent huge pages are `always` in `{e}`: huge-page faults and khugepaged "
+                           "compaction add latency spikes and make memory figures depend on whether a buffer got "
+                           "huge pages; set `madvise` or `never` in /sys/kernel/mm/transparent_hugepage/enabled.")
+
+    runtime, period = s.get("sched_rt_runtime_us"), s.get("sched_rt_period_us")
+    rt_loads = [ld.name for ld in loads if ld.rt_priority is not None and _runs_in(ld, e)]
+    if rt_loads and isinstance(runtime, int) and isinstance(period, int) and 0 <= runtime < period:
+        warn("rt_throttling", f"RT throttling is on in `{e}` ({runtime} us of every {period} us for real-time "
+                              f"tasks): the real-time load{'s' if len(rt_loads) > 1 else ''} {_names(rt_loads)} "
+                              f"{'are' if len(rt_loads) > 1 else 'is'} stopped for the rest of each period, so "
+                              "it cannot hold its full strength; set kernel.sched_rt_runtime_us to -1 for the "
+                              "campaign if it should.")
+    return out
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _cpu_warnings(env: _Env, benches: list[_Bench], loads: list[_Load]) -> list[PreflightWarning]:
+    e = env.name
+    allowed = env.allowed
+    out = []
+
+    def warn(code: str, message: str) -> None:
+        out.append(PreflightWarning(e, code, message))
+
+    have = f"the probe may use only {_cpus_word(allowed)} in `{e}`" if allowed else ""
+    if allowed:
+        for b in benches:
+            missing = sorted(set(b.pinned or []) - set(allowed))
+            if missing:
+                effect = ("its threads run unpinned instead" if b.kind == "mem-bw" else
+                          "so every measurement of it fails")
+                warn("cpu_unavailable", f"benchmark `{b.name}` is pinned to {_cpus_word(missing)} but {have}, "
+                                        f"{effect}; pin it to CPUs from {cpu_list_text(allowed)}.")
+            on = _usable(b.pinned, allowed)
+            if b.kind == "mem-bw" and b.threads > len(on):
+                warn("too_few_cpus", f"benchmark `{b.name}` runs {b.threads} threads on {_where(on, allowed, e)}: "
+                                     "threads share CPUs, so the bandwidth is that of a time-shared machine, not "
+                                     f"of {b.threads} streams; set `threads` to at most {len(on)}"
+                                     + (" or list more CPUs in `cpus`." if on != allowed else "."))
+        for ld in loads:
+            if not _runs_in(ld, e):
+                continue
+            missing = sorted(set(ld.pinned or []) - set(allowed))
+            if missing:
+                warn("cpu_unavailable", f"load `{ld.name}` is pinned to {_cpus_word(missing)} but {have}, so it "
+                                        "cannot start and every measurement under it fails; pin it to CPUs from "
+                                        f"{cpu_list_text(allowed)}.")
+            on = _usable(ld.pinned, allowed)
+            if ld.workers > len(on):
+                warn("too_few_cpus", f"load `{ld.name}` starts {ld.workers} workers on {_where(on, allowed, e)}: "
+                                     "workers share CPUs, so each gets less than it asks for and the achieved load "
+                                     f"is not the one named; set `workers` to at most {len(on)}"
+                                     + (" or list more CPUs in `cpus`." if on != allowed else "."))
+
+    for b in benches:
+        for ld in loads:
+            if ld.where != "same" and ld.where != e:
+                continue
+            # A load in another environment or in the neighbouring guests runs on other (v)CPUs.
+            bcpus = set(b.pinned) if b.pinned is not None else set(allowed or [])
+            lcpus = set(ld.pinned) if ld.pinned is not None else set(allowed or [])
+            shared = sorted(bcpus & lcpus)
+            if not shared:
+                continue
+            if b.rt_priority is not None and ld.rt_priority is not None and ld.rt_priority >= b.rt_priority:
+                warn("load_outranks_measurement",
+                     f"load `{ld.name}` runs at real-time priority {ld.rt_priority}, not below the "
+                     f"{b.rt_priority} of benchmark `{b.name}`, on {_cpus_word(shared)} in `{e}`: the measuring "
+                     "thread waits for the load instead of preempting it, so the latencies measure the load's "
+                     f"run time; give `{b.name}` a higher priority than the load.")
+            elif b.pinned is not None and ld.pinned is not None and b.rt_priority is None:
+                what = ("wake-ups wait for the load's time slice" if b.kind == "latency" else
+                        "the two take turns on the CPU")
+                warn("load_shares_cpu",
+                     f"benchmark `{b.name}` and load `{ld.name}` are both pinned to {_cpus_word(shared)} in `{e}` "
+                     f"and the benchmark does not run at a real-time priority, so {what} and the figures measure "
+                     "time-sharing by the scheduler rather than interference; pin the load to other CPUs"
+                     + (", or give the benchmark a real-time policy." if b.kind == "latency" else "."))
+    return out
+
+
+def _usable(pinned: list[int] | None, allowed: list[int]) -> list[int]:
+    """The CPUs threads pinned round-robin to `pinned` end up on (all allowed ones when unpinned, or when
+    no pinned CPU is available and the probe runs them unpinned)."""
+    on = sorted(set(pinned or []) & set(allowed))
+    return on if on else list(allowed)
+
+
+def _where(on: list[int], allowed: list[int], env: str) -> str:
+    if on == allowed:
+        return f"the {len(on)} CPU{'s' if len(on) != 1 else ''} the probe may use in `{env}` ({cpu_list_text(on)})"
+    return f"{_cpus_word(on)} in `{env}`"
+
+
+def format_warnings(warnings: list[PreflightWarning]) -> list[str]:
+    """One line per warning for a terminal (each names its environment)."""
+    return [f"preflight warning: {w.message}" for w in warnings]
