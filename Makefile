@@ -21,7 +21,7 @@ CROSS_armhf   := arm-linux-gnueabihf-gcc
 CROSS_riscv64 := riscv64-linux-gnu-gcc
 CROSS_ARCHES  := aarch64 armhf riscv64
 
-.PHONY: help setup probe probe-cross probe-test evaluate test clean
+.PHONY: help setup probe probe-cross probe-test kernels evaluate test clean
 
 help:
 	@echo "make evaluate     set up, then evaluate this machine with the default campaign"
@@ -29,6 +29,7 @@ help:
 	@echo "make setup        install system packages, Python environment, build the probe"
 	@echo "make probe        build the native probe at $(BUILD)/rtvb-probe"
 	@echo "make probe-cross  build static probes for $(CROSS_ARCHES) at $(BUILD)/<arch>/rtvb-probe"
+	@echo "make kernels      fetch Debian's x86_64 (also PREEMPT_RT) and aarch64 kernels into kernels/"
 
 probe: $(BUILD)/rtvb-probe
 
@@ -61,7 +62,14 @@ setup:
 evaluate: setup
 	.venv/bin/rtvbench run || [ $$? -eq 1 ]
 
-test: setup
+# Debian's kernels for the qemu guests of the tests and examples (kernels/<arch>[-rt]/vmlinuz);
+# a second fetch only refreshes the package lists.
+kernels: setup
+	.venv/bin/rtvbench kernel fetch --arch x86_64 --dest kernels
+	.venv/bin/rtvbench kernel fetch --arch x86_64 --rt --dest kernels
+	.venv/bin/rtvbench kernel fetch --arch aarch64 --dest kernels
+
+test: setup kernels
 	$(MAKE) probe-test
 	$(PY) -m pytest -q
 
