@@ -129,3 +129,22 @@ def test_an_unreachable_target_ends_the_run_resumable(flaky):
     r = load_run(flaky, run(flaky, resume=True).run_id)
     assert r.status == "finished" and r.id == 1
     assert sorted((m.status, m.attempt) for m in r.measurements) == [("ok", 1), ("ok", 2)]
+
+
+def test_the_report_shows_the_failure_and_the_target_log(flaky):
+    import json
+
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.report.html import render_html
+    from rtvbench.report.json_export import render_json
+    from rtvbench.report.markdown import render_markdown
+    FlakyTarget.script = ["lose", "ok", "ok"]
+    ev = evaluate_run(load_run(flaky, run(flaky).run_id))
+    doc = json.loads(render_json(ev))
+    [lost] = doc["failed_attempts"]
+    assert lost["attempt"] == 1 and lost["target_log"] == CONSOLE
+    assert sorted(m["attempt"] for m in doc["measurements"]) == [1, 2]
+    html = render_html(ev)
+    assert "Target failures" in html and "Kernel panic - not syncing: test" in html
+    assert "attempt 1</summary>" not in html and "attempt 1: the guest of environment flaky died" in html
+    assert "Kernel panic - not syncing: test" in render_markdown(ev)

@@ -45,13 +45,19 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "benchmarks": {b: {"kind": data.kind_name(b)} for b in data.benchmarks},
         "measurements": [
             {"id": m.id, "environment": m.environment, "load": m.load, "benchmark": m.benchmark,
-             "kind": m.kind, "repetition": m.repetition, "status": m.status, "error": m.error,
+             "kind": m.kind, "repetition": m.repetition, "attempt": m.attempt, "status": m.status,
+             "error": m.error, "target_log": m.target_log,
              "command": m.command, "load_commands": m.load_commands,
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
              "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
              "cpu_usage": [_usage(u) for u in measurement_usage(m)]}
             for m in data.measurements()],
+        # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
+        "failed_attempts": [
+            {"id": m.id, "environment": m.environment, "load": m.load, "benchmark": m.benchmark,
+             "repetition": m.repetition, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
+            for m in run.failed_attempts],
         "load_cells": _load_cells(ev),
         "interference": [
             {"benchmark": rk.benchmark, "environment": rk.environment, "baseline_load": rk.baseline_load,

@@ -82,6 +82,11 @@ def _render(m: ReportModel) -> str:
                 f"{'s' if len(m.fingerprint_equal) != 1 else ''}{' equal in every environment' if several else ''}"
                 "</summary>", ""]
         out += [f"- {code(k)}: {text(v)}" for k, v in m.fingerprint_equal] + ["", "</details>", ""]
+    if m.target_failures:
+        out += ["**Target failures** (the target went away during these measurements; each was recorded as "
+                "failed and retried once; the end of the target's own log):", ""]
+        for f in m.target_failures:
+            out += [f"- {text(f.title)}: {prose(f.error)}", "", _fenced(f.log), ""]
     for i, s in enumerate(m.sections, start=3):
         out += [f"## {i}. Benchmark {code(s.name)} ({text(s.kind)})", "",
                 f"### ({i}.1) Description", "", prose(s.description), "",

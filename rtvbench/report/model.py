@@ -80,6 +80,26 @@ class ReportModel:
     # Recorded fields left out of the fingerprint table: equal in every environment (collapsed)
     fingerprint_equal: list[tuple[str, str]] = field(default_factory=list)
     preflight: list[Sentence] = field(default_factory=list)    # rtvbench.preflight, shown at the top
+    # Measurements during which a target went away (a guest crashed or hung, a connection dropped)
+    target_failures: list["TargetFailure"] = field(default_factory=list)
+
+
+@dataclass
+class TargetFailure:
+    title: str                     # "guest / idle / wakeup, repetition 2, attempt 1"
+    error: str
+    log: str                       # the end of the target's own log: a guest's serial console
+
+
+LOG_LINES = 60                     # of a failure's log in the report; the store keeps all of it
+
+
+def _target_failures(run) -> list[TargetFailure]:
+    failed = [m for m in list(run.failed_attempts) + list(run.measurements) if m.target_log]
+    failed.sort(key=lambda m: (m.started_at is None, m.started_at, m.id))
+    return [TargetFailure(f"{m.environment} / {m.load} / {m.benchmark}, repetition {m.repetition + 1}, "
+                          f"attempt {m.attempt}", m.error or "the target went away",
+                          "\n".join(m.target_log.rstrip().splitlines()[-LOG_LINES:])) for m in failed]
 
 
 def _when(dt) -> str:
@@ -149,7 +169,8 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
         matrix=matrix_table(ev), fingerprint_equal=prints.equal_fields if prints else [],
-        preflight=[Sentence("warning", w.sentence) for w in preflight(ev)])
+        preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
+        target_failures=_target_failures(run))
 
 
 def _loads_table(ev: Evaluation) -> Table:
