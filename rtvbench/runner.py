@@ -50,6 +50,12 @@ def _sigterm_as_interrupt():
             signal.signal(s, h)
 
 
+def _load_environments(load) -> set[str]:
+    """The other environments a load runs in (by name in `where`; a combination's parts too)."""
+    parts = getattr(load, "parts", None) or [load]
+    return {part.where for part in parts if part.where not in ("same", "neighbours")}
+
+
 def _last_lines(text: str, n: int = 3) -> str:
     lines = [x for x in text.strip().splitlines() if x.strip()]
     return " / ".join(lines[-n:]) if lines else "no diagnostics"
@@ -221,6 +227,13 @@ class Runner:
             m.add_record(stream.count + 1, stream.feed(line))
             tick()
 
+        # Only the environments this measurement uses run; guests of the others are paused.
+        involved = {p.environment} | _load_environments(load)
+        for name, t in c.environments.items():
+            if name not in involved:
+                t.pause()
+        for name in involved:
+            c.environments[name].resume()
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
                           neighbours=self._neighbours(p.environment))

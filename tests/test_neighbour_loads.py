@@ -27,9 +27,24 @@ class GroupTarget(LocalTarget):
     kind = "test-group"
     Params = GroupParams
 
+    state: dict[str, str] = {}                  # environment -> "running" | "paused"
+    seen: list[tuple[str, dict[str, str]]] = []  # (measured environment, every state) per benchmark run
+
     def __init__(self, name, params):
         super().__init__(name, params)
         self.neighbours = [LocalTarget(f"{name}#{i}", LocalParams()) for i in range(2, params.count + 1)]
+        GroupTarget.state[name] = "running"
+
+    def pause(self):
+        GroupTarget.state[self.name] = "paused"
+
+    def resume(self):
+        GroupTarget.state[self.name] = "running"
+
+    def run(self, argv, on_line):
+        if "latency" in argv:
+            GroupTarget.seen.append((self.name, dict(GroupTarget.state)))
+        return super().run(argv, on_line)
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +109,16 @@ def test_neighbours_is_a_valid_where_and_other_names_still_are_checked():
     with pytest.raises(CampaignError) as e:
         parse_campaign(bad, "nvm.toml")
     assert "neighbours" in str(e.value.issues[0].message)
+
+
+def test_only_the_measured_environment_runs(tmp_path, monkeypatch, probe):
+    """Guests of the environments a measurement does not use are paused (an idle TCG guest still
+    takes host CPU), and resumed when their turn comes."""
+    monkeypatch.setenv("RTVBENCH_PROBE", str(probe))
+    GroupTarget.seen.clear()
+    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+    Runner(parse_campaign(CAMPAIGN.replace("repetitions = 1", "repetitions = 2"), "nvm.toml"), engine,
+           Console(quiet=True)).run()
+    assert sorted(env for env, _ in GroupTarget.seen) == ["vm1", "vm1", "vm3", "vm3"]
+    for measured, state in GroupTarget.seen:
+        assert state == {"vm1": "paused", "vm3": "paused", measured: "running"}, (measured, state)

@@ -87,6 +87,14 @@ class Target(ABC):
     def describe(self) -> dict[str, Any]:
         """What this target is, for the store and the report (kind, host ...)."""
 
+    def pause(self) -> None:
+        """Stop taking the host's CPU while other environments are measured (a guest's vCPUs are
+        paused), so that an idle guest does not disturb a native measurement; idempotent.
+        Targets that run on other hardware have nothing to pause."""
+
+    def resume(self) -> None:
+        """Undo pause(); idempotent. The runner calls it before the target is used again."""
+
     def close(self) -> None:
         """Release what the target holds (connections, guests, deployed files); idempotent.
         The runner calls it once the campaign run ends, however it ends."""
