@@ -1,0 +1,539 @@
+"""The `qemu` target: rtvbench boots its own guests, with the probe as their /init.
+
+No disk image, no shell, no network: a kernel image, an initramfs rtvbench writes (the probe
+and the virtio modules, rtvbench/initramfs.py), and a virtio-serial channel over which the probe
+serves commands (the agent protocol, qemu_channel.py). The guest boots lazily in deploy_probe;
+a guest that crashes, hangs or is killed raises TargetLost with its console log and is booted
+afresh by the next command. `count = N` boots N identical guests at once: the first one is
+measured, the others are `neighbours` (Targets of their own) for loads. docs/targets/qemu.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Literal, Optional
+
+from pydantic import ValidationInfo, field_validator
+
+from rtvbench import probe as probe_mod
+from rtvbench.errors import InputError, TargetError, TargetLost
+from rtvbench.initramfs import (build_initramfs, kernel_config_for, kernel_release,
+                                resolve_modules)
+from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel
+from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.kvm_check import kvm_problem
+from rtvbench.targets.qemu_channel import ChannelClosed, Command
+from rtvbench.targets.qemu_guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
+                                         pvh_kernel)
+
+PROBE_PATH = "/init"                # where the probe is inside the guest
+QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
+QEMU_PACKAGE = {"x86_64": "qemu-system-x86", "aarch64": "qemu-system-arm"}
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+#: Under TCG everything runs emulated on a machine that may be busy: a boot measured at 4-8 s
+#: on a loaded 2-CPU host must not be declared failed, and a heartbeat can be late by seconds.
+BOOT_TIMEOUT_S = {"tcg": 120.0, "kvm": 30.0}
+HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
+STOP_GRACE_S = 2.0                  # a load: SIGTERM -> SIGKILL, as for the local target
+PROBE_STOP_GRACE_S = 5.0            # after SIGINT, time for the probe to print its last records
+ABANDON_S = 5.0                     # wait for the `exit` of a command we killed
+POLL_S = 0.25
+
+
+# ---------------------------------------------------------------------------
+# Campaign keys
+
+
+def _path(v: str, info: ValidationInfo) -> Path:
+    p = Path(v).expanduser()
+    if not p.is_absolute():
+        p = Path((info.context or {}).get("base_dir") or Path.cwd()) / p
+    return p
+
+
+def _kernel_arch(path: Path) -> str | None:
+    """The architecture a kernel image is for, when its header says so."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x240)
+    except OSError:
+        return None
+    if head[0x202:0x206] == b"HdrS":
+        return "x86_64"
+    if head[0x38:0x3C] == b"ARM\x64":
+        return "aarch64"
+    if head[:4] == b"\x7fELF" and len(head) > 0x14:
+        return {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(head[0x12:0x14], "little"))
+    return None                      # gzip'd or EFI zboot: cannot tell without unpacking
+
+
+class QemuParams(StrictModel):
+    arch: Literal["x86_64", "aarch64"]
+    kernel: str                                  # resolved to an absolute path
+    modules: Optional[str] = None                # default: <kernel dir>/modules when it exists
+    cpus: PositiveInt = 1
+    count: PositiveInt = 1          # before pin_vcpus, whose check needs it
+    memory_mb: PositiveInt = 512
+    cmdline: str = ""
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    pin_vcpus: Optional[list[NonNegativeInt]] = None
+    host_priority: Optional[int] = None
+    boot_timeout_s: Optional[PositiveNumber] = None
+    hang_timeout_s: Optional[PositiveNumber] = None
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, v: str, info: ValidationInfo) -> str:
+        p = _path(v, info)
+        if not p.is_file():
+            raise ValueError(f"kernel image {p} does not exist; give the path of a kernel image "
+                             "(relative to the campaign file) or get one with `rtvbench kernel fetch`")
+        arch, wanted = _kernel_arch(p), info.data.get("arch")
+        if arch is not None and wanted is not None and arch != wanted:
+            raise ValueError(f"kernel {p} is an {arch} kernel, not {wanted}; use a kernel of the "
+                             "guest's arch or change arch")
+        return str(p)
+
+    @field_validator("modules")
+    @classmethod
+    def _modules(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return None
+        p = _path(v, info)
+        if not p.is_dir():
+            raise ValueError(f"modules directory {p} does not exist; name the directory of the "
+                             "kernel's modules (relative to the campaign file) or drop the key")
+        return str(p)
+
+    @field_validator("memory_mb")
+    @classmethod
+    def _memory(cls, v: int) -> int:
+        if v < 64:
+            raise ValueError("must be at least 64 (MiB): the kernel and the initramfs need it")
+        return v
+
+    @field_validator("host_priority")
+    @classmethod
+    def _priority(cls, v: int | None) -> int | None:
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 99):
+            raise ValueError("must be a SCHED_FIFO priority from 1 to 99")
+        return v
+
+    @field_validator("pin_vcpus")
+    @classmethod
+    def _pin(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if v is None:
+            return None
+        cpus, count = info.data.get("cpus", 1), info.data.get("count", 1)
+        if len(v) not in (cpus, cpus * count):
+            raise ValueError(f"names {len(v)} host CPUs; it needs one per vCPU ({cpus}, shared by every "
+                             f"guest, or {cpus * count} for all {count} guests in turn)")
+        allowed = os.sched_getaffinity(0)
+        bad = [c for c in v if c not in allowed]
+        if bad:
+            raise ValueError(f"host CPU {bad[0]} is not one this machine lets rtvbench use "
+                             f"(usable: {', '.join(map(str, sorted(allowed)))})")
+        return v
+
+
+# ---------------------------------------------------------------------------
+# The guest as a Target
+
+
+def _short(argv: list[str]) -> str:
+    text = " ".join(argv)
+    return "`" + (text if len(text) <= 60 else text[:57] + "...") + "`"
+
+
+def _drain(guest: QemuGuest, cmd: Command, what: str, on_out: Callable[[str], None],
+           on_err: Callable[[str], None], kill_at: list[float | None]) -> int:
+    """Deliver the command's lines until its `exit`; its status. Raises TargetLost when the guest
+    goes away or stays silent for hang_timeout_s. kill_at[0]: send SIGKILL once past it."""
+    while True:
+        ev = cmd.next(POLL_S)
+        if ev is None:
+            problem = guest.problem()
+            if problem:
+                raise guest.lost(what, problem)
+            if kill_at[0] is not None and time.monotonic() > kill_at[0]:
+                kill_at[0] = None
+                try:
+                    cmd.signal(9)
+                except ChannelClosed:
+                    pass
+            continue
+        if ev.kind == "out":
+            on_out(ev.text)
+        elif ev.kind == "err":
+            on_err(ev.text)
+        elif ev.kind == "exit":
+            return ev.status
+        else:
+            raise guest.lost(what)
+
+
+class GuestBackground(Background):
+    """A command running in a guest, its lines delivered by a thread of its own so that a slow
+    on_line never holds up the channel's reader."""
+
+    def __init__(self, guest: QemuGuest, cmd: Command, on_line: Callable[[str], None] | None) -> None:
+        self.argv = cmd.argv
+        self.guest, self.cmd, self.on_line = guest, cmd, on_line
+        self._status: int | None = None
+        self._lost: str | None = None
+        self._failure: str | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=50)
+        self._thread = threading.Thread(target=self._pump, daemon=True, name=f"guest-cmd-{cmd.id}")
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            ev = self.cmd.events.get()
+            if ev.kind == "out":
+                if self.on_line is None:
+                    self._tail.append(ev.text)
+                elif self._failure is None:
+                    try:
+                        self.on_line(ev.text)
+                    except Exception as e:  # noqa: BLE001 - reported through failure()
+                        self._failure = str(e) or e.__class__.__name__
+            elif ev.kind == "err":
+                self._tail.append(ev.text)
+            elif ev.kind == "exit":
+                self._status = ev.status
+                return
+            else:
+                self._lost = f"{self.guest.label} went away while it ran"
+                return
+
+    def poll(self) -> int | None:
+        if self._thread.is_alive():
+            return None
+        return self._status if self._status is not None else -1
+
+    def stop(self) -> None:
+        for signum, grace in ((15, STOP_GRACE_S), (9, ABANDON_S)):
+            if not self._thread.is_alive():
+                break
+            try:
+                self.cmd.signal(signum)
+            except ChannelClosed:
+                break                   # the guest is gone, and the command with it
+            deadline = time.monotonic() + grace
+            while self._thread.is_alive() and time.monotonic() < deadline:
+                self._thread.join(POLL_S)
+                if self.guest.problem():
+                    return              # lost or hung: the next command reports it
+        self._thread.join(ABANDON_S)
+
+    def output_tail(self) -> str:
+        lines = list(self._tail) + ([self._lost] if self._lost else [])
+        return "\n".join(lines)
+
+    def failure(self) -> str | None:
+        return self._failure
+
+
+class _GuestTarget(Target):
+    """run / start_background / read_file in one guest; subclasses say which guest."""
+
+    def _guest(self) -> QemuGuest:
+        raise NotImplementedError
+
+    def _start(self, guest: QemuGuest, argv: list[str]) -> Command:
+        with guest.lock:
+            try:
+                return guest.channel.start(argv)
+            except ChannelClosed:
+                raise guest.lost(f"the start of {_short(argv)}") from None
+
+    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+        guest = self._guest()
+        what = _short(argv)
+        cmd = self._start(guest, argv)
+        err: collections.deque[str] = collections.deque(maxlen=200)
+        kill_at: list[float | None] = [None]
+        interrupted = False
+        try:
+            try:
+                status = _drain(guest, cmd, what, on_line, err.append, kill_at)
+            except KeyboardInterrupt:
+                # Ask the probe to stop: it prints its results so far and `end`, which the
+                # caller still gets; SIGKILL if it does not end within the grace.
+                interrupted = True
+                try:
+                    cmd.signal(2)
+                except ChannelClosed:
+                    pass
+                kill_at[0] = time.monotonic() + PROBE_STOP_GRACE_S
+                status = _drain(guest, cmd, what, on_line, err.append, kill_at)
+        except TargetLost:
+            raise
+        except BaseException:
+            self._abandon(guest, cmd)       # on_line raised, or a second Ctrl-C
+            raise
+        return Completed(status, "\n".join(err), interrupted)
+
+    @staticmethod
+    def _abandon(guest: QemuGuest, cmd: Command) -> None:
+        try:
+            cmd.signal(9)
+        except ChannelClosed:
+            return
+        deadline = time.monotonic() + ABANDON_S
+        while time.monotonic() < deadline and not guest.problem():
+            ev = cmd.next(POLL_S)
+            if ev is not None and ev.kind in ("exit", "closed"):
+                return
+
+    def start_background(self, argv: list[str],
+                         on_line: Callable[[str], None] | None = None) -> Background:
+        guest = self._guest()
+        return GuestBackground(guest, self._start(guest, argv), on_line)
+
+    def read_file(self, path: str) -> str:
+        guest = self._guest()
+        with guest.lock:
+            try:
+                cmd = guest.channel.read(path)
+            except ChannelClosed:
+                raise guest.lost(f"reading {path}") from None
+        lines: list[str] = []
+        err: list[str] = []
+        status = _drain(guest, cmd, f"reading {path}", lines.append, err.append, [None])
+        if status != 0:
+            raise TargetError(f"cannot read {path} in {guest.label} "
+                              f"({'; '.join(err) or f'status {status}'}).")
+        return "".join(line + "\n" for line in lines)
+
+    def remove_dir(self, path: str) -> None:
+        # The guest has no rm, and the probe removes its io load's directory itself on every
+        # path but SIGKILL. What a killed load leaves lives in the guest's /tmp, a tmpfs: in
+        # the guest's memory. Rather than let it shrink the memory of later measurements, the
+        # guest is booted afresh before its next command, which empties /tmp.
+        self._guest_record().fresh_boot_wanted = True
+
+    def _guest_record(self) -> QemuGuest:
+        raise NotImplementedError
+
+    def check_program(self, program: str) -> str | None:
+        if program == PROBE_PATH:
+            return None
+        return (f'program "{program}" cannot run in a qemu guest: its initramfs holds only rtvb-probe '
+                f"(as {PROBE_PATH}); use a probe load (kind = \"cpu\", \"mem\", ...) there instead")
+
+
+@TARGETS.register("qemu")
+class QemuTarget(_GuestTarget):
+    kind = "qemu"
+    Params = QemuParams
+
+    def __init__(self, name: str, params: QemuParams) -> None:
+        super().__init__(name, params)
+        self._guests: list[QemuGuest] | None = None
+        self._facts: dict[str, Any] = {}
+        self.neighbours: list[Target] = [QemuNeighbour(self, i) for i in range(1, params.count)]
+
+    # -- preparing and booting ------------------------------------------------
+
+    def _prepare(self) -> list[QemuGuest]:
+        """Everything short of starting QEMU, once: binary, accelerator, probe, initramfs."""
+        if self._guests is not None:
+            return self._guests
+        p: QemuParams = self.params
+        qemu = shutil.which(QEMU_BINARY[p.arch])
+        if qemu is None:
+            raise TargetError(f"{QEMU_BINARY[p.arch]} is not installed, so environment {self.name} cannot "
+                              f"boot; install it (apt-get install {QEMU_PACKAGE[p.arch]}).")
+        accel = self._accel(qemu)
+        kernel = Path(p.kernel)
+        release = kernel_release(kernel)
+        config = kernel_config_for(kernel, release)
+        modules_dir = Path(p.modules) if p.modules else kernel.parent / "modules"
+        if modules_dir.is_dir():
+            modules = resolve_modules(modules_dir, release, config)
+        elif config is not None and "m" in (config.get("CONFIG_VIRTIO_CONSOLE"), config.get("CONFIG_VIRTIO_PCI")):
+            raise InputError(f"environment {self.name}: kernel {kernel} has virtio_console or virtio_pci as "
+                             "modules and no `modules` directory is given; set modules to that kernel's "
+                             "modules directory.")
+        else:
+            modules = []
+        initrd = build_initramfs(self._probe_binary(), modules)
+        boot_kernel = (pvh_kernel(kernel) if p.arch == "x86_64" else None) or kernel
+        cmdline = f"console={CONSOLE[p.arch]} rdinit={PROBE_PATH} panic=-1 {p.cmdline}".strip()
+        self._facts = {"accel": accel, "kernel_release": release, "qemu": _qemu_version(qemu),
+                       "modules": [m.name for m in modules]}
+        guests = []
+        for i in range(p.count):
+            pin = None
+            if p.pin_vcpus is not None:
+                pin = (p.pin_vcpus if len(p.pin_vcpus) == p.cpus
+                       else p.pin_vcpus[i * p.cpus:(i + 1) * p.cpus])
+            cfg = GuestConfig(arch=p.arch, qemu=qemu, kernel=boot_kernel, initrd=initrd, cmdline=cmdline,
+                              accel=accel, cpus=p.cpus, memory_mb=p.memory_mb,
+                              boot_timeout_s=p.boot_timeout_s or BOOT_TIMEOUT_S[accel],
+                              hang_timeout_s=p.hang_timeout_s or HANG_TIMEOUT_S[accel],
+                              pin=pin, host_priority=p.host_priority)
+            label = (f"the guest of environment {self.name}" if i == 0
+                     else f"neighbour guest {i + 1} of environment {self.name}")
+            guests.append(QemuGuest(cfg, label))
+        self._guests = guests
+        return guests
+
+    def _accel(self, qemu: str) -> str:
+        p: QemuParams = self.params
+        if p.accel == "tcg":
+            return "tcg"
+        if HOST_ARCH.get(platform.machine()) != p.arch:
+            if p.accel == "kvm":
+                raise TargetError(f"environment {self.name}: accel = \"kvm\" runs only guests of the host's "
+                                  f"architecture ({platform.machine()}), not {p.arch}; use accel = \"auto\" "
+                                  "or \"tcg\".")
+            return "tcg"
+        problem = kvm_problem(qemu, p.arch, machine_args(p.arch, "kvm"))
+        if problem is None:
+            return "kvm"
+        if p.accel == "kvm":
+            raise TargetError(f"environment {self.name}: accel = \"kvm\" but KVM cannot run a guest here "
+                              f"({problem}); use accel = \"auto\" or \"tcg\".")
+        return "tcg"
+
+    def _probe_binary(self) -> Path:
+        arch = self.params.arch
+        if HOST_ARCH.get(platform.machine()) == arch:
+            path = probe_mod.locate_probe()
+            hint = "make probe"
+        else:
+            path = Path(probe_mod.__file__).resolve().parent.parent / "build" / "probe" / arch / "rtvb-probe"
+            hint = "make probe-cross"
+        try:
+            with open(path, "rb") as f:
+                head = f.read(20)
+        except OSError:
+            raise TargetError(f"no {arch} probe at {path} for environment {self.name}; build it with "
+                              f"`{hint}`.") from None
+        machine = int.from_bytes(head[18:20], "little") if head[:4] == b"\x7fELF" else None
+        if machine != ELF_MACHINE[arch]:
+            raise TargetError(f"{path} is not an {arch} executable, so it cannot be the guest's /init; "
+                              f"rebuild it with `{hint}`.")
+        return path
+
+    def _boot(self, guests: list[QemuGuest]) -> None:
+        """Boot the guests that are down, all at once: QEMU started for each, then every one
+        awaited (booting is the guests' work, not ours)."""
+        down = [g for g in guests if not g.up]
+        try:
+            for g in down:
+                g.launch()
+            pending = list(down)
+            while pending:
+                pending = [g for g in pending if not g.await_ready(time.monotonic() + 0.1)]
+        except BaseException:
+            for g in down:
+                if not g.up:
+                    g.kill()
+            raise
+
+    def _ensure(self, index: int) -> QemuGuest:
+        guests = self._prepare()
+        g = guests[index]
+        if g.up and g.fresh_boot_wanted and not g.channel.active():
+            g.poweroff()
+        if not g.up:
+            g.fresh_boot_wanted = False
+            self._boot([g])
+        return g
+
+    # -- Target ---------------------------------------------------------------
+
+    def deploy_probe(self) -> str:
+        self._boot(self._prepare())
+        return PROBE_PATH
+
+    def _guest(self) -> QemuGuest:
+        return self._ensure(0)
+
+    def _guest_record(self) -> QemuGuest:
+        return self._prepare()[0]
+
+    def describe(self) -> dict[str, Any]:
+        return self._describe(0)
+
+    def _describe(self, index: int) -> dict[str, Any]:
+        p: QemuParams = self.params
+        guests = self._guests or []
+        g = guests[index] if index < len(guests) else None
+        facts = self._facts
+        return {"target": "qemu", "arch": p.arch, "accel": facts.get("accel"),
+                # TCG runs the guest's instructions through a translator: its figures describe
+                # an emulator, not the virtualisation cost on real hardware.
+                "emulated": facts.get("accel") == "tcg" if facts else None,
+                "kernel": p.kernel, "kernel_release": facts.get("kernel_release"),
+                "cpus": p.cpus, "memory_mb": p.memory_mb, "count": p.count,
+                "guest": index + 1, "cmdline": p.cmdline,
+                "pin_vcpus": (g.cfg.pin if g else None), "host_priority": p.host_priority,
+                "boot_s": round(g.boot_s, 3) if g and g.boot_s is not None else None,
+                "guest_boottime_ns": g.boottime_ns if g else None,
+                "probe_version": g.version if g else None,
+                "qemu": facts.get("qemu")}
+
+    def pause(self) -> None:
+        for g in self._guests or []:
+            g.pause()
+
+    def resume(self) -> None:
+        for g in self._guests or []:
+            g.resume()
+
+    def close(self) -> None:
+        for g in self._guests or []:
+            g.poweroff()
+
+
+class QemuNeighbour(_GuestTarget):
+    """Guest number index+1 of a `count = N` environment: where loads run beside the measured guest."""
+
+    kind = "qemu"
+    Params = QemuParams
+
+    def __init__(self, parent: QemuTarget, index: int) -> None:
+        super().__init__(f"{parent.name}#{index + 1}", parent.params)
+        self.parent, self.index = parent, index
+
+    def deploy_probe(self) -> str:
+        self.parent._ensure(self.index)
+        return PROBE_PATH
+
+    def _guest(self) -> QemuGuest:
+        return self.parent._ensure(self.index)
+
+    def _guest_record(self) -> QemuGuest:
+        return self.parent._prepare()[self.index]
+
+    def describe(self) -> dict[str, Any]:
+        return self.parent._describe(self.index)
+
+    def close(self) -> None:
+        guests = self.parent._guests
+        if guests is not None:
+            guests[self.index].poweroff()
+
+
+@functools.lru_cache(maxsize=None)
+def _qemu_version(qemu: str) -> str | None:
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"version (\S+(?: \([^)]*\))?)", out)
+    return m.group(1) if m else (out.splitlines() or [None])[0]
