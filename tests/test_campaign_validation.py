@@ -75,10 +75,11 @@ CASES = [
     ("model-level rule, reported on the table", ("duration_s = 1\n", ""),
      "campaign.toml:12: benchmarks.wakeup: needs duration_s (seconds) or loops (activations per CPU) "
      "so that it ends"),
-    ("target of a later issue", ('target = "local"', 'target = "qemu"\nkernel = "vmlinuz"'),
-     'campaign.toml:6: environments.native.target: target "qemu" is not supported yet (supported: "local")'),
+    ("target of a later issue", ('target = "local"', 'target = "labgrid"'),
+     'campaign.toml:6: environments.native.target: target "labgrid" is not supported yet '
+     '(supported: "local", "qemu", "ssh")'),
     ("unknown target", ('target = "local"', 'target = "moon"'),
-     'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "local")'),
+     'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "local", "qemu", "ssh")'),
     ("unknown load kind", ("[loads.idle]", '[loads.idle]\nkind = "cpuu"'),
      'campaign.toml:9: loads.idle.kind: unknown load kind "cpuu" (supported: "cache", "combine", "command", '
      '"cpu", "fork", "idle", "io", "leak", "mem", "net", "timer")'),
@@ -104,7 +105,7 @@ CASES = [
      "(see the metrics reference in docs/)"),
     ("load in an undefined neighbouring environment", ('--quiet"', '--quiet"\nwhere = "guest"'),
      'campaign.toml:11: loads.stress.where: environment "guest" is not defined (defined: "native"); '
-     'name one of them, or "same" for the environment measured'),
+     'name one of them, "same" for the environment measured, or "neighbours" for the other guests of a qemu environment with count > 1'),
     ("TOML syntax error", ('name = "good"', "name = good"),
      "campaign.toml:1: invalid TOML at column 8: Invalid value"),
 ]

@@ -16,7 +16,7 @@ from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 
 # Target kinds named in DESIGN.md that later issues implement.
-TARGETS: Registry[type["Target"]] = Registry("target", planned=("ssh", "labgrid"))
+TARGETS: Registry[type["Target"]] = Registry("target", planned=("labgrid",))
 
 
 @dataclass

@@ -1,0 +1,597 @@
+"""The `ssh` target: a machine reached with the system's OpenSSH client.
+
+Using `ssh` itself (not a Python SSH library) means ~/.ssh/config, ProxyJump, keys and agents
+work as they do for the user by hand. One master connection per environment is shared by
+every command (ControlMaster, socket in a private temporary directory), so a command costs a
+session, not a handshake. ssh never prompts (BatchMode) and host keys are always verified
+with the user's own settings: rtvbench never weakens them.
+
+Commands run under a small remote sh wrapper (ssh_wrapper.py) that gives them a process group,
+forwards the signal requests written on ssh's stdin, and kills them when the connection goes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import IO, Any, Callable, Optional
+
+from pydantic import ValidationInfo, field_validator
+
+from rtvbench import probe
+from rtvbench.errors import TargetError, TargetLost
+from rtvbench.params import StrictModel
+from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.ssh_wrapper import remote_command, split_exit
+
+STOP_GRACE_S = 2            # SIGTERM -> SIGKILL delay for loads (and on a lost connection)
+PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
+CONNECT_TIMEOUT_S = 15      # default ConnectTimeout when the user's config sets none
+# A dead peer (a board that hangs, a cable pulled) is noticed within interval x count seconds;
+# generous, because a busy real-time target may answer late.
+ALIVE_INTERVAL_S, ALIVE_COUNT = 10, 6
+CONTROL_PERSIST_S = 300     # an idle master ends by itself, even if rtvbench was killed
+COMMAND_TIMEOUT_S = 120     # short housekeeping commands (uname, mktemp, copying the probe)
+
+# ssh options rtvbench sets itself: changing them would break connection sharing, make ssh
+# prompt (and hang), or turn the command channel into something else.
+_RESERVED = {"batchmode", "controlmaster", "controlpath", "controlpersist", "requesttty",
+             "remotecommand", "sessiontype", "stdinnull", "forkafterauthentication"}
+_HOST_KEY_VALUES = {"yes", "no", "off", "ask", "accept-new", "true", "false"}
+_OPTION = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(\S.*)$", re.S)
+
+# `uname -m` -> the directory of build/probe/ holding the matching static probe (Makefile:
+# probe-cross). The armhf build targets ARMv7 (Debian's arm-linux-gnueabihf default), which also
+# runs in a 32-bit userland on ARMv8 (armv8l); ARMv6 boards have no build.
+ARCH_BUILDS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+               "armv7l": "armhf", "armv8l": "armhf", "riscv64": "riscv64"}
+CROSS_BUILDS = ("aarch64", "armhf", "riscv64")      # what `make probe-cross` builds
+_BUILD_DIR = probe._BUILT.parent
+
+
+class SshParams(StrictModel):
+    host: str
+    port: Optional[int] = None
+    ssh_config: Optional[str] = None
+    options: list[str] = []
+    workdir: Optional[str] = None
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        if not v or v != v.strip() or any(c.isspace() for c in v) or v.startswith("-"):
+            raise ValueError('must be a destination as ssh takes it, e.g. "root@board" or a Host '
+                             "alias of your ssh config, without spaces or a leading '-'")
+        return v
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, v: int) -> int:
+        if isinstance(v, bool) or not 1 <= v <= 65535:
+            raise ValueError("must be a TCP port number from 1 to 65535")
+        return v
+
+    @field_validator("ssh_config")
+    @classmethod
+    def _ssh_config(cls, v: str, info: ValidationInfo) -> str:
+        base = Path((info.context or {}).get("base_dir") or Path.cwd())
+        path = Path(v).expanduser()
+        path = path if path.is_absolute() else base / path
+        if not path.is_file():
+            raise ValueError(f"no such file: {path} (a relative path is taken from the campaign "
+                             "file's directory); name an existing ssh config file")
+        return str(path.resolve())
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: list[str]) -> list[str]:
+        for option in v:
+            m = _OPTION.match(option)
+            if not m:
+                raise ValueError(f'each option must be "Key=Value" as after ssh -o, e.g. '
+                                 f'"ConnectTimeout=5" (got "{option}")')
+            key, value = m.group(1).lower(), m.group(2).strip().lower()
+            if key in _RESERVED:
+                raise ValueError(f'"{option}": rtvbench sets {m.group(1)} itself (connection '
+                                 "sharing, never prompting); remove it")
+            if key == "stricthostkeychecking" and value not in _HOST_KEY_VALUES:
+                raise ValueError(f'"{option}": StrictHostKeyChecking must be one of yes, '
+                                 "accept-new, ask, no")
+        return v
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir(cls, v: str) -> str:
+        if not v.startswith("/") or "\n" in v:
+            raise ValueError('must be an absolute directory on the target, e.g. "/tmp"')
+        return v
+
+
+def _tail(f: IO[bytes], limit: int = 8000) -> str:
+    # pread: ssh writes through the same open file, whose offset a seek here would move.
+    size = os.fstat(f.fileno()).st_size
+    start = max(0, size - limit)
+    return os.pread(f.fileno(), size - start, start).decode("utf-8", "replace")
+
+
+def _last_line(text: str) -> str:
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    return lines[-1] if lines else "no message"
+
+
+_live_targets: "weakref.WeakSet[SshTarget]" = weakref.WeakSet()
+_running: set["SshBackground"] = set()
+
+
+@atexit.register
+def _clean_up() -> None:
+    # Exit paths that skip the runner's finally blocks still stop every remote load and
+    # close every master connection.
+    for bg in list(_running):
+        bg.stop()
+    for target in list(_live_targets):
+        target.close()
+
+
+class _Session:
+    """One wrapped remote command: the local ssh process and its request channel."""
+
+    def __init__(self, target: "SshTarget", argv: list[str], stdout: Any, stderr: IO[bytes]) -> None:
+        self.argv = argv
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            target._client_argv(remote_command(argv, STOP_GRACE_S)),
+            stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
+            # Ctrl-C at the terminal reaches rtvbench only: ssh dying of it would drop the
+            # session before the probe could be asked to print its results.
+            start_new_session=True)
+
+    def request(self, what: str) -> None:
+        """Ask the remote wrapper to signal the command (INT, TERM, KILL)."""
+        with self._lock:
+            try:
+                self.proc.stdin.write(what.encode() + b"\n")
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                pass        # ssh has gone: the wrapper saw end of file and kills the group
+
+    def hang_up(self) -> None:
+        with self._lock:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def kill(self, wait_s: float = 3.0) -> None:
+        """Kill the remote group, then let go of ssh; the wrapper kills on end of file too."""
+        self.request("KILL")
+        self.hang_up()
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class SshBackground(Background):
+    """A load command under the remote wrapper.
+
+    Without on_line, its stdout and stderr go to one temporary file (output_tail). With on_line,
+    stdout is read line by line by a thread of ours, and stderr alone goes to the file."""
+
+    READER_JOIN_S = 5.0
+
+    def __init__(self, target: "SshTarget", argv: list[str],
+                 on_line: Callable[[str], None] | None = None) -> None:
+        self.argv = argv
+        self._target = target
+        self._err = tempfile.TemporaryFile()
+        self._failure: str | None = None
+        self._reader: threading.Thread | None = None
+        self._session = _Session(target, argv, self._err if on_line is None else subprocess.PIPE,
+                                 self._err)
+        _running.add(self)
+        if on_line is not None:
+            self._reader = threading.Thread(target=self._read, args=(on_line,), daemon=True,
+                                            name=f"ssh-load-output-{self._session.proc.pid}")
+            self._reader.start()
+
+    def _read(self, on_line: Callable[[str], None]) -> None:
+        for raw in self._session.proc.stdout:
+            if self._failure is not None:
+                continue            # keep draining: a blocked writer would stall the load
+            try:
+                on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+            except Exception as e:  # noqa: BLE001 - reported through failure(), not lost in a thread
+                self._failure = str(e) or e.__class__.__name__
+
+    def poll(self) -> int | None:
+        if self._session.proc.poll() is None:
+            return None
+        status, _ = split_exit(_tail(self._err))
+        # No status from the wrapper: the connection went (ssh's own 255).
+        return status if status is not None else self._session.proc.returncode
+
+    def stop(self) -> None:
+        proc = self._session.proc
+        if proc.poll() is None:
+            self._session.request("TERM")
+            try:
+                proc.wait(STOP_GRACE_S + 1)
+            except subprocess.TimeoutExpired:
+                self._session.kill()
+        self._session.hang_up()
+        if self._reader is not None:
+            # The command's last lines (a load's final window, result and end) are printed
+            # while it stops; they are delivered before stop() returns.
+            self._reader.join(self.READER_JOIN_S)
+            self._reader = None
+            proc.stdout.close()
+        _running.discard(self)
+
+    def output_tail(self) -> str:
+        status, rest = split_exit(_tail(self._err))
+        if status is None and self._session.proc.poll() is not None:
+            rest = (rest + "\n" if rest else "") + f"(the connection to {self._target.params.host} was lost)"
+        return rest
+
+    def failure(self) -> str | None:
+        return self._failure
+
+
+@TARGETS.register("ssh")
+class SshTarget(Target):
+    kind = "ssh"
+    Params = SshParams
+
+    def __init__(self, name: str, params: SshParams) -> None:
+        super().__init__(name, params)
+        self._control_dir: str | None = None
+        self._settings: dict[str, str] | None = None
+        self._connected_once = False
+        self._unreachable = False       # the last attempt to connect failed
+        self._facts: dict[str, str] | None = None
+        self._remote_dir: str | None = None
+        self._probe_path: str | None = None
+        self._connect_lock = threading.Lock()
+
+    # -- the ssh command lines ------------------------------------------------
+
+    def _common_argv(self) -> list[str]:
+        p = self.params
+        argv = ["ssh"]
+        if p.ssh_config:
+            argv += ["-F", p.ssh_config]
+        if p.port:
+            argv += ["-p", str(p.port)]
+        for option in p.options:
+            argv += ["-o", option]
+        return argv
+
+    def _settings_of(self) -> dict[str, str]:
+        """The effective client settings for the host (`ssh -G`: the config, no network)."""
+        if self._settings is None:
+            try:
+                out = subprocess.run([*self._common_argv(), "-G", "-T", "--", self.params.host],
+                                     stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                     timeout=30)
+            except FileNotFoundError:
+                raise TargetError("the OpenSSH client `ssh` is not installed: install it "
+                                  "(e.g. apt-get install openssh-client) to use ssh environments.") from None
+            if out.returncode != 0:
+                raise TargetError(f"ssh rejects the settings of environment {self.name}: "
+                                  f"{_last_line(out.stderr)}; fix its host, ssh_config or options.")
+            settings = {}
+            for line in out.stdout.splitlines():
+                key, _, value = line.partition(" ")
+                settings.setdefault(key.lower(), value)
+            self._settings = settings
+        return self._settings
+
+    def _base_argv(self) -> list[str]:
+        if self._control_dir is None:
+            # Socket paths are limited to ~100 bytes: keep it short whatever TMPDIR is.
+            base = tempfile.gettempdir()
+            self._control_dir = tempfile.mkdtemp(prefix="rtvb-ssh-", dir=base if len(base) < 60 else "/tmp")
+            _live_targets.add(self)
+        s = self._settings_of()
+        argv = self._common_argv() + ["-o", "BatchMode=yes",
+                                      "-o", f"ControlPath={self._control_dir}/master"]
+        # Defaults only where the user's own settings say nothing.
+        if s.get("connecttimeout", "none") == "none":
+            argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
+        if s.get("serveraliveinterval", "0") == "0":
+            argv += ["-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}",
+                     "-o", f"ServerAliveCountMax={ALIVE_COUNT}"]
+        return argv
+
+    def _client_argv(self, command: str) -> list[str]:
+        return [*self._base_argv(), "-o", "ControlMaster=no", "-T", "--", self.params.host, command]
+
+    def _by_hand(self) -> str:
+        """The command a user types to connect as rtvbench does."""
+        return shlex.join([*self._common_argv(), self.params.host])
+
+    # -- the master connection ------------------------------------------------
+
+    def _master_pid(self) -> int | None:
+        """The master connection's process id, or None when there is no working master."""
+        if self._control_dir is None or not os.path.exists(f"{self._control_dir}/master"):
+            return None
+        r = subprocess.run([*self._base_argv(), "-O", "check", "--", self.params.host],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        m = re.search(r"pid=(\d+)", r.stderr)
+        return int(m.group(1)) if r.returncode == 0 and m else None
+
+    def _master_alive(self) -> bool:
+        return self._master_pid() is not None
+
+    def _stop_master(self) -> None:
+        pid = self._master_pid()
+        if pid is None:
+            return
+        subprocess.run([*self._base_argv(), "-O", "exit", "--", self.params.host],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        # It exits at once unless it is stuck on a dead peer: then it goes the hard way.
+        for _ in range(50):
+            if not _alive(pid):
+                return
+            threading.Event().wait(0.02)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def _connect(self) -> None:
+        """Make sure the master connection is up; (re)establish it when not."""
+        with self._connect_lock:
+            if self._master_alive():
+                return
+            base = self._base_argv()      # creates the control directory
+            log = Path(self._control_dir) / "master.log"
+            log.unlink(missing_ok=True)
+            # A socket left by a master that was killed would make the new one run unshared.
+            (Path(self._control_dir) / "master").unlink(missing_ok=True)
+            with tempfile.TemporaryFile() as err:
+                try:
+                    r = subprocess.run([*base, "-o", "ControlMaster=yes",
+                                        "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+                                        "-E", str(log), "-N", "-f", "--", self.params.host],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=err, start_new_session=True,
+                                       timeout=CONNECT_TIMEOUT_S + 60)
+                    code = r.returncode
+                except subprocess.TimeoutExpired:
+                    code = None
+                diagnostics = (_tail(err) + "\n" + (log.read_text(errors="replace")
+                                                    if log.exists() else "")).strip()
+            self._unreachable = code != 0
+            if code != 0:
+                raise self._connect_error(code, diagnostics)
+            self._connected_once = True
+
+    def _connect_error(self, code: int | None, diagnostics: str) -> TargetError:
+        host, s = self.params.host, self._settings_of()
+        where = f"environment {self.name} ({host})"
+        known_hosts = (s.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
+        if "Host key verification failed" in diagnostics:
+            if "CHANGED" in diagnostics or "has changed" in diagnostics:
+                return TargetError(
+                    f"the host key of {where} has CHANGED since it was recorded in known_hosts "
+                    "(a reinstalled target, or someone in between): if you know why, remove the "
+                    f"old key with `ssh-keygen -R {_known_hosts_name(s)}` and connect once by hand "
+                    f"with `{self._by_hand()}` to check and record the new one.")
+            return TargetError(
+                f"the host key of {where} is not known (ssh verifies it and rtvbench never "
+                f"prompts): connect once by hand with `{self._by_hand()}` and accept the key after "
+                f"checking its fingerprint, or add it with `ssh-keyscan -p {s.get('port', '22')} "
+                f"{s.get('hostname', host)} >> {known_hosts}` (check it!).")
+        if "Permission denied" in diagnostics:
+            return TargetError(
+                f"ssh cannot log in to {where}: no key was accepted, and rtvbench never asks for a "
+                "password; load your key into ssh-agent, name it with IdentityFile in your ssh "
+                f"config, or install it there with `ssh-copy-id`; check with `{self._by_hand()} true`.")
+        reason = "no answer within the connect timeout" if code is None else _last_line(diagnostics)
+        message = (f"cannot connect to {where} over ssh: {reason}; check that "
+                   f"`{self._by_hand()} true` works.")
+        if self._connected_once:
+            # It worked before: the target went away (rebooted, crashed, network down).
+            return TargetLost(message, diagnostics)
+        return TargetError(message)
+
+    # -- plain commands (housekeeping) ---------------------------------------------
+
+    def _exec(self, script: str, stdin: IO[bytes] | None = None,
+              timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess:
+        """Run a short shell command there; TargetError when ssh itself fails."""
+        self._connect()
+        try:
+            r = subprocess.run(self._client_argv(script), stdin=stdin or subprocess.DEVNULL,
+                               capture_output=True, timeout=timeout, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            raise TargetError(f"`{script}` did not finish within {timeout:.0f} s in environment "
+                              f"{self.name} ({self.params.host}); check the target.") from None
+        if r.returncode == 255:
+            raise TargetLost(f"the connection to environment {self.name} ({self.params.host}) was "
+                             f"lost: {_last_line(r.stderr.decode(errors='replace'))}.",
+                             r.stderr.decode(errors="replace"))
+        return r
+
+    def _remote_facts(self) -> dict[str, str]:
+        if self._facts is None:
+            r = self._exec("uname -m; uname -n")
+            words = r.stdout.decode(errors="replace").split()
+            if r.returncode != 0 or len(words) != 2:
+                raise TargetError(f"`uname` failed in environment {self.name} ({self.params.host}): "
+                                  f"{_last_line(r.stderr.decode(errors='replace'))}; rtvbench needs a "
+                                  "POSIX shell with uname on the target.")
+            self._facts = {"arch": words[0], "hostname": words[1]}
+        return self._facts
+
+    # -- the Target interface -------------------------------------------------
+
+    def deploy_probe(self) -> str:
+        q = shlex.quote
+        if self._probe_path is not None:
+            # Again after a lost connection: reach the target, and deploy anew if it restarted
+            # (and emptied /tmp) meanwhile.
+            if self._exec(f"test -x {q(self._probe_path)}").returncode == 0:
+                return self._probe_path
+            self._probe_path = self._remote_dir = None
+        arch = self._remote_facts()["arch"]
+        local = local_probe_for(arch)
+        parent = self.params.workdir or "/tmp"
+        r = self._exec(f"mktemp -d {q(parent.rstrip('/') or '/')}/rtvb.XXXXXX")
+        where = f"environment {self.name} ({self.params.host})"
+        if r.returncode != 0:
+            raise TargetError(f"cannot create a directory in {parent} in {where}: "
+                              f"{_last_line(r.stderr.decode(errors='replace'))}; set `workdir` to a "
+                              "writable directory there.")
+        self._remote_dir = r.stdout.decode().strip()
+        dest = f"{self._remote_dir}/rtvb-probe"
+        # One session: copy, check the size, check that it runs (exit 90: copying failed, 91: the
+        # copy does not run).
+        with open(local, "rb") as f:
+            r = self._exec(f"f={q(dest)}; cat > \"$f\" && chmod 755 \"$f\" && wc -c < \"$f\" || exit 90; "
+                           "\"$f\" --version >/dev/null || exit 91", stdin=f)
+        problem = _last_line(r.stderr.decode(errors="replace"))
+        if r.returncode == 91:
+            raise TargetError(f"the probe copied to {dest} does not run in {where} ({problem}); if "
+                              f"{parent} is mounted noexec, set `workdir` to a directory that allows "
+                              "programs.")
+        if r.returncode != 0 or r.stdout.decode().split() != [str(local.stat().st_size)]:
+            raise TargetError(f"copying the probe to {dest} in {where} failed ({problem}); check the "
+                              "free space there, or set `workdir` to another directory.")
+        self._probe_path = dest
+        return dest
+
+    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+        self._connect()
+        with tempfile.TemporaryFile() as err:
+            session = _Session(self, argv, subprocess.PIPE, err)
+            proc = session.proc
+            interrupted = False
+            try:
+                try:
+                    for raw in proc.stdout:
+                        on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+                except KeyboardInterrupt:
+                    # Ask the command (the probe) to stop: it prints its results so far and `end`.
+                    interrupted = True
+                    session.request("INT")
+                    killer = threading.Timer(PROBE_STOP_GRACE_S, session.kill)
+                    killer.start()
+                    try:
+                        for raw in proc.stdout:
+                            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+                    finally:
+                        killer.cancel()
+                proc.wait()
+            finally:
+                if proc.poll() is None:
+                    session.kill()      # on_line failed, or a second Ctrl-C
+                session.hang_up()
+                proc.stdout.close()
+            status, stderr = split_exit(_tail(err))
+        if status is None:
+            if interrupted:
+                return Completed(proc.returncode, stderr, True)
+            log = f"ssh exited with status {proc.returncode}; its diagnostics and the command's " \
+                  f"stderr:\n{stderr or '(none)'}"
+            raise TargetLost(f"the connection to environment {self.name} ({self.params.host}) was "
+                             f"lost while `{shlex.join(argv[:2])}` ran; it is re-established for "
+                             "the next command.", log)
+        return Completed(status, stderr, interrupted)
+
+    def start_background(self, argv: list[str],
+                         on_line: Callable[[str], None] | None = None) -> Background:
+        self._connect()
+        return SshBackground(self, argv, on_line)
+
+    def read_file(self, path: str) -> str:
+        # A plain command: no wrapper needed for a `cat` that cannot hang.
+        r = self._exec(f"cat -- {shlex.quote(path)}")
+        if r.returncode != 0:
+            raise TargetError(f"cannot read {path} in environment {self.name} "
+                              f"({_last_line(r.stderr.decode(errors='replace'))}).")
+        return r.stdout.decode("utf-8", "replace")
+
+    def describe(self) -> dict[str, Any]:
+        facts = self._remote_facts()
+        return {"target": "ssh", "host": self.params.host, "arch": facts["arch"],
+                "hostname": facts["hostname"]}
+
+    def close(self) -> None:
+        if self._control_dir is None:
+            return
+        # Reconnect to clean up after a dropped connection, unless the target was found
+        # unreachable already (no second connect timeout on the way out).
+        if self._remote_dir is not None and not self._unreachable:
+            try:
+                self._exec(f"rm -rf -- {shlex.quote(self._remote_dir)}", timeout=30)
+            except TargetError:
+                pass        # the target is gone: nothing more to do there
+        self._stop_master()
+        shutil.rmtree(self._control_dir, ignore_errors=True)
+        self._control_dir = None
+        self._remote_dir = self._probe_path = None
+        _live_targets.discard(self)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (an exited one that its parent did not reap yet does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _known_hosts_name(settings: dict[str, str]) -> str:
+    host, port = settings.get("hostname", "HOST"), settings.get("port", "22")
+    return host if port == "22" else f"[{host}]:{port}"
+
+
+def local_probe_for(arch: str) -> Path:
+    """The probe binary to copy to a target whose `uname -m` is arch."""
+    build = ARCH_BUILDS.get(arch)
+    if build is None:
+        raise TargetError(f"there is no probe build for the target's architecture {arch!r} "
+                          f"(builds: x86_64, aarch64, armhf for ARMv7 and later, riscv64); "
+                          "measure it with another target, or build rtvb-probe for it by hand.")
+    env = os.environ.get(f"RTVBENCH_PROBE_{build.upper()}")
+    if env:
+        path = Path(env)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise TargetError(f"RTVBENCH_PROBE_{build.upper()}={env} is not an executable file: "
+                              "point it at a built rtvb-probe or unset it.")
+        return path
+    if ARCH_BUILDS.get(platform.machine()) == build:
+        return probe.locate_probe()     # the target runs what this machine runs
+    path = _BUILD_DIR / build / "rtvb-probe"
+    if not path.is_file():
+        how = ("run `make probe-cross` to build it" if build in CROSS_BUILDS else
+               f"build it with `make probe` on a {build} machine and set RTVBENCH_PROBE_{build.upper()} "
+               "to it")
+        raise TargetError(f"no probe built for {build} (the target's `uname -m` is {arch}) at "
+                          f"{path}: {how}.")
+    return path

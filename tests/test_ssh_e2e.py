@@ -1,0 +1,140 @@
+"""End to end through the CLI with an ssh environment (a real sshd on 127.0.0.1, see
+tests/helpers/sshd.py) beside the local one: both measured, compared in the report, nothing
+left behind; and a measurement whose connection drops is stored failed with the ssh
+diagnostics, then retried successfully."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.sshd import ALIAS, Sshd
+from host_helpers import cli_env, processes_with, run_cli
+from rtvbench.store import load_run, open_store
+
+REPS = 3
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+def campaign(name: str, environments: str, duration_s: float, reps: int) -> str:
+    return f'''
+name = "{name}"
+repetitions = {reps}
+seed = 3
+{environments}
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = {duration_s}
+policy = "other"
+cpus = [0]
+window_s = 0.25
+thresholds_us = [100]
+'''
+
+
+SSH_ENV = f'''
+[environments.board]
+target = "ssh"
+host = "{ALIAS}"
+ssh_config = "ssh_config"
+'''
+
+
+def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, probe):
+    shutil.copy(sshd.config, tmp_path / "ssh_config")      # found beside the campaign file
+    (tmp_path / "c.toml").write_text(campaign("ssh-e2e", '[environments.native]\ntarget = "local"\n'
+                                              + SSH_ENV, 0.5, REPS))
+    env = cli_env(probe)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"Run 1 of ssh-e2e finished: {2 * REPS} of {2 * REPS} measurements ok." in r.stdout
+
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    assert sorted(run.fingerprints) == ["board", "native"]
+    board = run.targets["board"]
+    assert board["target"] == "ssh" and board["host"] == ALIAS
+    assert board["hostname"] == run.fingerprints["board"]["hostname"]
+    deployed = set()
+    for m in run.measurements:
+        assert m.status == "ok", m.error
+        expected = 500                      # 0.5 s at 1 ms
+        assert abs(m.result("all")["count"] + m.result("all")["missed"] - expected) <= 0.05 * expected
+        if m.environment == "board":
+            assert Path(m.command[0]).name == "rtvb-probe" and m.command[0].startswith("/tmp/rtvb.")
+            deployed.add(Path(m.command[0]).parent)
+    assert len(deployed) == 1
+    assert sum(m.environment == "board" for m in run.measurements) == REPS
+
+    # The run closed its target: the deployed probe is removed, no ssh connection is left.
+    assert not any(d.exists() for d in deployed)
+    assert processes_with(str(tmp_path / "ssh_config")) == []
+    assert sshd.connection_processes() == []
+
+    out = tmp_path / "report.json"
+    r = run_cli("report", "--format", "json", "-o", str(out), "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    across = [c for c in doc["comparisons"] if c["axis"] == "environment"]
+    assert {(c["baseline"]["environment"], c["candidate"]["environment"]) for c in across} == {("native", "board")}
+    p99 = next(c for c in across if c["figure"] == "p99_us")
+    assert p99["n_baseline"] == REPS and p99["n_candidate"] == REPS
+    html = (tmp_path / "rtvbench-results" / "ssh-e2e-1.html").read_text()
+    assert "board" in html and "native" in html and ALIAS in html
+
+
+def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):
+    shutil.copy(sshd.config, tmp_path / "ssh_config")
+    (tmp_path / "c.toml").write_text(campaign("ssh-drop", SSH_ENV, 2, 1))
+    dropped: list[float] = []
+
+    def drop_during_the_first_measurement() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if any("latency" in cmd for cmd in _probe_commands(sshd)):
+                time.sleep(0.5)             # a few windows into it
+                sshd.drop_connections()
+                dropped.append(time.monotonic())
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=drop_during_the_first_measurement, daemon=True)
+    watcher.start()
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
+    watcher.join(5)
+    assert dropped, "the latency probe was never seen running"
+    assert r.returncode == 0, r.stderr
+    assert "target lost" in r.stderr and "retrying" in r.stderr
+    assert "Run 1 of ssh-drop finished: 1 of 1 measurements ok." in r.stdout
+
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    [m] = run.measurements
+    assert (m.status, m.attempt) == ("ok", 2)
+    assert m.result("all")["count"] + m.result("all")["missed"] >= 1900
+    [failed] = run.failed_attempts
+    assert failed.attempt == 1 and "was lost while" in failed.error
+    assert failed.target_log.startswith("ssh exited with status 255")
+    assert processes_with(str(tmp_path / "ssh_config")) == []
+
+
+def _probe_commands(sshd: Sshd) -> list[str]:
+    found = []
+    for pid, name in sshd.session_commands().items():
+        if name == "rtvb-probe":
+            try:
+                found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                pass
+    return found
