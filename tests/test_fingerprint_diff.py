@@ -54,12 +54,12 @@ METAS = {e: {"type": "meta", "probe_version": "0.1.0", "subcommand": "sysinfo", 
          for e in ("native", "guest")}
 
 #: the key facts whose values differ between NATIVE/TARGETS["native"] and GUEST/TARGETS["guest"]
-DIFFERING_FACTS = ["Target", "Accelerator", "Host name", "Hypervisor", "Clocksource", "CPUs online",
+DIFFERING_FACTS = ["Target", "Accelerator", "Boot time", "Host name", "Hypervisor", "Clocksource", "CPUs online",
                    "Isolated CPUs", "nohz_full", "CPU frequency governor", "Idle states", "Memory"]
 EQUAL_FACTS = ["Architecture", "Kernel release", "Preemption model", "CPU model", "Transparent huge pages",
                "RT throttling", "cgroup limits", "Probe privileges"]
 #: other recorded fields that differ (sysinfo, target., probe.); everything else is equal
-DIFFERING_FIELDS = ["clocksource_available", "cmdline", "mem_available_bytes", "target.boot_s", "target.count",
+DIFFERING_FIELDS = ["clocksource_available", "cmdline", "mem_available_bytes", "target.count",
                     "target.kernel", "target.qemu"]
 
 
@@ -84,6 +84,7 @@ def test_diff_rows_and_their_summaries():
     assert sorted(r.label for r in d.rows if not r.key_fact and r.differs) == DIFFERING_FIELDS
     v = {label: r.values for label, r in facts.items()}
     assert v["Accelerator"] == ["–", "tcg"]
+    assert v["Boot time"] == ["–", "1.90 s"]        # QEMU start to the probe's ready line
     assert v["Hypervisor"] == ["Dell Inc. OptiPlex 7090 (DMI)",
                                "KVMKVMKVM (CPUID); QEMU Standard PC (Q35 + ICH9, 2009) (DMI)"]
     assert v["CPUs online"] == ["4 (0-3)", "2 (0-1)"]

@@ -229,10 +229,23 @@ def _privileges(p: _Print) -> str:
     return text
 
 
+def _boot(p: _Print) -> str:
+    """A guest's boot time: QEMU start to the probe's `ready` on the host's clock, and the part of
+    it the guest's kernel and init took (its CLOCK_BOOTTIME at `ready`)."""
+    total, inside = p.describe.get("boot_s"), p.describe.get("guest_boottime_ns")
+    if not isinstance(total, (int, float)):
+        return MISSING
+    text = f"{total:.2f} s"
+    if isinstance(inside, (int, float)):
+        text += f" (kernel + init {inside / 1e9:.2f} s)"
+    return text
+
+
 # (label, summary, raw fields the summary stands for: left out of the other fields)
 KEY_FACTS: list[tuple[str, Callable[[_Print], str], tuple[str, ...]]] = [
     ("Target", _target, ("target.target", "target.host")),
     ("Accelerator", _accel, ("target.accel",)),
+    ("Boot time", _boot, ("target.boot_s", "target.guest_boottime_ns")),
     ("Architecture", _arch, ("machine", "target.arch")),
     ("Host name", lambda p: _text(p.sysinfo.get("hostname") or p.describe.get("hostname")),
      ("hostname", "target.hostname")),
