@@ -568,3 +568,56 @@ duration_s = 0.5
     described = run.targets["guest"]
     assert described["target"] == "qemu" and described["accel"] in ("tcg", "kvm") and described["boot_s"] > 0
     assert run.fingerprints["guest"]["machine"] == "x86_64"
+
+
+def test_a_guest_killed_mid_campaign_is_recorded_and_the_campaign_goes_on(probe, tmp_path):
+    """SIGKILL of the guest's QEMU while it measures: that attempt is stored as failed with the
+    guest's console, the guest is booted afresh, the measurement retried, and the run finishes."""
+    import sqlite3
+    import uuid
+
+    from host_helpers import processes_with, start_cli, wait_for
+    _needs_qemu("x86_64")
+    marker = f"rtvbtest={uuid.uuid4().hex}"     # on QEMU's command line (-append): finds our guest
+    kernel = _kernel("x86_64")
+    (tmp_path / "c.toml").write_text(f"""
+name = "crash"
+repetitions = 2
+[environments.guest]
+target = "qemu"
+arch = "x86_64"
+kernel = "{os.path.relpath(kernel, tmp_path)}"
+cmdline = "{marker}"
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = 3
+window_s = 0.5
+""")
+    cli = start_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe))
+    try:
+        def measuring() -> bool:
+            try:
+                with sqlite3.connect(tmp_path / "s.db") as db:
+                    return db.execute("select count(*) from records where type = 'window'").fetchone()[0] > 0
+            except sqlite3.OperationalError:
+                return False
+        wait_for(measuring, timeout=120, what="a window record of the guest's measurement")
+        [qemu] = processes_with(marker)
+        os.kill(qemu, signal.SIGKILL)
+        out, err = cli.communicate(timeout=240)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        for pid in processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
+    assert cli.returncode == 0, err
+    assert "2 of 2 measurements ok" in out
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    assert run.status == "finished"
+    [lost] = run.failed_attempts
+    assert lost.attempt == 1 and "was lost during" in lost.error and "QEMU exited" in lost.error
+    assert "Linux version 6." in lost.target_log and "rtvb-probe init: serving on" in lost.target_log
+    assert sorted(m.attempt for m in run.measurements) == [1, 2]
+    assert all(m.status == "ok" and m.result() is not None for m in run.measurements)
+    assert not processes_with(marker)           # the fresh guest was powered off at the end
