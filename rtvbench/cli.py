@@ -279,6 +279,12 @@ def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
                    str(m.repetition + 1), f"[{colours.get(m.status, 'white')}]{m.status}[/]",
                    _figures(m), escape(note or ""))
     out.print(ms)
+    for m in r.failed_attempts:
+        out.print(f"[red]Failed attempt {m.attempt}[/] of {escape(m.environment)} / {escape(m.load)} / "
+                  f"{escape(m.benchmark)} rep {m.repetition + 1} (retried): {escape(m.error or '')}",
+                  highlight=False)
+    if any(m.target_log for m in list(r.failed_attempts) + list(r.measurements)):
+        out.print(f"The target's own log of each failure (a guest's console) is in `rtvbench report --campaign {r.id}`.")
     return EXIT_OK
 
 

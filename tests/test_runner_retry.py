@@ -148,3 +148,15 @@ def test_the_report_shows_the_failure_and_the_target_log(flaky):
     assert "Target failures" in html and "Kernel panic - not syncing: test" in html
     assert "attempt 1</summary>" not in html and "attempt 1: the guest of environment flaky died" in html
     assert "Kernel panic - not syncing: test" in render_markdown(ev)
+
+
+def test_show_lists_the_failed_attempt(flaky, tmp_path):
+    from click.testing import CliRunner
+
+    from rtvbench.cli import cli
+    FlakyTarget.script = ["lose", "ok", "ok"]
+    run_id = run(flaky).run_id
+    r = CliRunner().invoke(cli, ["show", str(run_id), "--store", f"sqlite:///{tmp_path}/s.db"])
+    said = " ".join(r.output.split())
+    assert "Failed attempt 1 of flaky / idle / wakeup" in said and "the guest of environment flaky died" in said
+    assert f"rtvbench report --campaign {run_id}" in said
