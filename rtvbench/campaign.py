@@ -284,10 +284,12 @@ class _Validator:
         for name, table in self._table_of_tables("loads", required=False).items():
             loads[name] = self._kind_instance(LOADS, "loads", name, table, "kind", kind_of(table))
         benches = {}
-        for name, table in self._table_of_tables("benchmarks", required=True).items():
+        bench_tables = self._table_of_tables("benchmarks", required=True)
+        for name, table in bench_tables.items():
             benches[name] = self._kind_instance(BENCHMARKS, "benchmarks", name, table, "kind",
                                                 table.get("kind"))
         self._check_loads(envs, loads)
+        self._check_peers(envs, bench_tables)
         requirements = self._requirements(envs, loads, benches)
 
         if self.issues:
@@ -321,6 +323,16 @@ class _Validator:
                     if problem:
                         self.add(("loads", name, "command"), problem)
                         break
+
+    def _check_peers(self, envs: dict, tables: dict) -> None:
+        """A benchmark's `peer` (the far end of ipc round trips) names a defined environment.
+        From the table, so that it is said even when another key of the benchmark is wrong."""
+        for name, table in tables.items():
+            cls = BENCHMARKS.get(table["kind"]) if isinstance(table.get("kind"), str) else None
+            peer = table.get("peer")
+            if cls is not None and "peer" in cls.Params.model_fields and isinstance(peer, str) and peer not in envs:
+                self.add(("benchmarks", name, "peer"), _undefined("environment", peer, envs)
+                         + "; name the environment the round trips' server runs in")
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""

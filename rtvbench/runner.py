@@ -84,6 +84,9 @@ class Runner:
         # or a missing probe fails the command (exit 3), not each measurement.
         for name, target in c.environments.items():
             self.probes[name] = target.deploy_probe()
+        for bench in c.benchmarks.values():
+            if bench.peer:
+                bench.check_reachable(c.environments)   # TargetError: two targets that cannot be joined
         recorder = self._resume() if resume else None
         have = recorder.fingerprinted() if recorder else set()
         prints = {name: self._fingerprint(name) for name in c.environments if name not in have}
@@ -216,25 +219,36 @@ class Runner:
         c = self.campaign
         target, load = c.environments[p.environment], c.loads[p.load]
         bench = c.benchmarks[p.benchmark]
-        argv = [self.probes[p.environment], *bench.probe_args()]
-        m = recorder.start_measurement(
-            environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
-            repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,
-            load_commands=load.commands())
-        stream = ProbeStream(f"probe output of {p.label()}")
-
-        def on_line(line: str) -> None:
-            m.add_record(stream.count + 1, stream.feed(line))
-            tick()
-
+        peer = bench.peer                       # where the server of a round trip runs (ipc)
         # Only the environments this measurement uses run; guests of the others are paused.
-        involved = {p.environment} | _load_environments(load)
+        involved = {p.environment} | _load_environments(load) | ({peer} if peer else set())
         for name, t in c.environments.items():
             if name not in involved:
                 t.pause()
         for name in involved:
             c.environments[name].resume()
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
+        # A round trip's server starts first: the command stored and run names the port it chose.
+        server, server_error = None, None
+        if peer:
+            try:
+                server = bench.start_server(sites, p.environment)
+            except (LoadError, TargetLost) as e:
+                server_error = e
+        argv = [self.probes[p.environment], *(server.client_args if server else bench.probe_args())]
+        m = recorder.start_measurement(
+            environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
+            repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,
+            load_commands=load.commands())
+        if server_error is not None:
+            m.finish("error", error=str(server_error), target_log=getattr(server_error, "log", None) or None)
+            return ("lost" if isinstance(server_error, TargetLost) else "error"), str(server_error)
+        stream = ProbeStream(f"probe output of {p.label()}")
+
+        def on_line(line: str) -> None:
+            m.add_record(stream.count + 1, stream.feed(line))
+            tick()
+
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
                           neighbours=self._neighbours(p.environment))
         bg: Background | None = None
@@ -266,6 +280,11 @@ class Runner:
                 except TargetLost:
                     pass                        # its environment went away: nothing left to stop
                 load_problem = bg.failure()     # after stop(): its last records are in
+            if server is not None:
+                try:
+                    server.stop()
+                except TargetLost:
+                    pass
 
         status, error = "ok", None
         if done.interrupted:

@@ -156,9 +156,12 @@ CASES = [
     ("sweep where the probe takes a list", ('file_sizes = [0, "4K"]', 'file_sizes = ["0-4K"]'),
      "campaign.toml:37: benchmarks.os.file_sizes: '0-4096': a sweep is not allowed here; list the sizes "
      '(got ["0-4K"])'),
-    ("ipc between environments", ('count = 200', 'count = 200\npeer = "guest"'),
-     "campaign.toml:45: benchmarks.ipc.peer: round trips between two environments are not supported yet (they "
-     "need the ssh and qemu targets); remove this key to measure both ends in this environment (got \"guest\")"),
+    ("ipc peer not an environment", ('transports = ["pipe", "unix"]', 'transports = ["tcp"]\npeer = "guest"'),
+     'campaign.toml:43: benchmarks.ipc.peer: environment "guest" is not defined (defined: "native"); '
+     "name the environment the round trips' server runs in"),
+    ("ipc peer over a local-only transport", ('count = 200', 'count = 200\npeer = "native"'),
+     'campaign.toml:42: benchmarks.ipc.transports: transport "pipe" does not cross between environments; '
+     'with a peer use ["tcp"] or ["udp"] (got ["pipe", "unix"])'),
     ("ipc both limits", ('count = 200', 'count = 200\nduration_s = 1'),
      "campaign.toml:40: benchmarks.ipc: set count or duration_s, not both"),
     ("ipc message too small", ('sizes = [16, "1K"]', 'sizes = [8, "1K"]'),

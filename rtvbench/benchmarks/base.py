@@ -25,6 +25,13 @@ class Benchmark(ABC):
         self.name = name
         self.params = params
 
+    @property
+    def peer(self) -> str | None:
+        """The environment the far end of the measurement runs in (ipc round trips between two
+        environments), or None: the whole measurement runs in the measured environment. A benchmark
+        with a peer also has check_reachable(environments) and start_server(sites, measured)."""
+        return None
+
     @abstractmethod
     def probe_args(self) -> list[str]:
         """The probe command line after the binary, e.g. ["latency", "--interval-us", "200"]."""

@@ -193,6 +193,13 @@ class LocalTarget(Target):
     def describe(self) -> dict[str, Any]:
         return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}
 
+    def round_trip_address(self, peer: Target) -> str:
+        if peer.kind == "local":
+            return "127.0.0.1"          # every local environment is this machine
+        if peer.kind == "ssh":
+            return peer.resolved_host_address()
+        return super().round_trip_address(peer)
+
     def check_program(self, program: str) -> str | None:
         if shutil.which(program) is None:
             where = "is not an executable file" if "/" in program else "is not found on PATH"

@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -525,6 +526,37 @@ class SshTarget(Target):
             raise TargetError(f"cannot read {path} in environment {self.name} "
                               f"({_last_line(r.stderr.decode(errors='replace'))}).")
         return r.stdout.decode("utf-8", "replace")
+
+    def resolved_host_address(self) -> str:
+        """The numeric address of the host as ssh connects to it from here: `HostName` and
+        `AddressFamily` of its effective settings, resolved on this machine."""
+        s = self._settings_of()
+        name = s.get("hostname") or self.params.host
+        family = {"inet": socket.AF_INET, "inet6": socket.AF_INET6}.get(s.get("addressfamily", ""), 0)
+        try:
+            found = socket.getaddrinfo(name, None, family, socket.SOCK_STREAM)
+        except socket.gaierror as e:
+            raise TargetError(f"cannot resolve {name}, the host of environment {self.name}, to an "
+                              f"address ({e.strerror}); check its name or HostName in the ssh config.") from None
+        return found[0][4][0]
+
+    def round_trip_address(self, peer: Target) -> str:
+        if peer is self:
+            return "127.0.0.1"
+        if peer.kind == "ssh":
+            # Another board: where ssh reaches it from here, assumed reachable from this one too.
+            return peer.resolved_host_address()
+        if peer.kind == "local":
+            # This machine as the board sees it: the source address of our ssh connection (behind a
+            # ProxyJump or NAT that is the last hop's address, which then has to forward the port).
+            r = self._exec('printf "%s\\n" "$SSH_CONNECTION"')
+            words = r.stdout.decode(errors="replace").split()
+            if r.returncode != 0 or not words:
+                raise TargetError(f"environment {self.name} ({self.params.host}) does not say where the "
+                                  "ssh connection comes from ($SSH_CONNECTION is empty), so it cannot "
+                                  "reach this machine for round trips; drop `peer` from the ipc benchmark.")
+            return words[0].removeprefix("::ffff:") if "." in words[0] else words[0]
+        return super().round_trip_address(peer)
 
     def describe(self) -> dict[str, Any]:
         facts = self._remote_facts()
