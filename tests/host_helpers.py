@@ -91,7 +91,9 @@ target = "local"
 
 [loads.busy]
 command = "{command}"
-settle_s = 0.2
+# Long enough for the load's Python to be running before the probe starts, even on a loaded
+# machine: test_run_e2e checks that the load covered every busy measurement.
+settle_s = 0.6
 
 [benchmarks.wakeup]
 kind = "latency"
