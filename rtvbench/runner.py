@@ -185,6 +185,15 @@ class Runner:
                 if status != "ok":
                     progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
 
+    def _focus(self, involved: set[str]) -> None:
+        """Only the environments a measurement uses run: the guests of the others are paused (an
+        idle TCG guest still takes host CPU), theirs resumed."""
+        for name, target in self.campaign.environments.items():
+            if name not in involved:
+                target.pause()
+        for name in involved:
+            self.campaign.environments[name].resume()
+
     def _neighbours(self, env: str) -> list[LoadSite]:
         """The other guests of a multi-guest environment (`count` > 1), named `<env>#2` ...,
         where `where = "neighbours"` loads run; booted together with the first."""
@@ -220,13 +229,7 @@ class Runner:
         target, load = c.environments[p.environment], c.loads[p.load]
         bench = c.benchmarks[p.benchmark]
         peer = bench.peer                       # where the server of a round trip runs (ipc)
-        # Only the environments this measurement uses run; guests of the others are paused.
-        involved = {p.environment} | _load_environments(load) | ({peer} if peer else set())
-        for name, t in c.environments.items():
-            if name not in involved:
-                t.pause()
-        for name in involved:
-            c.environments[name].resume()
+        self._focus({p.environment} | _load_environments(load) | ({peer} if peer else set()))
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
         # A round trip's server starts first: the command stored and run names the port it chose.
         server, server_error = None, None
