@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import time
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
@@ -247,8 +248,9 @@ class GuestBackground(Background):
 class _GuestTarget(Target):
     """run / start_background / read_file in one guest; subclasses say which guest."""
 
+    @abstractmethod
     def _guest(self) -> QemuGuest:
-        raise NotImplementedError
+        """This target's guest, booted (afresh if it was lost or must be emptied)."""
 
     def _start(self, guest: QemuGuest, argv: list[str]) -> Command:
         with guest.lock:
@@ -323,8 +325,9 @@ class _GuestTarget(Target):
         # guest is booted afresh before its next command, which empties /tmp.
         self._guest_record().fresh_boot_wanted = True
 
+    @abstractmethod
     def _guest_record(self) -> QemuGuest:
-        raise NotImplementedError
+        """This target's guest as it is, without booting it."""
 
     def check_program(self, program: str) -> str | None:
         if program == PROBE_PATH:
