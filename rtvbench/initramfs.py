@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtvbench.errors import InputError
+from rtvbench.kmod import modinfo
 
 #: the drivers the data channel needs: the virtio-serial port and the virtio-pci transport it
 #: sits on (q35 and arm virt both have PCI). A kernel with them built in needs no module.
@@ -98,54 +99,14 @@ def _decompressed(path: Path) -> bytes:
     return data
 
 
-def elf_section(data: bytes, wanted: str) -> bytes | None:
-    """The bytes of the ELF section named `wanted`, or None (32/64-bit, either byte order)."""
-    if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
-        return None
-    is64, order = data[4] == 2, "<" if data[5] == 1 else ">"
-    if is64:
-        shoff, = struct.unpack_from(order + "Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x3A)
-    else:
-        shoff, = struct.unpack_from(order + "I", data, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x2E)
-
-    def header(i: int) -> tuple[int, int, int]:
-        base = shoff + i * shentsize
-        if is64:
-            name, = struct.unpack_from(order + "I", data, base)
-            off, size = struct.unpack_from(order + "QQ", data, base + 0x18)
-        else:
-            name, = struct.unpack_from(order + "I", data, base)
-            off, size = struct.unpack_from(order + "II", data, base + 0x10)
-        return name, off, size
-
-    try:
-        _, str_off, str_size = header(shstrndx)
-        names = data[str_off:str_off + str_size]
-        for i in range(shnum):
-            name_off, off, size = header(i)
-            end = names.find(b"\0", name_off)
-            if names[name_off:end].decode("ascii", "replace") == wanted:
-                return data[off:off + size]
-    except struct.error:
-        return None
-    return None
-
-
 def read_module(path: Path) -> Module | None:
     """A module's name, dependencies and vermagic from its .modinfo; None if it is not a module."""
     try:
-        info = elf_section(_decompressed(path), ".modinfo")
+        fields = modinfo(_decompressed(path))
     except (OSError, lzma.LZMAError, gzip.BadGzipFile, EOFError):
         return None
-    if info is None:
+    if fields is None:
         return None
-    fields: dict[str, str] = {}
-    for item in info.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            fields.setdefault(key.decode("ascii", "replace"), value.decode("utf-8", "replace"))
     stem = path.name
     for suffix in MODULE_SUFFIXES:
         if stem.endswith(suffix):

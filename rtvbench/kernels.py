@@ -23,7 +23,6 @@ import lzma
 import os
 import re
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 import click
 
 from rtvbench.errors import EXIT_OK, InputError, TargetError
+from rtvbench.kmod import modinfo
 
 # rtvbench's architecture names (those of `uname -m` and QEMU) -> Debian's.
 DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -324,7 +324,11 @@ def _select_modules(src: Path, dst: Path, origin: str) -> int:
         if name in depends:
             continue
         raw = _decompress(index[name])
-        depends[name] = [d.replace("-", "_") for d in modinfo(raw).get("depends", "").split(",") if d]
+        info = modinfo(raw)
+        if info is None:
+            raise TargetError(f"{origin}: {index[name].name} is not a kernel module (no .modinfo section); "
+                              "the package is broken, retry when the archive has a fixed one.")
+        depends[name] = [d.replace("-", "_") for d in info.get("depends", "").split(",") if d]
         for dep in depends[name]:
             if dep not in index:
                 raise TargetError(f"{origin} lacks module {dep}, which {name} depends on; the package "
@@ -359,42 +363,6 @@ def _decompress(path: Path) -> bytes:
     if path.name.endswith(".gz"):
         return gzip.decompress(data)
     return data
-
-
-def modinfo(elf: bytes) -> dict[str, str]:
-    """The key=value pairs of a kernel module's .modinfo section (first value of each key)."""
-    if elf[:4] != b"\x7fELF":
-        raise ValueError("not an ELF file")
-    is64, endian = elf[4] == 2, "<" if elf[5] == 1 else ">"
-    if is64:
-        shoff, = struct.unpack_from(endian + "Q", elf, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", elf, 0x3a)
-    else:
-        shoff, = struct.unpack_from(endian + "I", elf, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", elf, 0x2e)
-
-    def section(i: int) -> tuple[int, int, int]:         # name offset, file offset, size
-        base = shoff + i * shentsize
-        if is64:
-            name, = struct.unpack_from(endian + "I", elf, base)
-            offset, size = struct.unpack_from(endian + "QQ", elf, base + 0x18)
-        else:
-            name, = struct.unpack_from(endian + "I", elf, base)
-            offset, size = struct.unpack_from(endian + "II", elf, base + 0x10)
-        return name, offset, size
-
-    _, str_off, _ = section(shstrndx)
-    for i in range(shnum):
-        name, offset, size = section(i)
-        end = elf.index(b"\0", str_off + name)
-        if elf[str_off + name:end] == b".modinfo":
-            info: dict[str, str] = {}
-            for entry in elf[offset:offset + size].split(b"\0"):
-                key, sep, value = entry.decode("utf-8", "replace").partition("=")
-                if sep:
-                    info.setdefault(key, value)
-            return info
-    return {}
 
 
 def _prune(debs: Path, flavour: str, keep: Path) -> None:
