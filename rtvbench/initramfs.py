@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtvbench.errors import InputError
-from rtvbench.kmod import modinfo
+from rtvbench.kmod import modinfo, module_bytes
 
 #: the drivers the data channel needs: the virtio-serial port and the virtio-pci transport it
 #: sits on (q35 and arm virt both have PCI). A kernel with them built in needs no module.
@@ -90,19 +90,10 @@ class Module:
     vermagic: str
 
 
-def _decompressed(path: Path) -> bytes:
-    data = path.read_bytes()
-    if path.name.endswith(".xz"):
-        return lzma.decompress(data)
-    if path.name.endswith(".gz"):
-        return gzip.decompress(data)
-    return data
-
-
 def read_module(path: Path) -> Module | None:
     """A module's name, dependencies and vermagic from its .modinfo; None if it is not a module."""
     try:
-        fields = modinfo(_decompressed(path))
+        fields = modinfo(module_bytes(path))
     except (OSError, lzma.LZMAError, gzip.BadGzipFile, EOFError):
         return None
     if fields is None:
@@ -259,7 +250,7 @@ def build_initramfs(probe: Path, modules: list[Module], cache: Path | None = Non
     except OSError as e:
         raise InputError(f"cannot read the probe {probe} ({e.strerror}); build it with "
                          "`make probe` / `make probe-cross`.") from None
-    blobs = [(f"{m.name}.ko", _decompressed(m.path)) for m in modules]
+    blobs = [(f"{m.name}.ko", module_bytes(m.path)) for m in modules]
     digest = hashlib.sha256(b"rtvbench-initramfs %d\0" % FORMAT)
     digest.update(hashlib.sha256(probe_bytes).digest())
     for name, data in blobs:

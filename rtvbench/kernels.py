@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import gzip
 import hashlib
-import lzma
 import os
 import re
 import shutil
@@ -32,7 +31,7 @@ from pathlib import Path
 import click
 
 from rtvbench.errors import EXIT_OK, InputError, TargetError
-from rtvbench.kmod import modinfo
+from rtvbench.kmod import modinfo, module_bytes
 
 # rtvbench's architecture names (those of `uname -m` and QEMU) -> Debian's.
 DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -323,7 +322,7 @@ def _select_modules(src: Path, dst: Path, origin: str) -> int:
         name = pending.pop()
         if name in depends:
             continue
-        raw = _decompress(index[name])
+        raw = module_bytes(index[name])
         info = modinfo(raw)
         if info is None:
             raise TargetError(f"{origin}: {index[name].name} is not a kernel module (no .modinfo section); "
@@ -354,15 +353,6 @@ def _select_modules(src: Path, dst: Path, origin: str) -> int:
     (dst / "modules.dep").write_text("".join(
         f"{rel(n)}:{''.join(' ' + rel(d) for d in closure(n, []))}\n" for n in sorted(depends)))
     return len(depends)
-
-
-def _decompress(path: Path) -> bytes:
-    data = path.read_bytes()
-    if path.name.endswith(".xz"):
-        return lzma.decompress(data)
-    if path.name.endswith(".gz"):
-        return gzip.decompress(data)
-    return data
 
 
 def _prune(debs: Path, flavour: str, keep: Path) -> None:

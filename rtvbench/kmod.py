@@ -1,4 +1,4 @@
-"""Kernel module files: the key=value pairs of a module's `.modinfo` ELF section.
+"""Kernel module files: their bytes, and the key=value pairs of their `.modinfo` ELF section.
 
 Debian's kernel packages carry no modules.dep (depmod writes it at install time), so both the
 kernel fetch (which modules to keep) and the initramfs builder (in which order to load them) read
@@ -7,7 +7,20 @@ each module's own `depends=`, `name=` and `vermagic=` from the file.
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import struct
+from pathlib import Path
+
+
+def module_bytes(path: Path) -> bytes:
+    """A module file's contents, uncompressed (Debian may ship .ko.xz or .ko.gz)."""
+    data = path.read_bytes()
+    if path.name.endswith(".xz"):
+        return lzma.decompress(data)
+    if path.name.endswith(".gz"):
+        return gzip.decompress(data)
+    return data
 
 
 def elf_section(data: bytes, wanted: str) -> bytes | None:
