@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterable
 
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
@@ -26,6 +26,24 @@ class Completed:
     returncode: int
     stderr: str             # its diagnostics (tail), for error messages
     interrupted: bool = False   # we stopped it because the user pressed Ctrl-C
+
+
+def drain_lines(stream: Iterable[bytes], on_line: Callable[[str], None],
+                failed: Callable[[str], None]) -> None:
+    """Hand every line of a background command's stdout to on_line until the stream ends.
+
+    When on_line raises, `failed` gets the reason (at once: a load that cannot be stored is
+    reported while it starts) and the rest is read and dropped: a writer blocked on a full pipe
+    would stall the load."""
+    broken = False
+    for raw in stream:
+        if broken:
+            continue
+        try:
+            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+        except Exception as e:  # noqa: BLE001 - reported through failed(), not lost in a thread
+            broken = True
+            failed(str(e) or e.__class__.__name__)
 
 
 class Background(ABC):

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from rtvbench import probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
-from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
 STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
@@ -86,13 +86,10 @@ class LocalBackground(Background):
 
     def _read(self, fd: int, on_line: Callable[[str], None]) -> None:
         with os.fdopen(fd, "rb") as f:
-            for raw in f:
-                if self._failure is not None:
-                    continue            # keep draining: a blocked writer would stall the load
-                try:
-                    on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                except Exception as e:  # noqa: BLE001 - reported through failure(), not lost in a thread
-                    self._failure = str(e) or e.__class__.__name__
+            drain_lines(f, on_line, self._failed)
+
+    def _failed(self, why: str) -> None:
+        self._failure = why
 
     def poll(self) -> int | None:
         return self._proc.poll()

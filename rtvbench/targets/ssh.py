@@ -32,7 +32,7 @@ from pydantic import ValidationInfo, field_validator
 from rtvbench import probe
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.params import StrictModel
-from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
 from rtvbench.targets.ssh_wrapper import remote_command, split_exit
 
 STOP_GRACE_S = 2            # SIGTERM -> SIGKILL delay for loads (and on a lost connection)
@@ -208,13 +208,10 @@ class SshBackground(Background):
             self._reader.start()
 
     def _read(self, on_line: Callable[[str], None]) -> None:
-        for raw in self._session.proc.stdout:
-            if self._failure is not None:
-                continue            # keep draining: a blocked writer would stall the load
-            try:
-                on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-            except Exception as e:  # noqa: BLE001 - reported through failure(), not lost in a thread
-                self._failure = str(e) or e.__class__.__name__
+        drain_lines(self._session.proc.stdout, on_line, self._failed)
+
+    def _failed(self, why: str) -> None:
+        self._failure = why
 
     def poll(self) -> int | None:
         if self._session.proc.poll() is None:
