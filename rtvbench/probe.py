@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 from pathlib import Path
 from typing import Any
@@ -91,3 +92,39 @@ class ProbeStream:
         elif rtype == "result":
             self.results += 1
         return record
+
+
+# `uname -m` -> the directory of build/probe/ holding the matching static probe (Makefile:
+# probe-cross). The armhf build targets ARMv7 (Debian's arm-linux-gnueabihf default), which also
+# runs in a 32-bit userland on ARMv8 (armv8l); ARMv6 boards have no build.
+ARCH_BUILDS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+               "armv7l": "armhf", "armv8l": "armhf", "riscv64": "riscv64"}
+CROSS_BUILDS = ("aarch64", "armhf", "riscv64")      # what `make probe-cross` builds
+BUILD_DIR = _BUILT.parent
+
+
+def probe_for_arch(arch: str) -> Path:
+    """The probe binary for a machine whose `uname -m` is arch: this machine's own when the
+    architecture is the same, else the `make probe-cross` build; $RTVBENCH_PROBE_<BUILD> wins."""
+    build = ARCH_BUILDS.get(arch)
+    if build is None:
+        raise TargetError(f"there is no probe build for the target's architecture {arch!r} "
+                          f"(builds: x86_64, aarch64, armhf for ARMv7 and later, riscv64); "
+                          "measure it with another target, or build rtvb-probe for it by hand.")
+    env = os.environ.get(f"RTVBENCH_PROBE_{build.upper()}")
+    if env:
+        path = Path(env)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise TargetError(f"RTVBENCH_PROBE_{build.upper()}={env} is not an executable file: "
+                              "point it at a built rtvb-probe or unset it.")
+        return path
+    if ARCH_BUILDS.get(platform.machine()) == build:
+        return locate_probe()           # the target runs what this machine runs
+    path = BUILD_DIR / build / "rtvb-probe"
+    if not path.is_file():
+        how = ("run `make probe-cross` to build it" if build in CROSS_BUILDS else
+               f"build it with `make probe` on a {build} machine and set RTVBENCH_PROBE_{build.upper()} "
+               "to it")
+        raise TargetError(f"no probe built for {build} (the target's `uname -m` is {arch}) at "
+                          f"{path}: {how}.")
+    return path

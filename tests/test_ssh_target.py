@@ -26,7 +26,8 @@ from rtvbench.errors import TargetError, TargetLost
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.targets import TARGETS
-from rtvbench.targets.ssh import STOP_GRACE_S, SshParams, SshTarget, _alive, local_probe_for
+from rtvbench.probe import probe_for_arch
+from rtvbench.targets.ssh import STOP_GRACE_S, SshParams, SshTarget, _alive
 from rtvbench.targets.ssh_wrapper import SCRIPT, remote_command, split_exit
 
 LATENCY = ["latency", "--interval-us", "1000", "--policy", "other", "--cpus", "0", "--window-s", "0.5"]
@@ -116,18 +117,18 @@ def test_the_probe_build_follows_the_remote_architecture(cross_probes, probe, tm
     for arch, build in (("aarch64", "aarch64"), ("arm64", "aarch64"), ("armv7l", "armhf"),
                         ("armv8l", "armhf"), ("riscv64", "riscv64")):
         if platform.machine() != arch:
-            assert local_probe_for(arch) == cross_probes[build], arch
-    assert local_probe_for(platform.machine()).resolve() == probe.resolve()
+            assert probe_for_arch(arch) == cross_probes[build], arch
+    assert probe_for_arch(platform.machine()).resolve() == probe.resolve()
     for arch in ("mips", "armv6l", "i686"):
         with pytest.raises(TargetError, match=f"no probe build for the target's architecture '{arch}'"):
-            local_probe_for(arch)
+            probe_for_arch(arch)
     # A missing cross build names the command that makes it.
-    monkeypatch.setattr("rtvbench.targets.ssh._BUILD_DIR", tmp_path)
+    monkeypatch.setattr("rtvbench.probe.BUILD_DIR", tmp_path)
     with pytest.raises(TargetError, match=r"no probe built for riscv64 .* run `make probe-cross`"):
-        local_probe_for("riscv64")
+        probe_for_arch("riscv64")
     # An explicit binary per architecture wins.
     monkeypatch.setenv("RTVBENCH_PROBE_RISCV64", str(cross_probes["riscv64"]))
-    assert local_probe_for("riscv64") == cross_probes["riscv64"]
+    assert probe_for_arch("riscv64") == cross_probes["riscv64"]
 
 
 # -- the wrapper, without ssh ----------------------------------------------------------------

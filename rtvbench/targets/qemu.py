@@ -413,18 +413,15 @@ class QemuTarget(_GuestTarget):
 
     def _probe_binary(self) -> Path:
         arch = self.params.arch
-        if HOST_ARCH.get(platform.machine()) == arch:
-            path = probe_mod.locate_probe()
-            hint = "make probe"
-        else:
-            path = Path(probe_mod.__file__).resolve().parent.parent / "build" / "probe" / arch / "rtvb-probe"
-            hint = "make probe-cross"
+        path = probe_mod.probe_for_arch(arch)
+        hint = "make probe" if HOST_ARCH.get(platform.machine()) == arch else "make probe-cross"
         try:
             with open(path, "rb") as f:
                 head = f.read(20)
-        except OSError:
-            raise TargetError(f"no {arch} probe at {path} for environment {self.name}; build it with "
-                              f"`{hint}`.") from None
+        except OSError as e:
+            raise TargetError(f"cannot read the {arch} probe {path} for environment {self.name} "
+                              f"({e.strerror}); rebuild it with `{hint}`.") from None
+        # The guest's /init must be an executable of the guest's architecture, whatever the file says.
         machine = int.from_bytes(head[18:20], "little") if head[:4] == b"\x7fELF" else None
         if machine != ELF_MACHINE[arch]:
             raise TargetError(f"{path} is not an {arch} executable, so it cannot be the guest's /init; "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -51,13 +50,6 @@ _RESERVED = {"batchmode", "controlmaster", "controlpath", "controlpersist", "req
 _HOST_KEY_VALUES = {"yes", "no", "off", "ask", "accept-new", "true", "false"}
 _OPTION = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(\S.*)$", re.S)
 
-# `uname -m` -> the directory of build/probe/ holding the matching static probe (Makefile:
-# probe-cross). The armhf build targets ARMv7 (Debian's arm-linux-gnueabihf default), which also
-# runs in a 32-bit userland on ARMv8 (armv8l); ARMv6 boards have no build.
-ARCH_BUILDS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-               "armv7l": "armhf", "armv8l": "armhf", "riscv64": "riscv64"}
-CROSS_BUILDS = ("aarch64", "armhf", "riscv64")      # what `make probe-cross` builds
-_BUILD_DIR = probe._BUILT.parent
 
 
 class SshParams(StrictModel):
@@ -447,7 +439,7 @@ class SshTarget(Target):
                 return self._probe_path
             self._probe_path = self._remote_dir = None
         arch = self._remote_facts()["arch"]
-        local = local_probe_for(arch)
+        local = probe.probe_for_arch(arch)
         parent = self.params.workdir or "/tmp"
         r = self._exec(f"mktemp -d {q(parent.rstrip('/') or '/')}/rtvb.XXXXXX")
         where = f"environment {self.name} ({self.params.host})"
@@ -600,27 +592,3 @@ def _known_hosts_name(settings: dict[str, str]) -> str:
     return host if port == "22" else f"[{host}]:{port}"
 
 
-def local_probe_for(arch: str) -> Path:
-    """The probe binary to copy to a target whose `uname -m` is arch."""
-    build = ARCH_BUILDS.get(arch)
-    if build is None:
-        raise TargetError(f"there is no probe build for the target's architecture {arch!r} "
-                          f"(builds: x86_64, aarch64, armhf for ARMv7 and later, riscv64); "
-                          "measure it with another target, or build rtvb-probe for it by hand.")
-    env = os.environ.get(f"RTVBENCH_PROBE_{build.upper()}")
-    if env:
-        path = Path(env)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise TargetError(f"RTVBENCH_PROBE_{build.upper()}={env} is not an executable file: "
-                              "point it at a built rtvb-probe or unset it.")
-        return path
-    if ARCH_BUILDS.get(platform.machine()) == build:
-        return probe.locate_probe()     # the target runs what this machine runs
-    path = _BUILD_DIR / build / "rtvb-probe"
-    if not path.is_file():
-        how = ("run `make probe-cross` to build it" if build in CROSS_BUILDS else
-               f"build it with `make probe` on a {build} machine and set RTVBENCH_PROBE_{build.upper()} "
-               "to it")
-        raise TargetError(f"no probe built for {build} (the target's `uname -m` is {arch}) at "
-                          f"{path}: {how}.")
-    return path
