@@ -63,3 +63,12 @@ def test_the_report_plots_latency_against_the_number_of_vms():
     scaling = [p for p in section.plots if "against the number of VMs" in p.title]
     assert [p.title.split(" against")[0] for p in scaling] == ["avg", "max"]
     assert all(p.svg.count(">idle<") == 1 and p.svg.count(">hog<") == 1 for p in scaling)
+
+
+def test_a_neighbours_load_in_a_single_guest_is_said_to_be_no_load():
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.report.model import build
+    model = build(evaluate_run(scaling_run()), with_plots=False)
+    said = {(row.cells[0], row.cells[4]): row.cells[5] for row in model.matrix.rows}
+    assert said[("vm1", "hog")] == "no load: a single guest has no neighbour to run it"
+    assert said[("vm3", "hog")] == "no record of what it achieved"     # the synthetic run stored none

@@ -32,10 +32,12 @@ def measurement_busy_text(m: Measurement) -> str:
     return ", ".join(f"{u.label}: {u.busy:.0f} %" for u in usage)
 
 
-def _load_kind_words(ev: Evaluation, load: str) -> str:
+def _load_kind_words(ev: Evaluation, load: str, env: str) -> str:
     t = ev.data.load_table(load)
     if not t:
         return "no load"
+    if t.get("where") == "neighbours" and ev.data.environment_table(env).get("count", 1) == 1:
+        return "no load: a single guest has no neighbour to run it"
     if "command" in t:
         return "external command: no figures of its own, see the CPU usage"
     return "no record of what it achieved"
@@ -53,7 +55,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     summary = Table(
         f"{bench}: load achieved and CPU usage during the measurements",
         ["Environment", "Load", "Load achieved", "CPU busy (/proc/stat)", "Repetitions"],
-        [Row([env, load, achieved[(env, load)] or _load_kind_words(ev, load),
+        [Row([env, load, achieved[(env, load)] or _load_kind_words(ev, load, env),
               busy_text(usage[(env, load)]) or "not recorded", str(n[(env, load)])]) for env, load in cells],
         numeric_from=4,
         note="Achieved: what each probe load measured of itself over its run (mean over the completed "
@@ -102,7 +104,7 @@ def ranking_table(ev: Evaluation, rk: Ranking) -> Table:
                      f"{t.n_baseline} vs {t.n_candidate}" if t else "–", t.verdict if t else "–"]
             css = t.verdict.replace(" ", "-") if t else ""
         cells += [f"{r.misses:,}", ", ".join(str(x) for x in r.misses_per_repetition) or "–",
-                  achieved or _load_kind_words(ev, r.load)]
+                  achieved or _load_kind_words(ev, r.load, rk.environment)]
         rows.append(Row(cells, css))
     return Table(f"{rk.benchmark} in `{rk.environment}`: aggressors ranked by the victim's degradation (worst first)",
                  header, rows, numeric_from=2, numeric_to=len(header) - 1,
@@ -124,7 +126,8 @@ def matrix_table(ev: Evaluation) -> Table | None:
         rows.append(Row([r.environment, r.benchmark,
                          format_time(r.interval_ns, "ns") if r.interval_ns else "–",
                          format_time(r.work_ns, "ns") if r.work_ns else "–", r.load,
-                         cell_achieved_text(ev, r.environment, r.load, r.benchmark) or _load_kind_words(ev, r.load),
+                         (cell_achieved_text(ev, r.environment, r.load, r.benchmark)
+                          or _load_kind_words(ev, r.load, r.environment)),
                          f"{total.busy:.0f} %" if total else "–",
                          "response" if r.response else "wake-up",
                          format_time(r.avg_ns, "ns"), format_time(r.max_ns, "ns"), format_time(r.stddev_ns, "ns"),
