@@ -36,6 +36,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "probe.h"
 
 #define READ_CHUNK (64u * 1024)
@@ -824,28 +825,19 @@ int cmd_agent(int argc, char **argv)
 {
     const char *channel = NULL;
     int fd = -1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: rtvb-probe agent --fd N | --channel PATH\n"
-                   "Serve the rtvbench agent protocol (docs/probe/init.md) on an open file descriptor\n"
-                   "or on PATH (a unix socket is connected to; a tty or device is opened read-write).\n"
-                   "Ends on `poweroff`, when the host closes the channel, or on SIGINT/SIGTERM/SIGHUP;\n"
-                   "running commands are killed first.\n");
-            return EXIT_OK;
-        }
-        if (!strcmp(argv[i], "--fd") && i + 1 < argc) {
-            uint64_t v;
-            if (parse_u64(argv[++i], 0, INT_MAX, &v))
-                return usage_error(SUB, "--fd takes a file descriptor number, not '%s'.", argv[i]);
-            fd = (int)v;
-        } else if (!strcmp(argv[i], "--channel") && i + 1 < argc) {
-            channel = argv[++i];
-        } else if (argv[i][0] == '-') {
-            return unknown_option(SUB, argv[i]);
-        } else {
-            return unexpected_argument(SUB, argv[i]);
-        }
-    }
+    struct opt table[] = {
+        {OPT_TEXT("Serve the rtvbench agent protocol (docs/probe/init.md) on an open file descriptor\n"
+                  "or on PATH (a unix socket is connected to; a tty or device is opened read-write).\n"
+                  "Ends on `poweroff`, when the host closes the channel, or on SIGINT/SIGTERM/SIGHUP;\n"
+                  "running commands are killed first. Give one of:")},
+        {OPT_I("fd", &fd, 0, INT_MAX, "N", "an open file descriptor, one end of a socket"),
+         .expect = "a file descriptor number"},
+        {OPT_S("channel", &channel, "PATH", "a unix socket, tty or device")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
     if ((fd < 0) == !channel)
         return usage_error(SUB, "give exactly one of --fd N or --channel PATH; run 'rtvb-probe agent --help'.");
     if (channel && (fd = open_channel(channel)) < 0)

@@ -7,7 +7,6 @@
  * integrity checks and the measurement are in ipc_session.c.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +14,13 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "opts.h"
 #include "probe.h"
 #include "transport.h"
 
 #define SUB "ipc"
 
-static const char *const default_sizes = "16,64,256,1024,1280,4096,65536";
+#define DEFAULT_SIZES "16,64,256,1024,1280,4096,65536"
 
 volatile sig_atomic_t ipc_stop;
 
@@ -112,38 +112,18 @@ static int run_serve(const struct ipc_opts *o, enum tp_kind k, int lfd, struct i
 
 /* ---------------------------------------------------------------- options */
 
-static void usage(void)
+static int parse_transports(const struct opt *t, const char *s)
 {
-    printf(
-        "usage: rtvb-probe ipc [options]\n"
-        "  --transport LIST     pipe,unix,udp,tcp,vsock (default: all five locally, tcp for --serve\n"
-        "                       and --connect; transports this system lacks are skipped with a warning)\n"
-        "  --sizes LIST         message sizes, 16 to 16m (default %s)\n"
-        "  --count N            measured round trips per size (default 10000)\n"
-        "  --duration-s S       measure each size for S seconds instead of --count\n"
-        "  --warmup N           unmeasured round trips before each size (default 100)\n"
-        "  --serve              be the peer of one session of another probe's --connect\n"
-        "  --port P             port of --serve (default %d, 0 = any: meta.params.port says which)\n"
-        "  --bind ADDR          address --serve listens on (default all)\n"
-        "  --connect ADDR       run against a --serve peer: IPv4[:PORT], [IPv6]:PORT, vsock:CID[:PORT]\n"
-        "                       (numeric addresses; names are not resolved)\n"
-        "  --timeout-s S        give up when the peer is silent this long (default 10)\n"
-        "  --cpus A[,B]         pin this end to CPU A and the local peer to B (default: not pinned)\n"
-        "Without --serve or --connect the peer is a child process of this one.\n",
-        default_sizes, TP_DEFAULT_PORT);
-}
-
-static int parse_transports(const char *s, unsigned *mask)
-{
+    unsigned *mask = t->field;
     char buf[128];
     if (strlen(s) >= sizeof buf)
         return -1;
     strcpy(buf, s);
     *mask = 0;
     char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         enum tp_kind k;
-        if (tp_from_name(t, &k))
+        if (tp_from_name(tok, &k))
             return -1;
         *mask |= 1u << k;
     }
@@ -189,113 +169,45 @@ static int parse_address(const char *s, struct ipc_opts *o, int *is_vsock)
 
 static int parse_options(int argc, char **argv, struct ipc_opts *o)
 {
-    enum { O_TRANSPORT = 1000, O_SIZES, O_COUNT, O_DURATION, O_WARMUP, O_SERVE, O_PORT, O_BIND, O_CONNECT,
-           O_TIMEOUT, O_CPUS, O_CORRUPT_REPLY, O_CORRUPT_REQUEST, O_HELP };
-    static const struct option longopts[] = {
-        {"transport", required_argument, 0, O_TRANSPORT},
-        {"sizes", required_argument, 0, O_SIZES},
-        {"count", required_argument, 0, O_COUNT},
-        {"duration-s", required_argument, 0, O_DURATION},
-        {"warmup", required_argument, 0, O_WARMUP},
-        {"serve", no_argument, 0, O_SERVE},
-        {"port", required_argument, 0, O_PORT},
-        {"bind", required_argument, 0, O_BIND},
-        {"connect", required_argument, 0, O_CONNECT},
-        {"timeout-s", required_argument, 0, O_TIMEOUT},
-        {"cpus", required_argument, 0, O_CPUS},
-        /* Test hooks (docs/probe/os-ipc.md): corrupt one message on purpose. */
-        {"x-corrupt-reply", required_argument, 0, O_CORRUPT_REPLY},
-        {"x-corrupt-request", required_argument, 0, O_CORRUPT_REQUEST},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
-    uint64_t u;
-    double d;
-    int transport_given = 0, count_given = 0, port_given = 0, vsock_address = 0;
+    int vsock_address = 0;
     const char *connect = NULL;
 
     *o = (struct ipc_opts){.count = 10000, .warmup = 100, .timeout_ns = 10000000000ull, .port = TP_DEFAULT_PORT,
                            .corrupt_reply = -1, .corrupt_request = -1};
-    o->nsizes = tp_parse_size_list(default_sizes, IPC_MIN_SIZE, IPC_MAX_SIZE, o->sizes, IPC_MAX_SIZES);
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_TRANSPORT:
-            if (parse_transports(optarg, &o->transports))
-                return usage_error(SUB, "--transport must be a list of pipe, unix, udp, tcp, vsock, got '%s'.",
-                                   optarg);
-            transport_given = 1;
-            break;
-        case O_SIZES:
-            o->nsizes = tp_parse_size_list(optarg, IPC_MIN_SIZE, IPC_MAX_SIZE, o->sizes, IPC_MAX_SIZES);
-            if (o->nsizes < 0)
-                return usage_error(SUB, "--sizes must be a list of at most %d sizes from 16 to 16m, got '%s'.",
-                                   IPC_MAX_SIZES, optarg);
-            break;
-        case O_COUNT:
-            if (parse_u64(optarg, 1, 1000000000000ull, &u))
-                return usage_error(SUB, "--count must be a positive integer, got '%s'.", optarg);
-            o->count = u;
-            count_given = 1;
-            break;
-        case O_DURATION:
-            if (parse_double(optarg, 0.001, 1e6, &d))
-                return usage_error(SUB, "--duration-s must be a number of seconds from 0.001 to 1e6, got '%s'.",
-                                   optarg);
-            o->duration_ns = (uint64_t)(d * 1e9);
-            break;
-        case O_WARMUP:
-            if (parse_u64(optarg, 0, 1000000000, &u))
-                return usage_error(SUB, "--warmup must be an integer from 0 to 1000000000, got '%s'.", optarg);
-            o->warmup = u;
-            break;
-        case O_SERVE:
-            o->mode = IPC_SERVE;
-            break;
-        case O_PORT:
-            if (parse_u64(optarg, 0, 65535, &u))
-                return usage_error(SUB, "--port must be an integer from 0 to 65535, got '%s'.", optarg);
-            o->port = (unsigned)u;
-            port_given = 1;
-            break;
-        case O_BIND:
-            o->bind = optarg;
-            break;
-        case O_CONNECT:
-            connect = optarg;
-            break;
-        case O_TIMEOUT:
-            if (parse_double(optarg, 0.001, 1e6, &d))
-                return usage_error(SUB, "--timeout-s must be a number of seconds from 0.001 to 1e6, got '%s'.",
-                                   optarg);
-            o->timeout_ns = (uint64_t)(d * 1e9);
-            break;
-        case O_CPUS:
-            if (tp_parse_cpu_pair(optarg, o->cpus))
-                return usage_error(SUB, "--cpus must be A or A,B with CPUs in this process's affinity mask, "
-                                        "got '%s'.", optarg);
-            o->pinned = 1;
-            break;
-        case O_CORRUPT_REPLY:
-        case O_CORRUPT_REQUEST:
-            if (parse_u64(optarg, 0, UINT32_MAX, &u))
-                return usage_error(SUB, "%s must be a message number, got '%s'.", argv[optind - 1], optarg);
-            *(c == O_CORRUPT_REPLY ? &o->corrupt_reply : &o->corrupt_request) = (int64_t)u;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
-    if (o->duration_ns && count_given)
+    o->nsizes = parse_size_list(DEFAULT_SIZES, IPC_MIN_SIZE, IPC_MAX_SIZE, o->sizes, IPC_MAX_SIZES);
+    struct opt table[] = {
+        {OPT_C("transport", parse_transports, &o->transports, "LIST", "a list of pipe, unix, udp, tcp, vsock",
+               "pipe,unix,udp,tcp,vsock (default: all five locally, tcp for --serve\n"
+               "and --connect; transports this system lacks are skipped with a warning)")},
+        {OPT_SZ_LIST("sizes", o->sizes, &o->nsizes, IPC_MIN_SIZE, IPC_MAX_SIZE,
+                     "message sizes, 16 to 16m (default " DEFAULT_SIZES ")")},
+        {OPT_I("count", &o->count, 1, 1000000000000ull, "N", "measured round trips per size (default 10000)"),
+         .expect = "a positive integer"},
+        {OPT_NS("duration-s", &o->duration_ns, 1e9, 0.001, 1e6, "seconds", "S",
+                "measure each size for S seconds instead of --count")},
+        {OPT_I("warmup", &o->warmup, 0, 1000000000, "N", "unmeasured round trips before each size (default 100)")},
+        {OPT_F("serve", &o->mode, IPC_SERVE, "be the peer of one session of another probe's --connect")},
+        {OPT_I("port", &o->port, 0, 65535, "P",
+               "port of --serve (default " RTVB_STR(TP_DEFAULT_PORT) ", 0 = any: meta.params.port says which)")},
+        {OPT_S("bind", &o->bind, "ADDR", "address --serve listens on (default all)")},
+        {OPT_S("connect", &connect, "ADDR", "run against a --serve peer: IPv4[:PORT], [IPv6]:PORT, vsock:CID[:PORT]\n"
+                                            "(numeric addresses; names are not resolved)")},
+        {OPT_NS("timeout-s", &o->timeout_ns, 1e9, 0.001, 1e6, "seconds", "S",
+                "give up when the peer is silent this long (default 10)")},
+        {OPT_C("cpus", tp_parse_cpu_pair, o->cpus, "A[,B]", "A or A,B with CPUs in this process's affinity mask",
+               "pin this end to CPU A and the local peer to B (default: not pinned)")},
+        /* Test hooks (docs/probe/os-ipc.md): corrupt one message on purpose. */
+        {OPT_I("x-corrupt-reply", &o->corrupt_reply, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
+        {OPT_I("x-corrupt-request", &o->corrupt_request, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
+        {OPT_TEXT("Without --serve or --connect the peer is a child process of this one.")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
+    int transport_given = opts_seen(table, "transport");
+    o->pinned = opts_seen(table, "cpus") > 0;
+    if (o->duration_ns && opts_seen(table, "count"))
         return usage_error(SUB, "--count and --duration-s exclude each other; give one.");
     if (o->duration_ns)
         o->count = 0;
@@ -312,7 +224,7 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
         if (vsock_address)
             o->transports = 1u << TP_VSOCK;
     }
-    if ((port_given || o->bind) && o->mode != IPC_SERVE)
+    if ((opts_seen(table, "port") || o->bind) && o->mode != IPC_SERVE)
         return usage_error(SUB, "--port and --bind belong to --serve (--connect takes ADDR:PORT).");
     if (o->mode == IPC_LOCAL) {
         if (!transport_given)

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +22,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "probe.h"
+#include "rtsched.h"
 
 #define SUB "latency"
 #define WORKER_STACK (256 * 1024)
@@ -33,182 +34,70 @@ static atomic_int stop_requested;
 static uint64_t start_ns;                  /* common origin of all workers */
 static pthread_barrier_t ready, go;
 
-static void usage(void)
+static const char *const mode_names[] = {"abstime", "relative"};
+static const char *const format_names[] = {"jsonl", "cyclictest", "cyclictest-json"};
+
+/* Repeatable: each one adds a threshold. */
+static int parse_threshold(const struct opt *t, const char *arg)
 {
-    printf(
-        "usage: rtvb-probe latency [options]\n"
-        "  --interval-us N        period of each thread (default 1000)\n"
-        "  --loops N              activations per thread (default: no limit)\n"
-        "  --duration-s S         stop after S seconds (default: no limit)\n"
-        "  --priority P           real-time priority 1..99 (default 80)\n"
-        "  --policy fifo|rr|other scheduling policy (default fifo)\n"
-        "  --cpus LIST            CPUs to measure, e.g. 0-3,6 (default: all allowed)\n"
-        "  --threshold-us T       count samples above T us; repeatable\n"
-        "  --window-s W           print a window record per CPU every W seconds\n"
-        "  --mode abstime|relative  sleep to absolute deadlines, or an interval from now\n"
-        "  --format jsonl|cyclictest|cyclictest-json  output format (default jsonl)\n"
-        "  --histogram-us N       cyclictest formats: histogram of N 1-us rows\n"
-        "  --cpu-dma-latency-us N value held in /dev/cpu_dma_latency during the run\n"
-        "                         (default 0, as cyclictest; -1 leaves it alone)\n"
-        "  --work-us W            after each wake-up, run a fixed amount of work that takes\n"
-        "                         W us undisturbed (a periodic task with a work budget):\n"
-        "                         adds response times and deadline misses\n"
-        "Without any limit it runs until SIGINT or SIGTERM.\n");
+    struct lat_options *o = t->field;
+    double d;
+    if (o->nthresholds == LAT_MAX_THRESHOLDS)
+        return usage_error(SUB, "at most %d --threshold-us options are supported.", LAT_MAX_THRESHOLDS);
+    if (parse_double(arg, 0.001, 3.6e9, &d))
+        return -1;
+    o->thresholds_ns[o->nthresholds++] = (uint64_t)(d * 1000.0 + 0.5);
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, struct lat_options *o)
 {
-    enum { O_INTERVAL = 1000, O_LOOPS, O_DURATION, O_PRIORITY, O_POLICY, O_CPUS,
-           O_THRESHOLD, O_WINDOW, O_MODE, O_FORMAT, O_HIST, O_DMA, O_WORK, O_HELP };
-    static const struct option longopts[] = {
-        {"interval-us", required_argument, 0, O_INTERVAL},
-        {"loops", required_argument, 0, O_LOOPS},
-        {"duration-s", required_argument, 0, O_DURATION},
-        {"priority", required_argument, 0, O_PRIORITY},
-        {"policy", required_argument, 0, O_POLICY},
-        {"cpus", required_argument, 0, O_CPUS},
-        {"threshold-us", required_argument, 0, O_THRESHOLD},
-        {"window-s", required_argument, 0, O_WINDOW},
-        {"mode", required_argument, 0, O_MODE},
-        {"format", required_argument, 0, O_FORMAT},
-        {"histogram-us", required_argument, 0, O_HIST},
-        {"cpu-dma-latency-us", required_argument, 0, O_DMA},
-        {"work-us", required_argument, 0, O_WORK},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
-    uint64_t u;
-    double d;
-    int priority_set = 0;
-
     *o = (struct lat_options){
         .interval_ns = 1000000, .priority = 80, .policy = SCHED_FIFO,
         .mode = MODE_ABSTIME, .format = FORMAT_JSONL, .dma_latency_us = 0,
     };
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_INTERVAL:
-            if (parse_u64(optarg, 1, 3600000000ull, &u))
-                return usage_error(SUB, "--interval-us must be an integer from 1 to 3600000000, got '%s'.", optarg);
-            o->interval_ns = u * 1000;
-            break;
-        case O_LOOPS:
-            if (parse_u64(optarg, 1, UINT64_MAX / 2, &u))
-                return usage_error(SUB, "--loops must be a positive integer, got '%s'.", optarg);
-            o->loops = u;
-            break;
-        case O_DURATION:
-            if (parse_double(optarg, 0.001, 1e7, &d))
-                return usage_error(SUB, "--duration-s must be a number of seconds from 0.001 to 1e7, got '%s'.", optarg);
-            o->duration_ns = (uint64_t)(d * 1e9);
-            break;
-        case O_PRIORITY:
-            if (parse_u64(optarg, 0, 99, &u))
-                return usage_error(SUB, "--priority must be an integer from 0 to 99, got '%s'.", optarg);
-            o->priority = (int)u;
-            priority_set = 1;
-            break;
-        case O_POLICY:
-            if (!strcmp(optarg, "fifo"))
-                o->policy = SCHED_FIFO;
-            else if (!strcmp(optarg, "rr"))
-                o->policy = SCHED_RR;
-            else if (!strcmp(optarg, "other"))
-                o->policy = SCHED_OTHER;
-            else
-                return usage_error(SUB, "--policy must be fifo, rr or other, got '%s'.", optarg);
-            break;
-        case O_CPUS:
-            o->ncpus = parse_cpu_list(optarg, o->cpus, LAT_MAX_CPUS);
-            if (o->ncpus <= 0)
-                return usage_error(SUB, "--cpus must be a CPU list such as 0-3,6, got '%s'.", optarg);
-            break;
-        case O_THRESHOLD:
-            if (o->nthresholds == LAT_MAX_THRESHOLDS)
-                return usage_error(SUB, "at most %d --threshold-us options are supported.", LAT_MAX_THRESHOLDS);
-            if (parse_double(optarg, 0.001, 3.6e9, &d))
-                return usage_error(SUB, "--threshold-us must be a positive number of microseconds, got '%s'.", optarg);
-            o->thresholds_ns[o->nthresholds++] = (uint64_t)(d * 1000.0 + 0.5);
-            break;
-        case O_WINDOW:
-            /* Below 10 ms the printing thread could not keep up on a slow board. */
-            if (parse_double(optarg, 0.01, 1e6, &d))
-                return usage_error(SUB, "--window-s must be a number of seconds from 0.01 to 1e6, got '%s'.", optarg);
-            o->window_ns = (uint64_t)(d * 1e9);
-            break;
-        case O_MODE:
-            if (!strcmp(optarg, "abstime"))
-                o->mode = MODE_ABSTIME;
-            else if (!strcmp(optarg, "relative"))
-                o->mode = MODE_RELATIVE;
-            else
-                return usage_error(SUB, "--mode must be abstime or relative, got '%s'.", optarg);
-            break;
-        case O_FORMAT:
-            if (!strcmp(optarg, "jsonl"))
-                o->format = FORMAT_JSONL;
-            else if (!strcmp(optarg, "cyclictest"))
-                o->format = FORMAT_CYCLICTEST;
-            else if (!strcmp(optarg, "cyclictest-json"))
-                o->format = FORMAT_CYCLICTEST_JSON;
-            else
-                return usage_error(SUB, "--format must be jsonl, cyclictest or cyclictest-json, got '%s'.", optarg);
-            break;
-        case O_HIST:
-            if (parse_u64(optarg, 1, 1000000, &u))
-                return usage_error(SUB, "--histogram-us must be an integer from 1 to 1000000, got '%s'.", optarg);
-            o->histogram_us = (unsigned)u;
-            break;
-        case O_DMA:
-            if (!strcmp(optarg, "-1"))
-                o->dma_latency_us = -1;
-            else if (parse_u64(optarg, 0, 2000000000, &u) == 0)
-                o->dma_latency_us = (int)u;
-            else
-                return usage_error(SUB, "--cpu-dma-latency-us must be -1 or an integer >= 0, got '%s'.", optarg);
-            break;
-        case O_WORK:
-            if (parse_double(optarg, 0.001, 3.6e9, &d))
-                return usage_error(SUB, "--work-us must be a positive number of microseconds, got '%s'.", optarg);
-            o->work_ns = (uint64_t)(d * 1000.0 + 0.5);
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
+    struct opt table[] = {
+        {OPT_I("interval-us", &o->interval_ns, 1, 3600000000ull, "N", "period of each thread (default 1000)"),
+         .scale = 1000},
+        {OPT_I("loops", &o->loops, 1, UINT64_MAX / 2, "N", "activations per thread (default: no limit)"),
+         .expect = "a positive integer"},
+        {OPT_NS("duration-s", &o->duration_ns, 1e9, 0.001, 1e7, "seconds", "S",
+                "stop after S seconds (default: no limit)")},
+        {OPT_I("priority", &o->priority, 0, 99, "P", "real-time priority 1..99 (default 80)")},
+        {OPT_E("policy", &o->policy, sched_policy_names, sched_policy_values, SCHED_RT_OR_OTHER,
+               "scheduling policy (default fifo)")},
+        {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus, "CPUs to measure, e.g. 0-3,6 (default: all allowed)")},
+        {OPT_C("threshold-us", parse_threshold, o, "T", "a positive number of microseconds",
+               "count samples above T us; repeatable")},
+        /* Below 10 ms the printing thread could not keep up on a slow board. */
+        {OPT_NS("window-s", &o->window_ns, 1e9, 0.01, 1e6, "seconds", "W",
+                "print a window record per CPU every W seconds")},
+        {OPT_E("mode", &o->mode, mode_names, NULL, 2, "sleep to absolute deadlines, or an interval from now")},
+        {OPT_E("format", &o->format, format_names, NULL, 3, "output format (default jsonl)")},
+        {OPT_I("histogram-us", &o->histogram_us, 1, 1000000, "N", "cyclictest formats: histogram of N 1-us rows")},
+        {OPT_I("cpu-dma-latency-us", &o->dma_latency_us, -1, 2000000000, "N",
+               "value held in /dev/cpu_dma_latency during the run\n(default 0, as cyclictest; -1 leaves it alone)")},
+        {OPT_NS("work-us", &o->work_ns, 1000, 0.001, 3.6e9, "microseconds", "W",
+                "after each wake-up, run a fixed amount of work that takes\n"
+                "W us undisturbed (a periodic task with a work budget):\n"
+                "adds response times and deadline misses")},
+        {OPT_TEXT("Without any limit it runs until SIGINT or SIGTERM.")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
     if (o->policy == SCHED_OTHER) {
-        if (priority_set && o->priority != 0)
+        if (opts_seen(table, "priority") && o->priority != 0)
             return usage_error(SUB, "--policy other takes no real-time priority; drop --priority or use 0.");
         o->priority = 0;
     } else if (o->priority == 0) {
         return usage_error(SUB, "--policy fifo and rr need --priority from 1 to 99.");
     }
-
-    int allowed[LAT_MAX_CPUS];
-    int nallowed = allowed_cpus(allowed, LAT_MAX_CPUS);
-    if (nallowed <= 0)
-        return usage_error(SUB, "cannot read this process's CPU affinity.");
     if (o->ncpus == 0) {
-        memcpy(o->cpus, allowed, (size_t)nallowed * sizeof *allowed);
-        o->ncpus = nallowed;
-    }
-    for (int i = 0; i < o->ncpus; i++) {
-        int ok = 0;
-        for (int j = 0; j < nallowed && !ok; j++)
-            ok = allowed[j] == o->cpus[i];
-        if (!ok)
-            return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick CPUs with --cpus.",
-                               o->cpus[i]);
+        o->ncpus = allowed_cpus(o->cpus, LAT_MAX_CPUS);
+        if (o->ncpus <= 0)
+            return usage_error(SUB, "cannot read this process's CPU affinity.");
     }
     return 0;
 }
@@ -222,19 +111,10 @@ static void acquire_privileges(const struct lat_options *o, struct lat_privilege
 
     p->mlockall = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
 
-    if (o->policy == SCHED_OTHER) {
-        p->rt_granted = 0;
-    } else {
-        /* Try on the main thread, then drop back: the workers set their own
-         * policy at creation, and the main thread must not compete with them. */
-        struct sched_param sp = {.sched_priority = o->priority};
-        p->rt_granted = sched_setscheduler(0, o->policy, &sp) == 0;
-        struct sched_param other = {.sched_priority = 0};
-        sched_setscheduler(0, SCHED_OTHER, &other);
-        if (!p->rt_granted) {
-            p->policy = SCHED_OTHER;
-            p->priority = 0;
-        }
+    p->rt_granted = o->policy != SCHED_OTHER && sched_acquire(o->policy, o->priority);
+    if (!p->rt_granted) {
+        p->policy = SCHED_OTHER;
+        p->priority = 0;
     }
 
     if (o->dma_latency_us >= 0) {
@@ -257,11 +137,6 @@ static void acquire_privileges(const struct lat_options *o, struct lat_privilege
     }
 }
 
-static const char *policy_name(int policy)
-{
-    return policy == SCHED_FIFO ? "fifo" : policy == SCHED_RR ? "rr" : "other";
-}
-
 /* A refused privilege is reported in the output format's own channel: a
  * warning record for JSON Lines, a comment on stderr for cyclictest formats. */
 static void report_warning(const struct lat_options *o, const char *code, const char *text)
@@ -280,7 +155,7 @@ static void warn_privileges(const struct lat_options *o, const struct lat_privil
         snprintf(text, sizeof text,
                  "SCHED_%s priority %d was not granted, so threads run as SCHED_OTHER and latencies include "
                  "ordinary scheduling delays; run as root or raise RLIMIT_RTPRIO (ulimit -r).",
-                 o->policy == SCHED_FIFO ? "FIFO" : "RR", o->priority);
+                 sched_rt_label(o->policy), o->priority);
         report_warning(o, "no_rt_policy", text);
     }
     if (!p->mlockall)
@@ -302,7 +177,7 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
     jw_uint(&w, "loops", o->loops);
     jw_uint(&w, "duration_ns", o->duration_ns);
     jw_int(&w, "priority", o->priority);
-    jw_str(&w, "policy", policy_name(o->policy));
+    jw_str(&w, "policy", sched_policy_name(o->policy));
     jw_arr(&w, "cpus");
     for (int i = 0; i < o->ncpus; i++)
         jw_int(&w, NULL, o->cpus[i]);
@@ -312,14 +187,14 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
         jw_uint(&w, NULL, o->thresholds_ns[i]);
     jw_end(&w);
     jw_uint(&w, "window_ns", o->window_ns);
-    jw_str(&w, "mode", o->mode == MODE_ABSTIME ? "abstime" : "relative");
+    jw_str(&w, "mode", mode_names[o->mode]);
     jw_str(&w, "format", "jsonl");
     jw_uint(&w, "histogram_us", o->histogram_us);
     jw_int(&w, "cpu_dma_latency_us", o->dma_latency_us);
     jw_uint(&w, "work_ns", o->work_ns);
     jw_end(&w);
     jw_obj(&w, "privileges");
-    jw_str(&w, "policy", policy_name(p->policy));
+    jw_str(&w, "policy", sched_policy_name(p->policy));
     jw_int(&w, "priority", p->priority);
     jw_bool(&w, "rt_granted", p->rt_granted);
     jw_bool(&w, "mlockall", p->mlockall);
@@ -449,7 +324,7 @@ static void *worker_main(void *arg)
             struct timespec ts = to_ts(deadline);
             rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
         } else {
-            /* 003's response-time method: the period restarts from "now", so
+            /* Periodic response-time method: the period restarts from "now", so
              * the work done between activations shifts every later deadline. */
             struct timespec ts = to_ts(interval);
             deadline = mono_ns() + interval;

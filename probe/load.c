@@ -17,7 +17,6 @@
 #include "load.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,7 +28,9 @@
 #include <unistd.h>
 
 #include "memutil.h"
+#include "opts.h"
 #include "probe.h"
+#include "rtsched.h"
 
 #define SUB "load"
 #define WORKER_STACK (256 * 1024)
@@ -88,120 +89,41 @@ void load_free_thread_states(struct load_ctx *c)
 
 /* ---- options -------------------------------------------------------------------------------- */
 
-static void usage(void)
-{
-    printf(
-        "usage: rtvb-probe load --kind KIND [options]\n"
-        "Kinds: cpu mem cache io fork leak timer net (one per invocation).\n"
-        "Common:\n"
-        "  --workers N            worker threads (default 1; leak: 1)\n"
-        "  --cpus LIST            pin worker i to the i-th CPU of LIST, round-robin (default: not pinned)\n"
-        "  --policy P             other|batch|idle|fifo|rr (default other)\n"
-        "  --priority P           1..99 with fifo/rr\n"
-        "  --nice N               -20..19 with other/batch (default 0)\n"
-        "  --duration-s S         stop after S seconds (default: at SIGINT/SIGTERM/SIGHUP)\n"
-        "  --window-s W           a window record every W seconds, 0 = none (default 1)\n"
-        "cpu:   --percent P (0-100, default 100) --period-ms T (default 100)\n"
-        "       --method integer|float|matrix|mixed (default mixed) --busy-clock thread|wall (default thread)\n"
-        "mem:   --buffer-size SIZE per worker (default 64M) --op read|write|copy (default copy) --bps-limit B\n"
-        "cache: --buffer-size SIZE|auto per worker (default auto: 2 x LLC, 32M if unknown) --bps-limit B\n"
-        "io:    --dir D (default $TMPDIR or /tmp; a fresh directory is made inside and removed)\n"
-        "       --file-size SIZE (default 4M) --block-size SIZE (default 64K) --fsync|--no-fsync (default fsync)\n"
-        "       --drop-cache (read back from the device, not the page cache) --bps-limit B\n"
-        "fork:  --rate N  forks/s over all workers (default 0 = as fast as possible)\n"
-        "leak:  --rate-mbps R  growth in MiB/s (default 16, 0 = at once) --limit SIZE (default 256M)\n"
-        "timer: --rate-hz F  wake-ups/s over all workers (default 1000)\n"
-        "net:   --bps-limit B (default 0 = none) --block-size SIZE (default 64K)\n"
-        "Sizes take K, M, G (binary); --bps-limit is bytes/s over all workers, with the same suffixes.\n");
-}
-
-enum {
-    O_KIND = 1000, O_WORKERS, O_CPUS, O_POLICY, O_PRIORITY, O_NICE, O_DURATION, O_WINDOW,
-    O_PERCENT, O_PERIOD, O_METHOD, O_BUSY_CLOCK, O_BUFFER, O_OP, O_BPS_LIMIT, O_DIR, O_FILE_SIZE,
-    O_BLOCK_SIZE, O_FSYNC, O_NO_FSYNC, O_DROP_CACHE, O_RATE, O_RATE_MBPS, O_LIMIT, O_RATE_HZ, O_HELP,
-    O_END
-};
-
 #define K(x) (1u << (x))
-#define ALL_KINDS ((1u << LK_COUNT) - 1)
-
-/* Which kinds take each option (common options take all). */
-static unsigned option_kinds(int o)
-{
-    switch (o) {
-    case O_PERCENT: case O_PERIOD: case O_METHOD: case O_BUSY_CLOCK: return K(LK_CPU);
-    case O_BUFFER: return K(LK_MEM) | K(LK_CACHE);
-    case O_OP: return K(LK_MEM);
-    case O_BPS_LIMIT: return K(LK_MEM) | K(LK_CACHE) | K(LK_IO) | K(LK_NET);
-    case O_DIR: case O_FILE_SIZE: case O_FSYNC: case O_NO_FSYNC: case O_DROP_CACHE: return K(LK_IO);
-    case O_BLOCK_SIZE: return K(LK_IO) | K(LK_NET);
-    case O_RATE: return K(LK_FORK);
-    case O_RATE_MBPS: case O_LIMIT: return K(LK_LEAK);
-    case O_RATE_HZ: return K(LK_TIMER);
-    default: return ALL_KINDS;
-    }
-}
 
 static const char *const kind_names[LK_COUNT] = {"cpu", "mem", "cache", "io", "fork", "leak", "timer", "net"};
 static const char *const method_names[] = {"integer", "float", "matrix", "mixed"};
+static const char *const busy_clock_names[] = {"thread", "wall"};
 static const char *const mem_op_names[] = {"read", "write", "copy"};
 
-static int lookup(const char *s, const char *const *names, int n)
+/* A size, or "auto" (cache: from the LLC), which is marked as BS_LLC. */
+static int parse_buffer(const struct opt *t, const char *arg)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return -1;
+    struct load_options *o = t->field;
+    if (!strcmp(arg, "auto")) {
+        o->buffer_source = BS_LLC;
+        return 0;
+    }
+    if (parse_size(arg, 8192, MEM_MAX_BYTES, &o->buffer_bytes))
+        return usage_error(SUB, "--buffer-size must be a size from 8K to %lluM such as 64M (cache also takes auto), "
+                           "got '%s'.", (unsigned long long)(MEM_MAX_BYTES >> 20), arg);
+    o->buffer_source = BS_OPTION;
+    return 0;
 }
 
-static const char *policy_name(int p)
+static int parse_dir(const struct opt *t, const char *arg)
 {
-    switch (p) {
-    case SCHED_FIFO: return "fifo";
-    case SCHED_RR: return "rr";
-    case SCHED_BATCH: return "batch";
-    case SCHED_IDLE: return "idle";
-    default: return "other";
-    }
+    struct stat st;
+    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return usage_error(SUB, "--dir '%s' is not an existing directory; create it or pick another.", arg);
+    *(const char **)t->field = arg;
+    return 0;
 }
 
 /* Returns 0, EXIT_USAGE after printing the sentence, or -1 after --help. */
 static int parse_options(int argc, char **argv, struct load_options *o)
 {
-    static const struct option longopts[] = {
-        {"kind", required_argument, 0, O_KIND},
-        {"workers", required_argument, 0, O_WORKERS},
-        {"cpus", required_argument, 0, O_CPUS},
-        {"policy", required_argument, 0, O_POLICY},
-        {"priority", required_argument, 0, O_PRIORITY},
-        {"nice", required_argument, 0, O_NICE},
-        {"duration-s", required_argument, 0, O_DURATION},
-        {"window-s", required_argument, 0, O_WINDOW},
-        {"percent", required_argument, 0, O_PERCENT},
-        {"period-ms", required_argument, 0, O_PERIOD},
-        {"method", required_argument, 0, O_METHOD},
-        {"busy-clock", required_argument, 0, O_BUSY_CLOCK},
-        {"buffer-size", required_argument, 0, O_BUFFER},
-        {"op", required_argument, 0, O_OP},
-        {"bps-limit", required_argument, 0, O_BPS_LIMIT},
-        {"dir", required_argument, 0, O_DIR},
-        {"file-size", required_argument, 0, O_FILE_SIZE},
-        {"block-size", required_argument, 0, O_BLOCK_SIZE},
-        {"fsync", no_argument, 0, O_FSYNC},
-        {"no-fsync", no_argument, 0, O_NO_FSYNC},
-        {"drop-cache", no_argument, 0, O_DROP_CACHE},
-        {"rate", required_argument, 0, O_RATE},
-        {"rate-mbps", required_argument, 0, O_RATE_MBPS},
-        {"limit", required_argument, 0, O_LIMIT},
-        {"rate-hz", required_argument, 0, O_RATE_HZ},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
-    const char *given[O_END - O_KIND] = {0};   /* option name as typed, per option */
-    int kind = -1, priority_set = 0, nice_set = 0, buffer_auto = 0, buffer_set = 0, block_set = 0;
-    uint64_t u;
-    double d;
-
+    int kind = -1;
     *o = (struct load_options){
         .workers = 1, .policy = SCHED_OTHER, .window_ns = 1000000000ull,
         .percent = 100, .period_ns = 100000000ull, .method = CM_MIXED, .busy_clock = BC_THREAD,
@@ -209,195 +131,78 @@ static int parse_options(int argc, char **argv, struct load_options *o)
         .file_bytes = 4 << 20, .fsync = 1, .leak_bps = 16.0 * 1048576, .limit_bytes = 256ull << 20,
         .rate_hz = 1000,
     };
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int idx = -1;
-        int c = getopt_long(argc, argv, "", longopts, &idx);
-        if (c == -1)
-            break;
-        if (c >= O_KIND && c < O_END)
-            given[c - O_KIND] = longopts[idx].name;
-        switch (c) {
-        case O_KIND:
-            kind = lookup(optarg, kind_names, LK_COUNT);
-            if (kind < 0)
-                return usage_error(SUB, "--kind must be one of cpu, mem, cache, io, fork, leak, timer, net, got '%s'.",
-                                   optarg);
-            break;
-        case O_WORKERS:
-            if (parse_u64(optarg, 1, LOAD_MAX_WORKERS, &u))
-                return usage_error(SUB, "--workers must be an integer from 1 to %d, got '%s'.", LOAD_MAX_WORKERS,
-                                   optarg);
-            o->workers = (int)u;
-            break;
-        case O_CPUS:
-            o->ncpus = parse_cpu_list(optarg, o->cpus, LOAD_MAX_CPUS);
-            if (o->ncpus <= 0)
-                return usage_error(SUB, "--cpus must be a CPU list such as 0-3,6, got '%s'.", optarg);
-            break;
-        case O_POLICY: {
-            static const char *const names[] = {"other", "batch", "idle", "fifo", "rr"};
-            static const int values[] = {SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR};
-            int i = lookup(optarg, names, 5);
-            if (i < 0)
-                return usage_error(SUB, "--policy must be other, batch, idle, fifo or rr, got '%s'.", optarg);
-            o->policy = values[i];
-            break;
-        }
-        case O_PRIORITY:
-            if (parse_u64(optarg, 1, 99, &u))
-                return usage_error(SUB, "--priority must be an integer from 1 to 99, got '%s'.", optarg);
-            o->priority = (int)u;
-            priority_set = 1;
-            break;
-        case O_NICE: {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < -20 || v > 19)
-                return usage_error(SUB, "--nice must be an integer from -20 to 19, got '%s'.", optarg);
-            o->nice = (int)v;
-            nice_set = 1;
-            break;
-        }
-        case O_DURATION:
-            if (parse_double(optarg, 0.001, 1e7, &d))
-                return usage_error(SUB, "--duration-s must be a number of seconds from 0.001 to 1e7, got '%s'.",
-                                   optarg);
-            o->duration_ns = (uint64_t)(d * 1e9 + 0.5);
-            break;
-        case O_WINDOW:
-            if (parse_double(optarg, 0, 1e6, &d) || (d > 0 && d < 0.01))
-                return usage_error(SUB, "--window-s must be 0 (no windows) or a number of seconds from 0.01 to 1e6, "
-                                   "got '%s'.", optarg);
-            o->window_ns = (uint64_t)(d * 1e9 + 0.5);
-            break;
-        case O_PERCENT:
-            if (parse_double(optarg, 0, 100, &d))
-                return usage_error(SUB, "--percent must be a number from 0 to 100, got '%s'.", optarg);
-            o->percent = d;
-            break;
-        case O_PERIOD:
-            if (parse_double(optarg, 0.1, 60000, &d))
-                return usage_error(SUB, "--period-ms must be a number of milliseconds from 0.1 to 60000, got '%s'.",
-                                   optarg);
-            o->period_ns = (uint64_t)(d * 1e6 + 0.5);
-            break;
-        case O_METHOD: {
-            int i = lookup(optarg, method_names, 4);
-            if (i < 0)
-                return usage_error(SUB, "--method must be integer, float, matrix or mixed, got '%s'.", optarg);
-            o->method = (enum cpu_method)i;
-            break;
-        }
-        case O_BUSY_CLOCK:
-            if (!strcmp(optarg, "thread"))
-                o->busy_clock = BC_THREAD;
-            else if (!strcmp(optarg, "wall"))
-                o->busy_clock = BC_WALL;
-            else
-                return usage_error(SUB, "--busy-clock must be thread or wall, got '%s'.", optarg);
-            break;
-        case O_BUFFER:
-            buffer_set = 1;
-            if (!strcmp(optarg, "auto")) {
-                buffer_auto = 1;
-            } else if (mem_parse_size(optarg, 8192, MEM_MAX_BYTES, &o->buffer_bytes)) {
-                return usage_error(SUB, "--buffer-size must be a size from 8K to %lluM such as 64M (cache also takes auto), got '%s'.",
-                                   (unsigned long long)(MEM_MAX_BYTES >> 20),
-                                   optarg);
-            } else {
-                buffer_auto = 0;
-            }
-            break;
-        case O_OP: {
-            int i = lookup(optarg, mem_op_names, 3);
-            if (i < 0)
-                return usage_error(SUB, "--op must be read, write or copy, got '%s'.", optarg);
-            o->mem_op = (enum mem_op)i;
-            break;
-        }
-        case O_BPS_LIMIT:
-            if (mem_parse_size(optarg, 0, 1ull << 40, &o->limit_bps))
-                return usage_error(SUB, "--bps-limit must be bytes per second such as 100M (0 = no limit), got '%s'.",
-                                   optarg);
-            break;
-        case O_DIR: {
-            struct stat st;
-            if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode))
-                return usage_error(SUB, "--dir '%s' is not an existing directory; create it or pick another.", optarg);
-            o->parent_dir = optarg;
-            break;
-        }
-        case O_FILE_SIZE:
-            if (mem_parse_size(optarg, 4096, 1ull << 30, &o->file_bytes))
-                return usage_error(SUB, "--file-size must be a size from 4K to 1G such as 4M, got '%s'.", optarg);
-            break;
-        case O_BLOCK_SIZE:
-            if (mem_parse_size(optarg, 512, 64ull << 20, &o->block_bytes))
-                return usage_error(SUB, "--block-size must be a size from 512 to 64M such as 64K, got '%s'.", optarg);
-            block_set = 1;
-            break;
-        case O_FSYNC:
-            o->fsync = 1;
-            break;
-        case O_NO_FSYNC:
-            o->fsync = 0;
-            break;
-        case O_DROP_CACHE:
-            o->drop_cache = 1;
-            break;
-        case O_RATE:
-            if (parse_double(optarg, 0, 1e6, &d))
-                return usage_error(SUB, "--rate must be a number of forks per second from 0 to 1e6, got '%s'.",
-                                   optarg);
-            o->fork_rate = d;
-            break;
-        case O_RATE_MBPS:
-            if (parse_double(optarg, 0, 1e6, &d))
-                return usage_error(SUB, "--rate-mbps must be a number of MiB per second from 0 to 1e6, got '%s'.",
-                                   optarg);
-            o->leak_bps = d * 1048576.0;
-            break;
-        case O_LIMIT:
-            if (mem_parse_size(optarg, 1 << 20, MEM_MAX_BYTES, &o->limit_bytes))
-                return usage_error(SUB, "--limit must be a size from 1M to %lluM such as 256M, got '%s'.",
-                                   (unsigned long long)(MEM_MAX_BYTES >> 20), optarg);
-            break;
-        case O_RATE_HZ:
-            if (parse_double(optarg, 1, 1e6, &d))
-                return usage_error(SUB, "--rate-hz must be a number of wake-ups per second from 1 to 1e6, got '%s'.",
-                                   optarg);
-            o->rate_hz = d;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
+    /* .tag: the kinds an option applies to (none: every kind). */
+    struct opt table[] = {
+        {OPT_E("kind", &kind, kind_names, NULL, LK_COUNT, "the load, one per invocation (required)")},
+        {OPT_TEXT("Common:")},
+        {OPT_I("workers", &o->workers, 1, LOAD_MAX_WORKERS, "N", "worker threads (default 1; leak: 1)")},
+        {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus,
+                      "pin worker i to the i-th CPU of LIST, round-robin (default: not pinned)")},
+        {OPT_E("policy", &o->policy, sched_policy_names, sched_policy_values, SCHED_ANY_POLICY,
+               "scheduling policy (default other)")},
+        {OPT_I("priority", &o->priority, 1, 99, "P", "1..99 with fifo/rr")},
+        {OPT_I("nice", &o->nice, -20, 19, "N", "-20..19 with other/batch (default 0)")},
+        {OPT_NS("duration-s", &o->duration_ns, 1e9, 0.001, 1e7, "seconds", "S",
+                "stop after S seconds (default: at SIGINT/SIGTERM/SIGHUP)")},
+        {OPT_NS("window-s", &o->window_ns, 1e9, 0.01, 1e6, "seconds", "W",
+                "a window record every W seconds, 0 = none (default 1)"), .zero_ok = 1},
+        {OPT_TEXT("cpu:")},
+        {OPT_D("percent", &o->percent, 0, 100, NULL, "P", "duty cycle (default 100)"), .tag = K(LK_CPU)},
+        {OPT_NS("period-ms", &o->period_ns, 1e6, 0.1, 60000, "milliseconds", "T", "duty-cycle period (default 100)"),
+         .tag = K(LK_CPU)},
+        {OPT_E("method", &o->method, method_names, NULL, 4, "what the busy part computes (default mixed)"),
+         .tag = K(LK_CPU)},
+        {OPT_E("busy-clock", &o->busy_clock, busy_clock_names, NULL, 2,
+               "clock the busy part is measured on (default thread)"), .tag = K(LK_CPU)},
+        {OPT_TEXT("mem, cache:")},
+        {OPT_C("buffer-size", parse_buffer, o, "SIZE|auto", NULL,
+               "per worker (mem: default 64M; cache: default auto = 2 x LLC, 32M if unknown)"),
+         .tag = K(LK_MEM) | K(LK_CACHE)},
+        {OPT_E("op", &o->mem_op, mem_op_names, NULL, 3, "mem: what each pass does (default copy)"), .tag = K(LK_MEM)},
+        {OPT_SZ("bps-limit", &o->limit_bps, 0, 1ull << 40, "mem, cache, io, net: bytes/s over all workers\n(default 0 = no limit)"),
+         .expect = "bytes per second such as 100M (0 = no limit)", .meta = "B",
+         .tag = K(LK_MEM) | K(LK_CACHE) | K(LK_IO) | K(LK_NET)},
+        {OPT_TEXT("io:")},
+        {OPT_C("dir", parse_dir, &o->parent_dir, "D", NULL,
+               "default $TMPDIR or /tmp; a fresh directory is made inside and removed"), .tag = K(LK_IO)},
+        {OPT_SZ("file-size", &o->file_bytes, 4096, 1ull << 30, "default 4M"), .tag = K(LK_IO)},
+        {OPT_SZ("block-size", &o->block_bytes, 512, 64ull << 20, "io, net: default 64K"), .tag = K(LK_IO) | K(LK_NET)},
+        {OPT_F("fsync", &o->fsync, 1, "fsync every file (the default)"), .tag = K(LK_IO)},
+        {OPT_F("no-fsync", &o->fsync, 0, "do not fsync"), .tag = K(LK_IO)},
+        {OPT_F("drop-cache", &o->drop_cache, 1, "read back from the device, not the page cache"), .tag = K(LK_IO)},
+        {OPT_TEXT("fork, leak, timer:")},
+        {OPT_D("rate", &o->fork_rate, 0, 1e6, "forks per second", "N",
+               "fork: forks/s over all workers (default 0 = as fast as possible)"), .tag = K(LK_FORK)},
+        {OPT_D("rate-mbps", &o->leak_bps, 0, 1e6, "MiB per second", "R", "leak: growth in MiB/s (default 16, 0 = at once)"),
+         .scale = 1048576, .tag = K(LK_LEAK)},
+        {OPT_SZ("limit", &o->limit_bytes, 1 << 20, MEM_MAX_BYTES, "leak: default 256M"), .tag = K(LK_LEAK)},
+        {OPT_D("rate-hz", &o->rate_hz, 1, 1e6, "wake-ups per second", "F",
+               "timer: wake-ups/s over all workers (default 1000)"), .tag = K(LK_TIMER)},
+        {OPT_TEXT("Sizes take K, M, G (binary).")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
     if (kind < 0)
         return usage_error(SUB, "--kind is required: one of cpu, mem, cache, io, fork, leak, timer, net.");
     o->kind = (enum load_kind_id)kind;
 
-    for (int i = 0; i < O_END - O_KIND; i++)
-        if (given[i] && !(option_kinds(O_KIND + i) & K(kind)))
-            return usage_error(SUB, "--%s does not apply to --kind %s; run 'rtvb-probe load --help'.", given[i],
+    for (const struct opt *t = table; t->kind != OPT_END; t++)
+        if (t->seen && t->tag && !(t->tag & K(kind)))
+            return usage_error(SUB, "--%s does not apply to --kind %s; run 'rtvb-probe load --help'.", t->name,
                                kind_names[kind]);
 
-    if (o->policy == SCHED_FIFO || o->policy == SCHED_RR) {
-        if (!priority_set)
-            return usage_error(SUB, "--policy %s needs --priority from 1 to 99.", policy_name(o->policy));
+    const char *policy = sched_policy_name(o->policy);
+    int nice_set = opts_seen(table, "nice"), buffer_set = opts_seen(table, "buffer-size");
+    if (sched_is_rt(o->policy)) {
+        if (!opts_seen(table, "priority"))
+            return usage_error(SUB, "--policy %s needs --priority from 1 to 99.", policy);
         if (nice_set && o->nice != 0)
-            return usage_error(SUB, "--nice applies to --policy other or batch, not %s.", policy_name(o->policy));
+            return usage_error(SUB, "--nice applies to --policy other or batch, not %s.", policy);
     } else {
-        if (priority_set)
-            return usage_error(SUB, "--priority applies to --policy fifo or rr; use --nice with --policy %s.",
-                               policy_name(o->policy));
+        if (opts_seen(table, "priority"))
+            return usage_error(SUB, "--priority applies to --policy fifo or rr; use --nice with --policy %s.", policy);
         if (nice_set && o->nice != 0 && o->policy == SCHED_IDLE)
             return usage_error(SUB, "--nice applies to --policy other or batch, not idle.");
     }
@@ -405,30 +210,18 @@ static int parse_options(int argc, char **argv, struct load_options *o)
         return usage_error(SUB, "--kind leak runs one worker; drop --workers or use 1.");
     if (kind == LK_TIMER && o->rate_hz / o->workers > 1e6)
         return usage_error(SUB, "--rate-hz over --workers must not exceed 1e6 wake-ups per second per worker.");
-    if (kind == LK_CACHE && (!buffer_set || buffer_auto))
+    if (kind == LK_CACHE && !buffer_set)
         o->buffer_source = BS_LLC;   /* resolved in the kind's setup */
     else if (kind == LK_MEM && !buffer_set)
         o->buffer_bytes = 64ull << 20;
-    else if (kind == LK_MEM && buffer_auto)
+    else if (kind == LK_MEM && o->buffer_source == BS_LLC)
         return usage_error(SUB, "--buffer-size auto applies to --kind cache; give mem a size such as 64M.");
     if (kind == LK_MEM && o->mem_op == MO_COPY && o->buffer_bytes < 16384)
         return usage_error(SUB, "--op copy needs --buffer-size of at least 16K (it copies one half onto the other).");
-    if (kind == LK_IO && block_set && o->block_bytes > o->file_bytes)
-        return usage_error(SUB, "--block-size must not exceed --file-size.");
-    if (kind == LK_IO && !block_set && o->block_bytes > o->file_bytes)
+    if (kind == LK_IO && o->block_bytes > o->file_bytes) {
+        if (opts_seen(table, "block-size"))
+            return usage_error(SUB, "--block-size must not exceed --file-size.");
         o->block_bytes = o->file_bytes;
-
-    int allowed[LOAD_MAX_CPUS];
-    int nallowed = allowed_cpus(allowed, LOAD_MAX_CPUS);
-    if (nallowed <= 0)
-        return usage_error(SUB, "cannot read this process's CPU affinity.");
-    for (int i = 0; i < o->ncpus; i++) {
-        int ok = 0;
-        for (int j = 0; j < nallowed && !ok; j++)
-            ok = allowed[j] == o->cpus[i];
-        if (!ok)
-            return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick CPUs with --cpus.",
-                               o->cpus[i]);
     }
     return 0;
 }
@@ -441,12 +234,9 @@ static void acquire_privileges(const struct load_options *o, struct load_privile
 {
     *p = (struct load_privileges){.policy = o->policy, .priority = o->priority, .rt_granted = -1,
                                   .nice = o->nice, .nice_granted = -1};
-    struct sched_param other = {.sched_priority = 0};
     if (o->policy != SCHED_OTHER) {
-        struct sched_param sp = {.sched_priority = o->priority};
-        int ok = sched_setscheduler(0, o->policy, &sp) == 0;
-        sched_setscheduler(0, SCHED_OTHER, &other);
-        if (o->policy == SCHED_FIFO || o->policy == SCHED_RR)
+        int ok = sched_acquire(o->policy, o->priority);
+        if (sched_is_rt(o->policy))
             p->rt_granted = ok;
         if (!ok) {
             p->policy = SCHED_OTHER;
@@ -471,10 +261,10 @@ static void warn_privileges(const struct load_options *o, const struct load_priv
     if (p->rt_granted == 0)
         jw_warning("no_rt_policy", "SCHED_%s priority %d was not granted, so the load runs as SCHED_OTHER and "
                    "yields to ordinary tasks; run as root or raise RLIMIT_RTPRIO (ulimit -r).",
-                   o->policy == SCHED_FIFO ? "FIFO" : "RR", o->priority);
+                   sched_rt_label(o->policy), o->priority);
     else if (p->policy != o->policy)
         jw_warning("no_policy", "policy %s was not granted, so the load runs as SCHED_OTHER.",
-                   policy_name(o->policy));
+                   sched_policy_name(o->policy));
     if (p->nice_granted == 0)
         jw_warning("no_nice", "nice %d was not granted, so the load runs at nice 0; run as root or raise "
                    "RLIMIT_NICE (ulimit -e).", o->nice);
@@ -495,7 +285,7 @@ static void print_meta(const struct load_ctx *c, int argc, char **argv)
     for (int i = 0; i < o->ncpus; i++)
         jw_int(&w, NULL, o->cpus[i]);
     jw_end(&w);
-    jw_str(&w, "policy", policy_name(o->policy));
+    jw_str(&w, "policy", sched_policy_name(o->policy));
     jw_int(&w, "priority", o->priority);
     jw_int(&w, "nice", o->nice);
     jw_uint(&w, "duration_ns", o->duration_ns);
@@ -503,7 +293,7 @@ static void print_meta(const struct load_ctx *c, int argc, char **argv)
     c->kind->params(c, &w);
     jw_end(&w);
     jw_obj(&w, "privileges");
-    jw_str(&w, "policy", policy_name(p->policy));
+    jw_str(&w, "policy", sched_policy_name(p->policy));
     jw_int(&w, "priority", p->priority);
     if (p->rt_granted < 0)
         jw_null(&w, "rt_granted");

@@ -2,7 +2,7 @@
  * mem-alloc: the cost of getting memory, and of translating addresses.
  *
  * alloc: allocate a block, touch it, free it, N times in a row per size,
- * each iteration timed on its own (as the Renesas alloc/dealloc test does):
+ * each iteration timed on its own (an alloc/dealloc-style test):
  *  - malloc: malloc + touch + free. The allocator decides whether a freed
  *            block goes back to the kernel (glibc: blocks above its mmap
  *            threshold, which adapts up to 32 MiB on 64-bit), so some sizes
@@ -15,7 +15,7 @@
  * mmap and reuse map base pages (MADV_NOHUGEPAGE) so that their figures
  * are per page whatever the system's THP setting; malloc gets whatever the
  * allocator and the system give a program.
- * Touch is `page` (one 32-bit store per page, as the reference test) or
+ * Touch is `page` (one 32-bit store per page, the classic alloc/dealloc touch) or
  * `memset` (every byte written). The minor page faults of every iteration
  * are counted (getrusage), which is what tells cold from warm: an
  * iteration is cold when it took page faults. The harness is not used
@@ -30,7 +30,6 @@
  * TLB miss (a page-table walk, two-stage in a guest).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,7 @@
 #include <unistd.h>
 
 #include "memutil.h"
+#include "opts.h"
 #include "probe.h"
 #include "timing.h"
 
@@ -68,114 +68,34 @@ struct alloc_opts {
     struct timing_opts timing;
 };
 
-static void usage(void)
-{
-    printf(
-        "usage: rtvb-probe mem-alloc [options]\n"
-        "  --tests LIST       alloc,tlb (default both)\n"
-        "  --sizes LIST       block sizes, suffixes K, M, G (default 2M,4M,8M,16M,32M,48M,64M)\n"
-        "  --methods LIST     malloc,mmap,reuse (default all)\n"
-        "  --touch LIST       page (one store per page), memset (every byte) (default both)\n"
-        "  --iterations N     allocate/touch/free cycles per size, each reported (default 10)\n"
-        "  --tlb-lines N      cache lines of the TLB chases (default 8192 with 4 KiB pages)\n"
-        "  --repetitions N    TLB chases per layout, fresh buffers each (default 3)\n"
-        "  --seed N           seed of the random chain order (default 1)\n"
-        "  --cpu N            CPU to pin to (default: the one the probe starts on)\n"
-        "  --quick            sizes 2M,16M, 5 iterations, 4096 lines, shorter timing\n");
-}
-
 static int parse_options(int argc, char **argv, struct alloc_opts *o)
 {
-    enum { O_TESTS = 1000, O_SIZES, O_METHODS, O_TOUCH, O_ITER, O_LINES, O_REPS, O_SEED, O_CPU, O_QUICK,
-           O_HELP };
-    static const struct option longopts[] = {
-        {"tests", required_argument, 0, O_TESTS},
-        {"sizes", required_argument, 0, O_SIZES},
-        {"methods", required_argument, 0, O_METHODS},
-        {"touch", required_argument, 0, O_TOUCH},
-        {"iterations", required_argument, 0, O_ITER},
-        {"tlb-lines", required_argument, 0, O_LINES},
-        {"repetitions", required_argument, 0, O_REPS},
-        {"seed", required_argument, 0, O_SEED},
-        {"cpu", required_argument, 0, O_CPU},
-        {"quick", no_argument, 0, O_QUICK},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
     const char *sizes = NULL;
-    int iter_set = 0, lines_set = 0;
-    uint64_t u;
 
     *o = (struct alloc_opts){.methods = (1u << M_COUNT) - 1, .touches = (1u << T_COUNT) - 1,
                              .tests = (1u << TEST_COUNT) - 1, .iterations = 10, .tlb_lines = 8192,
                              .repetitions = 3, .seed = 1, .cpu = -1};
     o->page = (size_t)sysconf(_SC_PAGESIZE);
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_TESTS:
-            if (mem_parse_names(optarg, test_names, TEST_COUNT, &o->tests))
-                return usage_error(SUB, "--tests must be a list of alloc, tlb, got '%s'.", optarg);
-            break;
-        case O_SIZES:
-            sizes = optarg;
-            break;
-        case O_METHODS:
-            if (mem_parse_names(optarg, method_names, M_COUNT, &o->methods))
-                return usage_error(SUB, "--methods must be a list of malloc, mmap, reuse, got '%s'.", optarg);
-            break;
-        case O_TOUCH:
-            if (mem_parse_names(optarg, touch_names, T_COUNT, &o->touches))
-                return usage_error(SUB, "--touch must be a list of page, memset, got '%s'.", optarg);
-            break;
-        case O_ITER:
-            if (parse_u64(optarg, 1, MAX_ITER, &u))
-                return usage_error(SUB, "--iterations must be an integer from 1 to %d, got '%s'.", MAX_ITER,
-                                   optarg);
-            o->iterations = (int)u;
-            iter_set = 1;
-            break;
-        case O_LINES:
-            /* Packed, the lines must fill at least two pages; spread, each
-             * line maps a page of its own. */
-            if (parse_u64(optarg, 2 * o->page / LINE, MEM_MAX_BYTES / o->page, &u))
-                return usage_error(SUB, "--tlb-lines must be an integer from %zu to %llu, got '%s'.",
-                                   2 * o->page / LINE, (unsigned long long)(MEM_MAX_BYTES / o->page), optarg);
-            o->tlb_lines = u;
-            lines_set = 1;
-            break;
-        case O_REPS:
-            if (parse_u64(optarg, 1, MAX_ITER, &u))
-                return usage_error(SUB, "--repetitions must be an integer from 1 to %d, got '%s'.", MAX_ITER,
-                                   optarg);
-            o->repetitions = (int)u;
-            break;
-        case O_SEED:
-            if (parse_u64(optarg, 0, UINT64_MAX, &u))
-                return usage_error(SUB, "--seed must be a non-negative integer, got '%s'.", optarg);
-            o->seed = u;
-            break;
-        case O_CPU:
-            if (parse_u64(optarg, 0, CPU_SETSIZE - 1, &u))
-                return usage_error(SUB, "--cpu must be a CPU number, got '%s'.", optarg);
-            o->cpu = (int)u;
-            break;
-        case O_QUICK:
-            o->quick = 1;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
+    struct opt table[] = {
+        {OPT_L("tests", &o->tests, test_names, TEST_COUNT, "alloc,tlb (default both)")},
+        {MEM_OPT_SIZES(&sizes, "block sizes, suffixes K, M, G (default 2M,4M,8M,16M,32M,48M,64M)")},
+        {OPT_L("methods", &o->methods, method_names, M_COUNT, "malloc,mmap,reuse (default all)")},
+        {OPT_L("touch", &o->touches, touch_names, T_COUNT, "page (one store per page), memset (every byte) (default both)")},
+        {OPT_I("iterations", &o->iterations, 1, MAX_ITER, "N", "allocate/touch/free cycles per size, each reported (default 10)")},
+        /* Packed, the lines must fill at least two pages; spread, each line
+         * maps a page of its own. */
+        {OPT_I("tlb-lines", &o->tlb_lines, 2 * o->page / LINE, MEM_MAX_BYTES / o->page, "N",
+               "cache lines of the TLB chases (default 8192 with 4 KiB pages)")},
+        {MEM_OPT_REPETITIONS(&o->repetitions, "TLB chases per layout, fresh buffers each (default 3)")},
+        {MEM_OPT_SEED(&o->seed)},
+        {MEM_OPT_CPU(&o->cpu)},
+        {MEM_OPT_QUICK(&o->quick, "sizes 2M,16M, 5 iterations, 4096 lines, shorter timing")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
+    int lines_set = opts_seen(table, "tlb-lines");
 
     const char *def = o->quick ? "2M,16M" : "2M,4M,8M,16M,32M,48M,64M";
     o->nsizes = mem_parse_size_list(sizes ? sizes : def, o->page, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
@@ -190,35 +110,13 @@ static int parse_options(int argc, char **argv, struct alloc_opts *o)
         o->tlb_lines = by_span > by_packed ? by_span : by_packed;
     }
     if (o->quick) {
-        if (!iter_set)
+        if (!opts_seen(table, "iterations"))
             o->iterations = 5;
         if (!lines_set && o->page <= 4096)
             o->tlb_lines = 4096;
     }
-
-    int allowed[CPU_SETSIZE];
-    int nallowed = allowed_cpus(allowed, CPU_SETSIZE);
-    if (nallowed <= 0)
-        return usage_error(SUB, "cannot read this process's CPU affinity.");
-    if (o->cpu < 0) {
-        o->cpu = sched_getcpu();
-        if (o->cpu < 0)
-            o->cpu = allowed[0];
-    }
-    int ok = 0;
-    for (int i = 0; i < nallowed && !ok; i++)
-        ok = allowed[i] == o->cpu;
-    if (!ok)
-        return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick one with --cpu.",
-                           o->cpu);
-
-    timing_defaults(&o->timing);
-    o->timing.max_time_ns = 500000000ull;   /* as mem-lat and mem-bw */
-    if (o->quick) {
-        o->timing.min_sample_ns = 2000000ull;
-        o->timing.max_time_ns = 200000000ull;
-    }
-    return 0;
+    mem_timing(&o->timing, o->quick);
+    return mem_resolve_cpu(SUB, &o->cpu);
 }
 
 static void print_list(struct jw *w, const char *key, unsigned mask, const char *const *names, int n)

@@ -19,7 +19,6 @@
  * loading memory: the aggregate is the sum of the per-thread figures.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "memutil.h"
+#include "opts.h"
 #include "probe.h"
 #include "timing.h"
 
@@ -73,86 +73,26 @@ static atomic_int finished;
 static const struct bw_opts *opts;
 static volatile uint64_t sink;   /* where read results go, so reads stay */
 
-static void usage(void)
-{
-    printf(
-        "usage: rtvb-probe mem-bw [options]\n"
-        "  --sizes LIST      buffer sizes per thread, multiples of 64 from 1K: 16K,64M or ranges\n"
-        "                    4K-64M; suffixes K, M, G (default 4K,16K,64K,256K,1M,4M,16M,64M)\n"
-        "  --ops LIST        read,write,rmw,memcpy,memset,copyloop (default: all)\n"
-        "  --threads N       threads, each with its own buffers (default 1)\n"
-        "  --cpus LIST       CPUs the threads are pinned to, in turn (default: all allowed)\n"
-        "  --hugepages off|thp|hugetlb  page kind of the buffers (default off)\n"
-        "  --quick           sizes 16K,1M,64M and shorter timing (a fast smoke run)\n"
-        "Bytes per pass = the buffer size, counted once (a copy is not counted as read + write).\n");
-}
-
 static int parse_options(int argc, char **argv, struct bw_opts *o)
 {
-    enum { O_SIZES = 1000, O_OPS, O_THREADS, O_CPUS, O_HUGE, O_QUICK, O_HELP };
-    static const struct option longopts[] = {
-        {"sizes", required_argument, 0, O_SIZES},
-        {"ops", required_argument, 0, O_OPS},
-        {"threads", required_argument, 0, O_THREADS},
-        {"cpus", required_argument, 0, O_CPUS},
-        {"hugepages", required_argument, 0, O_HUGE},
-        {"quick", no_argument, 0, O_QUICK},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
     const char *sizes = NULL;
-    uint64_t u;
     int list[MAX_THREADS];
 
     *o = (struct bw_opts){.ops = (1u << OP_COUNT) - 1, .threads = 1, .hugepages = HP_OFF};
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_SIZES:
-            sizes = optarg;
-            break;
-        case O_OPS:
-            if (mem_parse_names(optarg, op_names, OP_COUNT, &o->ops))
-                return usage_error(SUB, "--ops must be a list of read, write, rmw, memcpy, memset, copyloop, "
-                                   "got '%s'.", optarg);
-            break;
-        case O_THREADS:
-            if (parse_u64(optarg, 1, MAX_THREADS, &u))
-                return usage_error(SUB, "--threads must be an integer from 1 to %d, got '%s'.", MAX_THREADS,
-                                   optarg);
-            o->threads = (int)u;
-            break;
-        case O_CPUS:
-            o->ncpu_list = parse_cpu_list(optarg, list, MAX_THREADS);
-            if (o->ncpu_list <= 0)
-                return usage_error(SUB, "--cpus must be a CPU list such as 0-3,6, got '%s'.", optarg);
-            break;
-        case O_HUGE: {
-            int k = -1;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(optarg, mem_hugepage_names[i]))
-                    k = i;
-            if (k < 0)
-                return usage_error(SUB, "--hugepages must be off, thp or hugetlb, got '%s'.", optarg);
-            o->hugepages = (enum hugepages)k;
-            break;
-        }
-        case O_QUICK:
-            o->quick = 1;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
+    struct opt table[] = {
+        {MEM_OPT_SIZES(&sizes, "buffer sizes per thread, multiples of 64 from 1K: 16K,64M or ranges\n"
+                               "4K-64M; suffixes K, M, G (default 4K,16K,64K,256K,1M,4M,16M,64M)")},
+        {OPT_L("ops", &o->ops, op_names, OP_COUNT, "read,write,rmw,memcpy,memset,copyloop (default: all)")},
+        {OPT_I("threads", &o->threads, 1, MAX_THREADS, "N", "threads, each with its own buffers (default 1)")},
+        {OPT_CPU_LIST("cpus", list, &o->ncpu_list, "CPUs the threads are pinned to, in turn (default: all allowed)")},
+        {MEM_OPT_HUGEPAGES(&o->hugepages)},
+        {MEM_OPT_QUICK(&o->quick, "sizes 16K,1M,64M and shorter timing (a fast smoke run)")},
+        {OPT_TEXT("Bytes per pass = the buffer size, counted once (a copy is not counted as read + write).")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
 
     const char *def = o->quick ? "16K,1M,64M" : "4K,16K,64K,256K,1M,4M,16M,64M";
     o->nsizes = mem_parse_size_list(sizes ? sizes : def, 1024, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
@@ -165,34 +105,14 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
             return usage_error(SUB, "size %llu is not a multiple of 64 bytes; the loops move whole cache lines.",
                                (unsigned long long)o->sizes[i]);
 
-    int allowed[CPU_SETSIZE];
-    int nallowed = allowed_cpus(allowed, CPU_SETSIZE);
-    if (nallowed <= 0)
-        return usage_error(SUB, "cannot read this process's CPU affinity.");
-    if (o->ncpu_list) {
-        for (int i = 0; i < o->ncpu_list; i++) {
-            int ok = 0;
-            for (int j = 0; j < nallowed && !ok; j++)
-                ok = allowed[j] == list[i];
-            if (!ok)
-                return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick CPUs "
-                                   "with --cpus.", list[i]);
-        }
-    } else {
-        o->ncpu_list = nallowed < MAX_THREADS ? nallowed : MAX_THREADS;
-        memcpy(list, allowed, (size_t)o->ncpu_list * sizeof *list);
+    if (!o->ncpu_list) {
+        o->ncpu_list = allowed_cpus(list, MAX_THREADS);
+        if (o->ncpu_list <= 0)
+            return usage_error(SUB, "cannot read this process's CPU affinity.");
     }
     for (int i = 0; i < o->threads; i++)
         o->cpus[i] = list[i % o->ncpu_list];
-
-    timing_defaults(&o->timing);
-    /* As mem-lat: 0.5 s per measurement at most keeps the default run (48
-     * measurements) short on a busy machine; the figure is the median pass. */
-    o->timing.max_time_ns = 500000000ull;
-    if (o->quick) {
-        o->timing.min_sample_ns = 2000000ull;
-        o->timing.max_time_ns = 200000000ull;
-    }
+    mem_timing(&o->timing, o->quick);
     return 0;
 }
 

@@ -15,18 +15,17 @@
  * builds a fresh chain, so the spread across repetitions includes the
  * physical page placement, as successive lat_mem_rd runs do.
  */
-#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memutil.h"
+#include "opts.h"
 #include "probe.h"
 #include "timing.h"
 
 #define SUB "mem-lat"
-#define MAX_REPS 1000
 /* Slots warmed before timing: enough to fill any cache level that can
  * still hold the set, small enough to cost < 0.1 s when the set is DRAM. */
 #define WARM_LOADS (1u << 20)
@@ -46,106 +45,41 @@ struct lat_opts {
     struct timing_opts timing;
 };
 
-static void usage(void)
+static const char *const mode_names[] = {"seq", "random", "both"};
+static const int mode_values[] = {MODE_SEQ, MODE_RANDOM, MODE_SEQ | MODE_RANDOM};
+
+/* Slots hold pointers, so the stride is a whole number of them. */
+static int parse_stride(const struct opt *t, const char *arg)
 {
-    printf(
-        "usage: rtvb-probe mem-lat [options]\n"
-        "  --sizes LIST          working-set sizes: 16K,64M or ranges 512-256M (powers of two\n"
-        "                        and 1.5x points); suffixes K, M, G (default 512-256M)\n"
-        "  --stride N            bytes between slots, and slot size of the random chain (default 64)\n"
-        "  --mode seq|random|both  chain order (default both)\n"
-        "  --repetitions N       fresh buffer and chain per repetition, each value reported (default 1)\n"
-        "  --hugepages off|thp|hugetlb  page kind of the buffers (default off: base pages)\n"
-        "  --seed N              seed of the random chains (default 1)\n"
-        "  --cpu N               CPU to pin to (default: the one the probe starts on)\n"
-        "  --quick               sizes 1K-64M in powers of 4, shorter timing (a fast smoke run)\n");
+    uint64_t u;
+    if (parse_size(arg, sizeof(void *), 1ull << 30, &u) || u % sizeof(void *))
+        return -1;
+    *(uint64_t *)t->field = u;
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, struct lat_opts *o)
 {
-    enum { O_SIZES = 1000, O_STRIDE, O_MODE, O_REPS, O_HUGE, O_SEED, O_CPU, O_QUICK, O_HELP };
-    static const struct option longopts[] = {
-        {"sizes", required_argument, 0, O_SIZES},
-        {"stride", required_argument, 0, O_STRIDE},
-        {"mode", required_argument, 0, O_MODE},
-        {"repetitions", required_argument, 0, O_REPS},
-        {"hugepages", required_argument, 0, O_HUGE},
-        {"seed", required_argument, 0, O_SEED},
-        {"cpu", required_argument, 0, O_CPU},
-        {"quick", no_argument, 0, O_QUICK},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
     const char *sizes = NULL;
-    uint64_t u;
-
     *o = (struct lat_opts){.stride = 64, .modes = MODE_SEQ | MODE_RANDOM, .repetitions = 1,
                            .hugepages = HP_OFF, .seed = 1, .cpu = -1};
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_SIZES:
-            sizes = optarg;
-            break;
-        case O_STRIDE:
-            if (mem_parse_size(optarg, sizeof(void *), 1ull << 30, &u) || u % sizeof(void *))
-                return usage_error(SUB, "--stride must be a multiple of %u bytes up to 1G, got '%s'.",
-                                   (unsigned)sizeof(void *), optarg);
-            o->stride = u;
-            break;
-        case O_MODE:
-            if (!strcmp(optarg, "seq"))
-                o->modes = MODE_SEQ;
-            else if (!strcmp(optarg, "random"))
-                o->modes = MODE_RANDOM;
-            else if (!strcmp(optarg, "both"))
-                o->modes = MODE_SEQ | MODE_RANDOM;
-            else
-                return usage_error(SUB, "--mode must be seq, random or both, got '%s'.", optarg);
-            break;
-        case O_REPS:
-            if (parse_u64(optarg, 1, MAX_REPS, &u))
-                return usage_error(SUB, "--repetitions must be an integer from 1 to %d, got '%s'.", MAX_REPS,
-                                   optarg);
-            o->repetitions = (int)u;
-            break;
-        case O_HUGE: {
-            int k = -1;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(optarg, mem_hugepage_names[i]))
-                    k = i;
-            if (k < 0)
-                return usage_error(SUB, "--hugepages must be off, thp or hugetlb, got '%s'.", optarg);
-            o->hugepages = (enum hugepages)k;
-            break;
-        }
-        case O_SEED:
-            if (parse_u64(optarg, 0, UINT64_MAX, &u))
-                return usage_error(SUB, "--seed must be a non-negative integer, got '%s'.", optarg);
-            o->seed = u;
-            break;
-        case O_CPU:
-            if (parse_u64(optarg, 0, CPU_SETSIZE - 1, &u))
-                return usage_error(SUB, "--cpu must be a CPU number, got '%s'.", optarg);
-            o->cpu = (int)u;
-            break;
-        case O_QUICK:
-            o->quick = 1;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
-
+    struct opt table[] = {
+        {MEM_OPT_SIZES(&sizes, "working-set sizes: 16K,64M or ranges 512-256M (powers of two\n"
+                               "and 1.5x points); suffixes K, M, G (default 512-256M)")},
+        {OPT_C("stride", parse_stride, &o->stride, "N",
+               sizeof(void *) == 8 ? "a multiple of 8 bytes up to 1G" : "a multiple of 4 bytes up to 1G",
+               "bytes between slots, and slot size of the random chain (default 64)")},
+        {OPT_E("mode", &o->modes, mode_names, mode_values, 3, "chain order (default both)")},
+        {MEM_OPT_REPETITIONS(&o->repetitions, "fresh buffer and chain per repetition, each value reported (default 1)")},
+        {MEM_OPT_HUGEPAGES(&o->hugepages)},
+        {MEM_OPT_SEED(&o->seed)},
+        {MEM_OPT_CPU(&o->cpu)},
+        {MEM_OPT_QUICK(&o->quick, "sizes 1K-64M in powers of 4, shorter timing (a fast smoke run)")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
     if (sizes) {
         o->nsizes = mem_parse_size_list(sizes, 1, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
         if (o->nsizes <= 0)
@@ -173,33 +107,8 @@ static int parse_options(int argc, char **argv, struct lat_opts *o)
             return usage_error(SUB, "size %llu holds fewer than two %llu-byte slots; use sizes of at least "
                                "twice --stride.", (unsigned long long)o->sizes[i],
                                (unsigned long long)o->stride);
-
-    int allowed[CPU_SETSIZE];
-    int nallowed = allowed_cpus(allowed, CPU_SETSIZE);
-    if (nallowed <= 0)
-        return usage_error(SUB, "cannot read this process's CPU affinity.");
-    if (o->cpu < 0) {
-        o->cpu = sched_getcpu();
-        if (o->cpu < 0)
-            o->cpu = allowed[0];
-    }
-    int ok = 0;
-    for (int i = 0; i < nallowed && !ok; i++)
-        ok = allowed[i] == o->cpu;
-    if (!ok)
-        return usage_error(SUB, "CPU %d is offline or not in this process's affinity mask; pick one with --cpu.",
-                           o->cpu);
-
-    timing_defaults(&o->timing);
-    /* 0.5 s per measurement at most, so the default sweep (~80
-     * measurements) stays under a minute on a busy machine; the figure is
-     * the median sample, which does not need the mean to converge. */
-    o->timing.max_time_ns = 500000000ull;
-    if (o->quick) {
-        o->timing.min_sample_ns = 2000000ull;
-        o->timing.max_time_ns = 200000000ull;
-    }
-    return 0;
+    mem_timing(&o->timing, o->quick);
+    return mem_resolve_cpu(SUB, &o->cpu);
 }
 
 static void print_meta(int argc, char **argv, const struct lat_opts *o, int pinned)

@@ -1,6 +1,5 @@
 #include "memutil.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -15,32 +14,6 @@
 #include "timing.h"
 
 const char *const mem_hugepage_names[] = {"off", "thp", "hugetlb"};
-
-int mem_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;   /* also refuses "-1", "inf", "0x10", " 5" */
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s)
-        return -1;
-    double mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end || strpbrk(s, "eExXpP"))
-        return -1;
-    v *= mult;
-    /* Whole bytes only; doubles are exact far beyond the sizes accepted. */
-    if (v != floor(v) || v < (double)min || v > (double)max)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -59,22 +32,14 @@ static int push_size(uint64_t *out, int *n, int max_n, uint64_t v)
 int mem_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n)
 {
     char item[64];
-    int n = 0;
-    const char *p = s;
+    int n = 0, rc;
 
-    if (!s || !*s)
-        return -1;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof item)
-            return -1;
-        memcpy(item, p, len);
-        item[len] = '\0';
+    while ((rc = list_item(&s, item, sizeof item)) > 0) {
         char *dash = strchr(item, '-');
         uint64_t a, b;
         if (dash) {
             *dash = '\0';
-            if (mem_parse_size(item, min, max, &a) || mem_parse_size(dash + 1, min, max, &b) || b < a)
+            if (parse_size(item, min, max, &a) || parse_size(dash + 1, min, max, &b) || b < a)
                 return -1;
             if (push_size(out, &n, max_n, a) || (b != a && push_size(out, &n, max_n, b)))
                 return -1;
@@ -85,15 +50,12 @@ int mem_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out
                 if (e >= 1 && mid > a && mid < b && push_size(out, &n, max_n, mid))
                     return -1;
             }
-        } else {
-            if (mem_parse_size(item, min, max, &a) || push_size(out, &n, max_n, a))
-                return -1;
+        } else if (parse_size(item, min, max, &a) || push_size(out, &n, max_n, a)) {
+            return -1;
         }
-        p += len;
-        if (!*p)
-            break;
-        p++;   /* the comma; a trailing one gives an empty item, refused above */
     }
+    if (rc < 0)
+        return -1;
     qsort(out, (size_t)n, sizeof *out, cmp_u64);
     int k = 0;
     for (int i = 0; i < n; i++)
@@ -102,31 +64,29 @@ int mem_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out
     return k;
 }
 
-int mem_parse_names(const char *s, const char *const *names, int n, unsigned *mask)
+int mem_resolve_cpu(const char *sub, int *cpu)
 {
-    char item[64];
-    const char *p = s;
+    if (*cpu < 0) {
+        int first;
+        *cpu = sched_getcpu();
+        if (*cpu < 0 && allowed_cpus(&first, 1) == 1)
+            *cpu = first;
+        if (*cpu < 0)
+            return usage_error(sub, "cannot read this process's CPU affinity.");
+    }
+    if (!cpu_allowed(*cpu))
+        return usage_error(sub, "CPU %d is offline or not in this process's affinity mask; pick one with --cpu.",
+                           *cpu);
+    return 0;
+}
 
-    *mask = 0;
-    if (!s || !*s)
-        return -1;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof item)
-            return -1;
-        memcpy(item, p, len);
-        item[len] = '\0';
-        int found = -1;
-        for (int i = 0; i < n && found < 0; i++)
-            if (!strcmp(item, names[i]))
-                found = i;
-        if (found < 0)
-            return -1;
-        *mask |= 1u << found;
-        p += len;
-        if (!*p)
-            return 0;
-        p++;
+void mem_timing(struct timing_opts *t, int quick)
+{
+    timing_defaults(t);
+    t->max_time_ns = 500000000ull;
+    if (quick) {
+        t->min_sample_ns = 2000000ull;
+        t->max_time_ns = 200000000ull;
     }
 }
 

@@ -1,6 +1,6 @@
 /*
  * memutil: helpers shared by the memory subcommands (mem-lat, mem-bw,
- * mem-alloc): size parsing, a seeded PRNG, buffers with a chosen page kind,
+ * mem-alloc): size lists, a seeded PRNG, buffers with a chosen page kind,
  * pointer-chase chains, CPU pinning, fault counting and a stop flag.
  *
  * Sizes are uint64_t everywhere outside the buffers themselves, so that a
@@ -10,19 +10,42 @@
 #ifndef RTVB_MEMUTIL_H
 #define RTVB_MEMUTIL_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define MEM_MAX_SIZES 128
+#define MEM_MAX_REPS 1000
 
 /* Largest buffer a memory subcommand accepts: 16 GiB on 64-bit targets,
  * 1 GiB on 32-bit ones (a quarter of the address space). */
 #define MEM_MAX_BYTES (sizeof(size_t) >= 8 ? (16ull << 30) : (1ull << 30))
 
-/* "4096", "4K", "1.5M", "2G" (binary multiples; the result must be a whole
- * number of bytes within [min, max]). 0 on success, -1 otherwise. */
-int mem_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* The options the memory subcommands share, each defined once: entries of
+ * their opts.h tables ({MEM_OPT_SEED(&o->seed)}). */
+#define MEM_OPT_SIZES(f, h) OPT_S("sizes", f, "LIST", h)
+#define MEM_OPT_HUGEPAGES(f) \
+    OPT_E("hugepages", f, mem_hugepage_names, NULL, 3, "page kind of the buffers (default off: base pages)")
+#define MEM_OPT_REPETITIONS(f, h) OPT_I("repetitions", f, 1, MEM_MAX_REPS, "N", h)
+#define MEM_OPT_SEED(f) \
+    OPT_I("seed", f, 0, UINT64_MAX, "N", "seed of the random chain order (default 1)"), \
+    .expect = "a non-negative integer"
+#define MEM_OPT_CPU(f) \
+    OPT_I("cpu", f, 0, CPU_SETSIZE - 1, "N", "CPU to pin to (default: the one the probe starts on)"), \
+    .expect = "a CPU number"
+#define MEM_OPT_QUICK(f, h) OPT_F("quick", f, 1, h)
+
+struct timing_opts;
+
+/* After the options: --cpu, or the CPU the probe runs on when it is -1,
+ * checked against the affinity mask. 0 or EXIT_USAGE after the sentence. */
+int mem_resolve_cpu(const char *sub, int *cpu);
+/* The harness's settings for a memory figure: 0.5 s per measurement at
+ * most (0.2 s with --quick), so a default sweep stays short on a busy
+ * machine; the figure is the median sample, which does not need the mean
+ * to converge. */
+void mem_timing(struct timing_opts *t, int quick);
 
 /* Comma-separated sizes and ranges: "16K,64M" or "512-256M". A range A-B
  * expands to the sweep points (powers of two and 1.5 x powers of two) from
@@ -30,10 +53,6 @@ int mem_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * duplicates. Returns the count, or -1 on a malformed list or one longer
  * than max_n. */
 int mem_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n);
-
-/* Parse a comma-separated list of names against `names` (n of them) into a
- * bit mask. Returns -1 if an item is unknown or the list is empty. */
-int mem_parse_names(const char *s, const char *const *names, int n, unsigned *mask);
 
 /* splitmix64: small, fast, good enough to shuffle a chain; seeded so a run
  * is reproducible. */
@@ -105,7 +124,6 @@ void *mem_chase(void *p, uint64_t blocks);
 void mem_chase_op(void *arg, uint64_t n);
 
 struct timing;
-struct timing_opts;
 
 /* time_op() of the shared harness, plus the share of the wall time the
  * thread was actually on a CPU (its CPU time / wall time), returned. A run

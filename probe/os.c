@@ -14,7 +14,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -24,6 +23,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "probe.h"
 #include "transport.h"
 
@@ -73,8 +73,8 @@ static const struct os_test os_tests[] = {
 };
 #define OS_NTESTS ((int)(sizeof os_tests / sizeof *os_tests))
 
-static const char *const default_ctx = "2p/0k,2p/16k,2p/64k,8p/16k,8p/64k,16p/16k,16p/64k";
-static const char *const quick_ctx = "2p/0k,2p/16k,8p/16k";
+#define DEFAULT_CTX "2p/0k,2p/16k,2p/64k,8p/16k,8p/64k,16p/16k,16p/64k"
+#define QUICK_CTX "2p/0k,2p/16k,8p/16k"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -206,39 +206,24 @@ void os_timing_derive(struct timing *t, double scale, double sub, const double *
 
 /* ---------------------------------------------------------------- options */
 
-static void usage(void)
+static void print_test_names(void)
 {
-    printf(
-        "usage: rtvb-probe os [options]\n"
-        "  --tests LIST          tests to run, comma separated, or all (default all):\n"
-        "                        null read write stat fstat open_close select poll sig_install\n"
-        "                        sig_catch prot_fault fork fork_exec fork_sh pagefault mmap\n"
-        "                        file_create_delete ctx pipe_lat unix_lat udp_lat tcp_lat pipe_bw\n"
-        "                        unix_bw tcp_bw file_reread mmap_reread\n"
-        "  --quick               shorter samples, smaller sizes, fewer rings (a few seconds)\n"
-        "  --dir PATH            where file tests make their scratch directory\n"
-        "                        (default $TMPDIR or /tmp; removed afterwards)\n"
-        "  --fds LIST            descriptor counts for select and poll (default 10,100)\n"
-        "  --ctx LIST            context-switch rings, processes p / working set each\n"
-        "                        (default %s)\n"
-        "  --ctx-cpu N|none      CPU every ring process runs on (default: first allowed CPU)\n"
-        "  --pair-cpus A[,B]     *_lat and *_bw: run this end on CPU A, the peer on B\n"
-        "                        (B = A when omitted; default: not pinned)\n"
-        "  --mmap-sizes LIST     file sizes mapped by mmap (default 64k,1m,16m)\n"
-        "  --file-sizes LIST     sizes of file_create_delete (default 0,1k,4k,10k)\n"
-        "  --pagefault-size SIZE region of the pagefault test (default 16m)\n"
-        "  --reread-size SIZE    file of file_reread and mmap_reread (default 8m)\n"
-        "  --bw-chunk SIZE       transfer unit of pipe_bw, unix_bw, tcp_bw (default 64k)\n"
-        "  --min-sample-ms MS    harness: shortest sample (default 10, --quick 2)\n"
-        "  --max-time-s S        harness: time limit per figure (default 2, --quick 0.3)\n"
-        "  --target-error F      harness: relative standard error to reach (default 0.01)\n"
-        "SIZE: bytes with an optional k, m or g suffix (KiB, MiB, GiB).\n",
-        default_ctx);
+    int col = 0;
+    for (int i = 0; i < OS_NTESTS; i++) {
+        const char *name = os_tests[i].name;
+        if (col && col + 1 + (int)strlen(name) > 100) {
+            putchar('\n');
+            col = 0;
+        }
+        col += col ? printf(" %s", name) : printf("%25s%s", "", name);
+    }
+    putchar('\n');
 }
 
-static int parse_tests(const char *s, uint32_t *mask)
+static int parse_tests(const struct opt *t, const char *s)
 {
     char buf[1024];
+    uint32_t *mask = t->field;
     if (!strcmp(s, "all")) {
         *mask = (1u << OS_NTESTS) - 1;
         return 0;
@@ -248,9 +233,9 @@ static int parse_tests(const char *s, uint32_t *mask)
     strcpy(buf, s);
     *mask = 0;
     char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int i = 0;
-        while (i < OS_NTESTS && strcmp(os_tests[i].name, t))
+        while (i < OS_NTESTS && strcmp(os_tests[i].name, tok))
             i++;
         if (i == OS_NTESTS)
             return -1;
@@ -274,146 +259,96 @@ static int parse_ctx(const char *s, struct os_ctx_size *out)
         if (!slash || n == OS_MAX_LIST)
             return -1;
         *slash = '\0';
-        if (parse_u64(t, 2, OS_MAX_PROCS, &procs) || tp_parse_size(slash + 2, 0, 64ull << 20, &ws))
+        if (parse_u64(t, 2, OS_MAX_PROCS, &procs) || parse_size(slash + 2, 0, 64ull << 20, &ws))
             return -1;
         out[n++] = (struct os_ctx_size){.procs = (int)procs, .ws_bytes = ws};
     }
     return n ? n : -1;
 }
 
+static int parse_ctx_opt(const struct opt *t, const char *arg)
+{
+    struct os_opts *o = t->field;
+    o->nctx = parse_ctx(arg, o->ctx);
+    return o->nctx < 0 ? -1 : 0;
+}
+
+static int parse_dir(const struct opt *t, const char *arg)
+{
+    if (access(arg, W_OK | X_OK))
+        return usage_error(SUB, "--dir '%s' is not a writable directory.", arg);
+    *(const char **)t->field = arg;
+    return 0;
+}
+
+static int parse_ctx_cpu(const struct opt *t, const char *arg)
+{
+    uint64_t u;
+    int *cpu = t->field;
+    if (!strcmp(arg, "none")) {
+        *cpu = -1;
+        return 0;
+    }
+    if (parse_u64(arg, 0, CPU_SETSIZE - 1, &u))
+        return -1;
+    if (!cpu_allowed((int)u))
+        return usage_error(SUB, "--ctx-cpu %d is offline or not in this process's affinity mask.", (int)u);
+    *cpu = (int)u;
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, struct os_opts *o)
 {
-    enum { O_TESTS = 1000, O_QUICK, O_DIR, O_FDS, O_CTX, O_CTX_CPU, O_MMAP, O_FILE, O_PF, O_REREAD,
-           O_CHUNK, O_PAIR, O_MIN_SAMPLE, O_MAX_TIME, O_TARGET, O_HELP };
-    static const struct option longopts[] = {
-        {"tests", required_argument, 0, O_TESTS},
-        {"quick", no_argument, 0, O_QUICK},
-        {"dir", required_argument, 0, O_DIR},
-        {"fds", required_argument, 0, O_FDS},
-        {"ctx", required_argument, 0, O_CTX},
-        {"ctx-cpu", required_argument, 0, O_CTX_CPU},
-        {"mmap-sizes", required_argument, 0, O_MMAP},
-        {"file-sizes", required_argument, 0, O_FILE},
-        {"pagefault-size", required_argument, 0, O_PF},
-        {"reread-size", required_argument, 0, O_REREAD},
-        {"bw-chunk", required_argument, 0, O_CHUNK},
-        {"pair-cpus", required_argument, 0, O_PAIR},
-        {"min-sample-ms", required_argument, 0, O_MIN_SAMPLE},
-        {"max-time-s", required_argument, 0, O_MAX_TIME},
-        {"target-error", required_argument, 0, O_TARGET},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
-    const char *ctx = NULL, *mmap_sizes = NULL, *pf = NULL, *reread = NULL;
-    double min_sample_ms = -1, max_time_s = -1, d;
-    uint64_t u;
-    int cpu_given = 0;
+    double min_sample_ms = -1, max_time_s = -1;
 
-    *o = (struct os_opts){.tests = (1u << OS_NTESTS) - 1, .ctx_cpu = -1};
+    *o = (struct os_opts){.tests = (1u << OS_NTESTS) - 1, .ctx_cpu = -1, .bw_chunk = 64 << 10};
     timing_defaults(&o->timing);
-    o->nfds = tp_parse_size_list("10,100", 1, 1000, o->fds, OS_MAX_LIST);
-    o->nfile = tp_parse_size_list("0,1k,4k,10k", 0, 1 << 30, o->file_sizes, OS_MAX_LIST);
-    o->bw_chunk = 64 << 10;
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_TESTS:
-            if (parse_tests(optarg, &o->tests))
-                return usage_error(SUB, "--tests must be 'all' or a comma-separated list of test names "
-                                        "(see --help), got '%s'.", optarg);
-            break;
-        case O_QUICK:
-            o->quick = 1;
-            break;
-        case O_DIR:
-            if (access(optarg, W_OK | X_OK))
-                return usage_error(SUB, "--dir '%s' is not a writable directory.", optarg);
-            o->dir = optarg;
-            break;
-        case O_FDS:
-            o->nfds = tp_parse_size_list(optarg, 1, 1000, o->fds, OS_MAX_LIST);
-            if (o->nfds < 0)
-                return usage_error(SUB, "--fds must be a list of descriptor counts from 1 to 1000, got '%s'.",
-                                   optarg);
-            break;
-        case O_CTX:
-            ctx = optarg;
-            if (parse_ctx(optarg, o->ctx) < 0)
-                return usage_error(SUB, "--ctx must be a list like 2p/0k,8p/16k (2 to %d processes, working "
-                                        "set up to 64m), got '%s'.", OS_MAX_PROCS, optarg);
-            break;
-        case O_CTX_CPU:
-            cpu_given = 1;
-            if (!strcmp(optarg, "none"))
-                o->ctx_cpu = -1;
-            else if (parse_u64(optarg, 0, CPU_SETSIZE - 1, &u) == 0)
-                o->ctx_cpu = (int)u;
-            else
-                return usage_error(SUB, "--ctx-cpu must be a CPU number or 'none', got '%s'.", optarg);
-            break;
-        case O_MMAP:
-            mmap_sizes = optarg;
-            break;
-        case O_FILE:
-            o->nfile = tp_parse_size_list(optarg, 0, 1 << 30, o->file_sizes, OS_MAX_LIST);
-            if (o->nfile < 0)
-                return usage_error(SUB, "--file-sizes must be a list of sizes up to 1g, such as 0,1k,4k, "
-                                        "got '%s'.", optarg);
-            break;
-        case O_PF:
-            pf = optarg;
-            break;
-        case O_REREAD:
-            reread = optarg;
-            break;
-        case O_CHUNK:
-            if (tp_parse_size(optarg, 1, 64 << 20, &o->bw_chunk))
-                return usage_error(SUB, "--bw-chunk must be a size from 1 to 64m, got '%s'.", optarg);
-            break;
-        case O_PAIR:
-            if (tp_parse_cpu_pair(optarg, o->pair_cpus))
-                return usage_error(SUB, "--pair-cpus must be A or A,B with CPUs in this process's affinity "
-                                        "mask, got '%s'.", optarg);
-            o->pair_pinned = 1;
-            break;
-        case O_MIN_SAMPLE:
-            if (parse_double(optarg, 0.01, 10000, &min_sample_ms))
-                return usage_error(SUB, "--min-sample-ms must be a number from 0.01 to 10000, got '%s'.", optarg);
-            break;
-        case O_MAX_TIME:
-            if (parse_double(optarg, 0.001, 3600, &max_time_s))
-                return usage_error(SUB, "--max-time-s must be a number from 0.001 to 3600, got '%s'.", optarg);
-            break;
-        case O_TARGET:
-            if (parse_double(optarg, 1e-6, 1, &d))
-                return usage_error(SUB, "--target-error must be a number from 0.000001 to 1, got '%s'.", optarg);
-            o->timing.target_rel_error = d;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
+    o->nfds = parse_size_list("10,100", 1, 1000, o->fds, OS_MAX_LIST);
+    o->nfile = parse_size_list("0,1k,4k,10k", 0, 1 << 30, o->file_sizes, OS_MAX_LIST);
+    struct opt table[] = {
+        {OPT_C("tests", parse_tests, &o->tests, "LIST",
+               "'all' or a comma-separated list of test names (see --help)",
+               "tests to run, comma separated, or all (default all):")},
+        {OPT_TEXT(NULL), .note = print_test_names},
+        {OPT_F("quick", &o->quick, 1, "shorter samples, smaller sizes, fewer rings (a few seconds)")},
+        {OPT_C("dir", parse_dir, &o->dir, "PATH", NULL,
+               "where file tests make their scratch directory\n(default $TMPDIR or /tmp; removed afterwards)")},
+        {OPT_SZ_LIST("fds", o->fds, &o->nfds, 1, 1000, "descriptor counts for select and poll (default 10,100)"),
+         .expect = "a list of descriptor counts from 1 to 1000"},
+        {OPT_C("ctx", parse_ctx_opt, o, "LIST", "a list like 2p/0k,8p/16k (2 to 64 processes, working set up to 64m)",
+               "context-switch rings, processes p / working set each\n(default " DEFAULT_CTX ")")},
+        {OPT_C("ctx-cpu", parse_ctx_cpu, &o->ctx_cpu, "N|none", "a CPU number or 'none'",
+               "CPU every ring process runs on (default: first allowed CPU)")},
+        {OPT_C("pair-cpus", tp_parse_cpu_pair, o->pair_cpus, "A[,B]", "A or A,B with CPUs in this process's affinity mask",
+               "*_lat and *_bw: run this end on CPU A, the peer on B\n(B = A when omitted; default: not pinned)")},
+        {OPT_SZ_LIST("mmap-sizes", o->mmap_sizes, &o->nmmap, 1, 1ull << 30,
+                     "file sizes mapped by mmap (default 64k,1m,16m)")},
+        {OPT_SZ_LIST("file-sizes", o->file_sizes, &o->nfile, 0, 1 << 30,
+                     "sizes of file_create_delete (default 0,1k,4k,10k)")},
+        {OPT_SZ("pagefault-size", &o->pagefault_bytes, 64 << 10, 1ull << 30, "region of the pagefault test (default 16m)")},
+        {OPT_SZ("reread-size", &o->reread_bytes, 4096, 1ull << 30, "file of file_reread and mmap_reread (default 8m)")},
+        {OPT_SZ("bw-chunk", &o->bw_chunk, 1, 64 << 20, "transfer unit of pipe_bw, unix_bw, tcp_bw (default 64k)")},
+        {OPT_D("min-sample-ms", &min_sample_ms, 0.01, 10000, NULL, "MS", "harness: shortest sample (default 10, --quick 2)")},
+        {OPT_D("max-time-s", &max_time_s, 0.001, 3600, NULL, "S", "harness: time limit per figure (default 2, --quick 0.3)")},
+        {OPT_D("target-error", &o->timing.target_rel_error, 1e-6, 1, NULL, "F",
+               "harness: relative standard error to reach (default 0.01)")},
+        {OPT_TEXT("SIZE: bytes with an optional k, m or g suffix (KiB, MiB, GiB).")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
 
+    o->pair_pinned = opts_seen(table, "pair-cpus") > 0;
     /* --quick: shorter samples and smaller sets, every test still runs. */
-    o->nctx = parse_ctx(ctx ? ctx : o->quick ? quick_ctx : default_ctx, o->ctx);
-    if (!mmap_sizes)
-        mmap_sizes = o->quick ? "1m" : "64k,1m,16m";
-    o->nmmap = tp_parse_size_list(mmap_sizes, 1, 1ull << 30, o->mmap_sizes, OS_MAX_LIST);
-    if (o->nmmap < 0)
-        return usage_error(SUB, "--mmap-sizes must be a list of sizes from 1 to 1g, got '%s'.", mmap_sizes);
-    if (tp_parse_size(pf ? pf : o->quick ? "4m" : "16m", 64 << 10, 1ull << 30, &o->pagefault_bytes))
-        return usage_error(SUB, "--pagefault-size must be a size from 64k to 1g, got '%s'.", pf);
-    if (tp_parse_size(reread ? reread : o->quick ? "2m" : "8m", 4096, 1ull << 30, &o->reread_bytes))
-        return usage_error(SUB, "--reread-size must be a size from 4k to 1g, got '%s'.", reread);
+    if (!opts_seen(table, "ctx"))
+        o->nctx = parse_ctx(o->quick ? QUICK_CTX : DEFAULT_CTX, o->ctx);
+    if (!opts_seen(table, "mmap-sizes"))
+        o->nmmap = parse_size_list(o->quick ? "1m" : "64k,1m,16m", 1, 1ull << 30, o->mmap_sizes, OS_MAX_LIST);
+    if (!opts_seen(table, "pagefault-size"))
+        o->pagefault_bytes = o->quick ? 4 << 20 : 16 << 20;
+    if (!opts_seen(table, "reread-size"))
+        o->reread_bytes = o->quick ? 2 << 20 : 8 << 20;
     if (o->quick) {
         o->timing.min_sample_ns = 2 * 1000000ull;
         o->timing.max_time_ns = 300 * 1000000ull;
@@ -424,19 +359,8 @@ static int parse_options(int argc, char **argv, struct os_opts *o)
         o->timing.min_sample_ns = (uint64_t)(min_sample_ms * 1e6);
     if (max_time_s > 0)
         o->timing.max_time_ns = (uint64_t)(max_time_s * 1e9);
-
-    int allowed[CPU_SETSIZE];
-    int nallowed = allowed_cpus(allowed, CPU_SETSIZE);
-    if (!cpu_given && nallowed > 0)
-        o->ctx_cpu = allowed[0];
-    if (cpu_given && o->ctx_cpu >= 0) {
-        int ok = 0;
-        for (int i = 0; i < nallowed && !ok; i++)
-            ok = allowed[i] == o->ctx_cpu;
-        if (!ok)
-            return usage_error(SUB, "--ctx-cpu %d is offline or not in this process's affinity mask.",
-                               o->ctx_cpu);
-    }
+    if (!opts_seen(table, "ctx-cpu") && allowed_cpus(&o->ctx_cpu, 1) != 1)
+        o->ctx_cpu = -1;
     if (!o->dir) {
         const char *tmp = getenv("TMPDIR");
         o->dir = tmp && *tmp && access(tmp, W_OK | X_OK) == 0 ? tmp : "/tmp";

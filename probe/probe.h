@@ -5,6 +5,7 @@
 #ifndef RTVB_PROBE_H
 #define RTVB_PROBE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -15,7 +16,11 @@
  * incompatible change; the host refuses schemas it does not know. */
 #define RTVB_SCHEMA_VERSION 1
 
-/* Exit codes, as in DESIGN.md. */
+/* A numeric macro as a string literal, for help texts. */
+#define RTVB_STR(x) RTVB_STR_(x)
+#define RTVB_STR_(x) #x
+
+/* Exit codes, as listed in README.md. */
 enum {
     EXIT_OK = 0,
     EXIT_USAGE = 2,   /* bad option or value */
@@ -42,15 +47,32 @@ int usage_error(const char *sub, const char *fmt, ...)
 int unknown_option(const char *sub, const char *arg);
 int unexpected_argument(const char *sub, const char *arg);
 
-/* Strict number parsing: the whole string must be a number in [min, max]. */
+/* Strict number parsing: the whole string must be a plain decimal number in
+ * [min, max] (no spaces, sign on an unsigned, hex, inf or nan). */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_double(const char *s, double min, double max, double *out);
+/* "4096", "4K", "1.5M", "2G" (binary multiples, either case; the result
+ * must be a whole number of bytes within [min, max]). */
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* The next item of a comma-separated list at *p (NULL once the list is
+ * done) into item, cap bytes: 1 when one was read, 0 at the end, -1 for an
+ * empty or overlong item (so an empty list or a stray comma is refused). */
+int list_item(const char **p, char *item, size_t cap);
+/* parse_size() items separated by commas, kept in the order given, at most
+ * max_n. Returns the count or -1 on a malformed or out-of-range entry. */
+int parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n);
+
+/* A comma-separated list of names out of names[0..n) as a bit mask of their
+ * indexes; -1 if an item is unknown or the list is empty. */
+int parse_names(const char *s, const char *const *names, int n, unsigned *mask);
 
 /* Parse a CPU list like "0-3,6" into a sorted array of distinct CPU numbers.
  * Returns the count, or -1 on a malformed list. */
 int parse_cpu_list(const char *s, int *cpus, int max_cpus);
 /* The CPUs this process may run on (its affinity mask), sorted. */
 int allowed_cpus(int *cpus, int max_cpus);
+/* Whether this process may run on `cpu` (online and in its affinity mask). */
+int cpu_allowed(int cpu);
 
 static inline uint64_t ts_ns(const struct timespec *t)
 {

@@ -8,6 +8,7 @@
  * instruction). When the source is missing or unreadable the field is null;
  * nothing is inferred from defaults. docs/probe-output.md lists the fields.
  */
+#include "opts.h"
 #include "probe.h"
 
 #include <ctype.h>
@@ -28,13 +29,6 @@
 /* Largest file read; /proc/cpuinfo of a many-core machine is a few hundred KiB. */
 #define MAX_FILE_BYTES (4u << 20)
 #define SYS_CPU "/sys/devices/system/cpu"
-
-static const char usage_text[] =
-    "usage: rtvb-probe sysinfo [--help]\n"
-    "\n"
-    "Print one JSON record describing this environment: kernel, preemption\n"
-    "model, hypervisor or container, CPUs, power management, memory and cgroup\n"
-    "limits. Sources that are missing are reported as null. No options.\n";
 
 /* ------------------------------------------------------------------------ */
 /* Reading files                                                             */
@@ -871,14 +865,15 @@ int cmd_sysinfo(int argc, char **argv)
 {
     uint64_t t0 = mono_ns();
 
-    if (argc > 1) {
-        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        }
-        return usage_error("sysinfo", "unknown argument '%s': sysinfo takes no options "
-                           "(see 'rtvb-probe sysinfo --help').", argv[1]);
-    }
+    struct opt table[] = {
+        {OPT_TEXT("Print one JSON record describing this environment: kernel, preemption\n"
+                  "model, hypervisor or container, CPUs, power management, memory and cgroup\n"
+                  "limits. Sources that are missing are reported as null. No options.")},
+        {OPTS_END},
+    };
+    int rc = opts_parse("sysinfo", table, argc, argv);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
 
     struct jw w = {0};
     meta_begin(&w, "sysinfo", argc, argv);

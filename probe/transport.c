@@ -19,6 +19,7 @@
 /* After <sys/socket.h>: the UAPI header needs sa_family_t. */
 #include <linux/vm_sockets.h>
 
+#include "opts.h"
 #include "probe.h"
 
 #ifndef VMADDR_CID_LOCAL
@@ -559,9 +560,9 @@ int tp_pin_cpu(int cpu)
     return sched_setaffinity(0, sizeof set, &set);
 }
 
-int tp_parse_cpu_pair(const char *s, int cpus[2])
+int tp_parse_cpu_pair(const struct opt *t, const char *s)
 {
-    int list[2], allowed[CPU_SETSIZE];
+    int *cpus = t->field;
     const char *comma = strchr(s, ',');
     char first[32];
     uint64_t a, b;
@@ -574,61 +575,9 @@ int tp_parse_cpu_pair(const char *s, int cpus[2])
         return -1;
     if (!comma)
         b = a;
-    int n = allowed_cpus(allowed, CPU_SETSIZE);
-    list[0] = (int)a;
-    list[1] = (int)b;
-    for (int i = 0; i < 2; i++) {
-        int ok = 0;
-        for (int j = 0; j < n && !ok; j++)
-            ok = allowed[j] == list[i];
-        if (!ok)
-            return -1;
-        cpus[i] = list[i];
-    }
+    if (!cpu_allowed((int)a) || !cpu_allowed((int)b))
+        return -1;
+    cpus[0] = (int)a;
+    cpus[1] = (int)b;
     return 0;
-}
-
-int tp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char digits[32];
-    size_t n = strlen(s);
-    uint64_t mult = 1, v;
-    if (n == 0 || n >= sizeof digits)
-        return -1;
-    memcpy(digits, s, n + 1);
-    switch (digits[n - 1]) {
-    case 'k': case 'K': mult = 1ull << 10; break;
-    case 'm': case 'M': mult = 1ull << 20; break;
-    case 'g': case 'G': mult = 1ull << 30; break;
-    default: break;
-    }
-    if (mult != 1)
-        digits[n - 1] = '\0';
-    if (parse_u64(digits, 0, UINT64_MAX / mult, &v))
-        return -1;
-    v *= mult;
-    if (v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int tp_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n)
-{
-    char item[32];
-    int n = 0;
-    const char *p = s;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0 || len >= sizeof item || n == max_n)
-            return -1;
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (tp_parse_size(item, min, max, &out[n++]))
-            return -1;
-        if (!comma)
-            return n;
-        p = comma + 1;
-    }
 }

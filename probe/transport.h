@@ -83,14 +83,10 @@ pid_t tp_fork_peer(void);
 void tp_reap_peer(pid_t pid);
 /* Run the calling process on one CPU only. 0, or -1 with errno. */
 int tp_pin_cpu(int cpu);
-/* "A" or "A,B": the CPUs of the two ends of a local measurement (B = A when
- * omitted), each checked against the affinity mask. 0, or -1. */
-int tp_parse_cpu_pair(const char *s, int cpus[2]);
-
-/* Sizes on the command line, shared by os and ipc: a decimal integer with an
- * optional binary suffix k/K (KiB), m/M (MiB), g/G (GiB). Lists are comma
- * separated; returns the count or -1 on a malformed or out-of-range entry. */
-int tp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
-int tp_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n);
+/* The OPT_CUSTOM parser of "A" or "A,B": the CPUs of the two ends of a
+ * local measurement (B = A when omitted) into the int[2] field, each checked
+ * against the affinity mask. 0, or -1. */
+struct opt;
+int tp_parse_cpu_pair(const struct opt *t, const char *s);
 
 #endif

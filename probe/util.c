@@ -1,5 +1,6 @@
 #include "probe.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -34,7 +35,8 @@ int unexpected_argument(const char *sub, const char *arg)
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     char *end;
-    if (!s || !*s || *s == '-')
+    /* strtoull alone would take " 5", "+5" and "-1" (as a huge number). */
+    if (!s || !isdigit((unsigned char)*s))
         return -1;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -44,17 +46,109 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
+/* Plain decimal notation: [-]digits[.digits][e[+-]digits], with digits on
+ * at least one side of the point. strtod also reads hex, "inf", "nan" and
+ * leading spaces, none of which is a number a user means on a command line. */
+static int is_decimal(const char *s)
+{
+    int digits = 0;
+    if (*s == '-')
+        s++;
+    for (; isdigit((unsigned char)*s); s++)
+        digits++;
+    if (*s == '.')
+        for (s++; isdigit((unsigned char)*s); s++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        while (isdigit((unsigned char)*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
 int parse_double(const char *s, double min, double max, double *out)
 {
-    char *end;
-    if (!s || !*s)
+    if (!s || !is_decimal(s))
         return -1;
     errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || isnan(v) || v < min || v > max)
+    double v = strtod(s, NULL);
+    if (errno || v < min || v > max)
         return -1;
     *out = v;
     return 0;
+}
+
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s)
+        return -1;
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1024.0; end++; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end || strpbrk(s, "eExXpP"))
+        return -1;
+    v *= mult;
+    /* Whole bytes only; doubles are exact far beyond the sizes accepted. */
+    if (v != floor(v) || v < (double)min || v > (double)max)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int list_item(const char **p, char *item, size_t cap)
+{
+    if (!*p)
+        return 0;
+    size_t len = strcspn(*p, ",");
+    if (len == 0 || len >= cap)
+        return -1;
+    memcpy(item, *p, len);
+    item[len] = '\0';
+    *p = (*p)[len] ? *p + len + 1 : NULL;
+    return 1;
+}
+
+int parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n)
+{
+    char item[32];
+    int n = 0, rc;
+    while ((rc = list_item(&s, item, sizeof item)) > 0)
+        if (n == max_n || parse_size(item, min, max, &out[n++]))
+            return -1;
+    return rc < 0 ? -1 : n;
+}
+
+int parse_names(const char *s, const char *const *names, int n, unsigned *mask)
+{
+    char item[64];
+    int rc;
+    *mask = 0;
+    while ((rc = list_item(&s, item, sizeof item)) > 0) {
+        int found = -1;
+        for (int i = 0; i < n && found < 0; i++)
+            if (!strcmp(item, names[i]))
+                found = i;
+        if (found < 0)
+            return -1;
+        *mask |= 1u << found;
+    }
+    return rc < 0 || !*mask ? -1 : 0;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -116,6 +210,12 @@ int allowed_cpus(int *cpus, int max_cpus)
         if (CPU_ISSET(c, &set))
             cpus[n++] = c;
     return n;
+}
+
+int cpu_allowed(int cpu)
+{
+    cpu_set_t set;
+    return cpu >= 0 && cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof set, &set) == 0 && CPU_ISSET(cpu, &set);
 }
 
 void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv)

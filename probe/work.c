@@ -10,7 +10,6 @@
  * is printed as a warning and in the result, and the probe exits with 3.
  * Kernels and their verification: docs/probe/work.md.
  */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "opts.h"
 #include "probe.h"
 #include "work/work.h"
 
@@ -59,19 +59,8 @@ static void on_stop(int sig)
     stop_requested = 1;
 }
 
-static void usage(void)
+static void print_kernels(void)
 {
-    printf(
-        "usage: rtvb-probe work [options]\n"
-        "  --kernels LIST|all     comma-separated kernels to run (default all)\n"
-        "  --size small|large|both  input sizes (default both)\n"
-        "  --repetitions N        timed runs per kernel and size (default 3)\n"
-        "  --seed S               seed of the input generator (default %d; the built-in\n"
-        "                         checksums hold for this seed only)\n"
-        "  --expect NAME.SIZE=HEX expected checksum of a kernel at a size, overriding the\n"
-        "                         built-in one; repeatable\n"
-        "Exit status 3 when any kernel fails its verification.\n\nKernels:\n",
-        WORK_DEFAULT_SEED);
     for (int i = 0; i < NKERNELS; i++)
         printf("  %-15s %s\n", kernels[i]->name, kernels[i]->description);
 }
@@ -100,8 +89,9 @@ static void kernel_names(char *buf, size_t cap)
         len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", kernels[i]->name);
 }
 
-static int parse_kernels(const char *list, struct work_options *o)
+static int parse_kernels(const struct opt *t, const char *list)
 {
+    struct work_options *o = t->field;
     char names[512];
     o->nselected = 0;
     if (!strcmp(list, "all")) {
@@ -150,8 +140,10 @@ static int parse_hex(const char *s, uint64_t *out)
     return 0;
 }
 
-static int parse_expect(const char *arg, struct work_options *o)
+/* Repeatable: each one sets the checksum of one kernel at one size. */
+static int parse_expect(const struct opt *t, const char *arg)
 {
+    struct work_options *o = t->field;
     const char *eq = strchr(arg, '=');
     const char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
     if (!eq || !dot)
@@ -185,69 +177,37 @@ static int parse_expect(const char *arg, struct work_options *o)
 
 static int parse_options(int argc, char **argv, struct work_options *o)
 {
-    enum { O_KERNELS = 1000, O_SIZE, O_REPS, O_SEED, O_EXPECT, O_HELP };
-    static const struct option longopts[] = {
-        {"kernels", required_argument, 0, O_KERNELS},
-        {"size", required_argument, 0, O_SIZE},
-        {"repetitions", required_argument, 0, O_REPS},
-        {"seed", required_argument, 0, O_SEED},
-        {"expect", required_argument, 0, O_EXPECT},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0},
-    };
-    int rc;
+    static const char *const size_choices[] = {"small", "large", "both"};
+    int size = WORK_NSIZES;   /* "both" */
 
     memset(o, 0, sizeof *o);
     o->repetitions = 3;
     o->seed = WORK_DEFAULT_SEED;
-    parse_kernels("all", o);
-    o->sizes[0] = WORK_SMALL;
-    o->sizes[1] = WORK_LARGE;
-    o->nsizes = 2;
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, "", longopts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_KERNELS:
-            if ((rc = parse_kernels(optarg, o)))
-                return rc;
-            break;
-        case O_SIZE:
-            if (!strcmp(optarg, "both")) {
-                o->nsizes = 2;
-            } else {
-                int s = find_size(optarg);
-                if (s < 0)
-                    return usage_error(SUB, "--size must be small, large or both, got '%s'.", optarg);
-                o->sizes[0] = s;
-                o->nsizes = 1;
-            }
-            break;
-        case O_REPS:
-            if (parse_u64(optarg, 1, MAX_REPETITIONS, &o->repetitions))
-                return usage_error(SUB, "--repetitions must be an integer from 1 to %d, got '%s'.", MAX_REPETITIONS,
-                                   optarg);
-            break;
-        case O_SEED:
-            if (parse_u64(optarg, 0, UINT64_MAX, &o->seed))
-                return usage_error(SUB, "--seed must be an integer from 0 to 18446744073709551615, got '%s'.", optarg);
-            break;
-        case O_EXPECT:
-            if ((rc = parse_expect(optarg, o)))
-                return rc;
-            break;
-        case O_HELP:
-            usage();
-            return -1;
-        default:
-            return unknown_option(SUB, argv[optind - 1]);
-        }
+    struct opt table[] = {
+        {OPT_C("kernels", parse_kernels, o, "LIST|all", NULL, "comma-separated kernels to run (default all)")},
+        {OPT_E("size", &size, size_choices, NULL, 3, "input sizes (default both)")},
+        {OPT_I("repetitions", &o->repetitions, 1, MAX_REPETITIONS, "N", "timed runs per kernel and size (default 3)")},
+        {OPT_I("seed", &o->seed, 0, UINT64_MAX, "S",
+               "seed of the input generator (default " RTVB_STR(WORK_DEFAULT_SEED) "; the built-in\n"
+               "checksums hold for this seed only)")},
+        {OPT_C("expect", parse_expect, o, "NAME.SIZE=HEX", NULL,
+               "expected checksum of a kernel at a size, overriding the\nbuilt-in one; repeatable")},
+        {OPT_TEXT("Exit status 3 when any kernel fails its verification.\n\nKernels:"), .note = print_kernels},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
+    if (!opts_seen(table, "kernels"))
+        parse_kernels(opts_find(table, "kernels"), "all");
+    if (size == WORK_NSIZES) {
+        o->sizes[0] = WORK_SMALL;
+        o->sizes[1] = WORK_LARGE;
+        o->nsizes = 2;
+    } else {
+        o->sizes[0] = size;
+        o->nsizes = 1;
     }
-    if (optind < argc)
-        return unexpected_argument(SUB, argv[optind]);
     return 0;
 }
 

@@ -310,7 +310,7 @@ def test_host_closing_the_channel_ends_the_agent(probe):
 
 
 def test_usage_errors(probe):
-    for args, phrase in ((["agent"], "exactly one of --fd"), (["agent", "--fd", "x"], "--fd takes"),
+    for args, phrase in ((["agent"], "exactly one of --fd"), (["agent", "--fd", "x"], "--fd must be a file descriptor number"),
                          (["agent", "--fd", "987"], "not an open file descriptor"),
                          (["agent", "--channel", "/nonexistent/sock"], "cannot open the channel"),
                          (["init"], "runs only as PID 1")):

@@ -187,10 +187,10 @@ def test_signal_ends_run_with_full_result(probe, sig):
     assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
 
 
-def _as_nobody(*cmd: str, memlock: int | None = None) -> list[str]:
+def _as_nobody(*cmd: str, memlock: int | None = None, rtprio: str = "0") -> list[str]:
     prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     if memlock is not None:
-        prefix = ["prlimit", f"--memlock={memlock}", "--rtprio=0", *prefix]
+        prefix = ["prlimit", f"--memlock={memlock}", f"--rtprio={rtprio}", *prefix]
     return [*prefix, *cmd]
 
 
@@ -209,6 +209,40 @@ def test_unprivileged_run_warns_and_still_measures(probe, tmp_path):
     codes = {w["code"] for w in of_type(recs, "warning")}
     assert {"no_rt_policy", "no_mlockall"} <= codes
     assert merged(recs)["count"] == 50
+
+
+@pytest.mark.parametrize("rtprio, granted", [("0:99", True), ("0:0", False)])
+@pytest.mark.parametrize("args", [
+    ["latency", "--loops", "20", "--cpus", "0"],
+    ["load", "--kind", "timer", "--policy", "fifo", "--priority", "80", "--duration-s", "0.2", "--window-s", "0"],
+], ids=["latency", "load"])
+def test_unprivileged_rt_raises_the_soft_rtprio_limit_up_to_the_hard_one(probe, tmp_path, rtprio, granted, args):
+    """Soft RLIMIT_RTPRIO 0 does not stop a user whose hard limit allows the priority (as
+    cyclictest, the probe raises the soft limit); hard 0 does, with the no_rt_policy warning."""
+    if os.geteuid() != 0:
+        pytest.skip("dropping privileges needs root")
+    if not (shutil.which("setpriv") and shutil.which("prlimit")):
+        pytest.skip("needs setpriv and prlimit (util-linux)")
+    if subprocess.run(["prlimit", f"--rtprio={rtprio}", "true"], capture_output=True).returncode != 0:
+        pytest.skip(f"cannot set RLIMIT_RTPRIO {rtprio} here (a hard limit above the current one needs "
+                    "CAP_SYS_RESOURCE)")
+    root = run_latency(probe, "--loops", "1", "--cpus", "0")
+    if not root[0]["privileges"]["rt_granted"]:
+        pytest.skip("this machine grants no real-time policy even to root")
+    exe = tmp_path / "rtvb-probe"
+    shutil.copy(probe, exe)
+    exe.chmod(0o755)
+    tmp_path.chmod(0o755)
+    proc = subprocess.run(_as_nobody(str(exe), *args, memlock=0, rtprio=rtprio),
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    recs = records(proc.stdout)
+    assert recs[0]["type"] == "meta" and recs[-1]["status"] == "ok"
+    priv = recs[0]["privileges"]
+    assert priv["rt_granted"] is granted, priv
+    assert (priv["policy"], priv["priority"]) == (("fifo", 80) if granted else ("other", 0))
+    warned = [w for w in of_type(recs, "warning") if w["code"] == "no_rt_policy"]
+    assert len(warned) == (0 if granted else 1), warned
 
 
 def test_root_run_is_granted_rt_without_warnings(probe):

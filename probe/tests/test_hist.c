@@ -9,19 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "hist.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            failures++;                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                  \
-            fputc('\n', stderr);                           \
-        }                                                  \
-    } while (0)
 
 /* xorshift64*: deterministic, so a failure reproduces. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -168,10 +158,5 @@ int main(void)
     test_distributions();
     test_merge_is_union();
     test_empty();
-    if (failures) {
-        fprintf(stderr, "test_hist: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_hist: all passed\n");
-    return 0;
+    return check_verdict("test_hist");
 }

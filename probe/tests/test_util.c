@@ -3,24 +3,15 @@
  * must be rejected, not half-accepted, and every string must come out as
  * valid JSON.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "jsonw.h"
 #include "probe.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            failures++;                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                         \
-            fputc('\n', stderr);                                  \
-        }                                                         \
-    } while (0)
 
 static void test_cpu_list(void)
 {
@@ -45,6 +36,23 @@ static void test_numbers(void)
     CHECK(parse_double("0.5", 0.01, 1, &d) == 0 && d == 0.5, "0.5");
     CHECK(parse_double("nan", 0, 1, &d) == -1, "nan accepted");
     CHECK(parse_double("", 0, 1, &d) == -1, "empty accepted");
+    CHECK(parse_u64(" 5", 0, 9, &u) == -1 && parse_u64("+5", 0, 9, &u) == -1, "sloppy integer accepted");
+    CHECK(parse_double(" 1", 0, 9, &d) == -1 && parse_double("0x1p0", 0, 9, &d) == -1 &&
+          parse_double("inf", 0, INFINITY, &d) == -1, "sloppy number accepted");
+    CHECK(parse_size("1.5M", 0, 1ull << 30, &u) == 0 && u == 1572864, "1.5M");
+    CHECK(parse_size("1.3K", 0, 1ull << 30, &u) == -1, "fractional bytes accepted");
+}
+
+static void test_lists(void)
+{
+    static const char *const names[] = {"a", "b", "c"};
+    uint64_t v[3];
+    unsigned mask;
+    CHECK(parse_size_list("4k,1,2", 0, 8192, v, 3) == 3 && v[0] == 4096 && v[2] == 2, "4k,1,2");
+    CHECK(parse_size_list("1,2,3,4", 0, 9, v, 3) == -1, "overlong list accepted");
+    CHECK(parse_size_list("1,", 0, 9, v, 3) == -1 && parse_size_list("", 0, 9, v, 3) == -1, "empty item accepted");
+    CHECK(parse_names("c,a", names, 3, &mask) == 0 && mask == 5, "c,a");
+    CHECK(parse_names("a,d", names, 3, &mask) == -1 && parse_names("", names, 3, &mask) == -1, "bad names accepted");
 }
 
 static void test_json_writer(void)
@@ -76,11 +84,7 @@ int main(void)
 {
     test_cpu_list();
     test_numbers();
+    test_lists();
     test_json_writer();
-    if (failures) {
-        fprintf(stderr, "test_util: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_util: all passed\n");
-    return 0;
+    return check_verdict("test_util");
 }
