@@ -288,7 +288,7 @@ def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
     return EXIT_OK
 
 
-from rtvbench.kernels import kernel as _kernel_group  # noqa: E402
+from rtvbench.targets.qemu.kernels import kernel as _kernel_group  # noqa: E402
 cli.add_command(_kernel_group)
 
 # ---------------------------------------------------------------------------

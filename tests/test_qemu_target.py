@@ -23,12 +23,12 @@ import pytest
 from host_helpers import cli_env, run_cli
 from rtvbench.campaign import CampaignError, parse_campaign
 from rtvbench.errors import InputError, RtvbenchError, TargetError, TargetLost
-from rtvbench.initramfs import (build_initramfs, kernel_release, resolve_modules)
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import load_run, open_store
-from rtvbench.targets.qemu import QemuTarget, _GuestTarget
-from rtvbench.targets.qemu_channel import AgentChannel
-from rtvbench.targets.qemu_guest import GuestConfig, QemuGuest
+from rtvbench.targets.qemu.channel import AgentChannel
+from rtvbench.targets.qemu.guest import GuestConfig, QemuGuest
+from rtvbench.targets.qemu.initramfs import build_initramfs, kernel_release, resolve_modules
+from rtvbench.targets.qemu.target import QemuTarget, _GuestTarget
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"          # `make kernels`
@@ -317,7 +317,7 @@ def _kernel(arch: str) -> Path:
     if not image.is_file():
         if shutil.which("apt-get") is None:
             pytest.skip("no kernel in kernels/ and no apt-get to fetch one")
-        from rtvbench.kernels import fetch
+        from rtvbench.targets.qemu.kernels import fetch
         try:
             image = fetch(arch, False, KERNELS)
         except RtvbenchError as e:

@@ -1,8 +1,8 @@
 """The `qemu` target: rtvbench boots its own guests, with the probe as their /init.
 
 No disk image, no shell, no network: a kernel image, an initramfs rtvbench writes (the probe
-and the virtio modules, rtvbench/initramfs.py), and a virtio-serial channel over which the probe
-serves commands (the agent protocol, qemu_channel.py). The guest boots lazily in deploy_probe;
+and the virtio modules, initramfs.py), and a virtio-serial channel over which the probe
+serves commands (the agent protocol, channel.py). The guest boots lazily in deploy_probe;
 a guest that crashes, hangs or is killed raises TargetLost with its console log and is booted
 afresh by the next command. `count = N` boots N identical guests at once: the first one is
 measured, the others are `neighbours` (Targets of their own) for loads. docs/targets/qemu.md.
@@ -27,14 +27,14 @@ from pydantic import ValidationInfo, field_validator
 
 from rtvbench import probe as probe_mod
 from rtvbench.errors import InputError, TargetError, TargetLost
-from rtvbench.initramfs import (build_initramfs, kernel_config_for, kernel_release,
-                                resolve_modules)
+from rtvbench.targets.qemu.initramfs import (build_initramfs, kernel_config_for, kernel_release,
+                                             resolve_modules)
 from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
-from rtvbench.targets.kvm_check import kvm_problem
-from rtvbench.targets.qemu_channel import ChannelClosed, Command
-from rtvbench.targets.qemu_guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
+from rtvbench.targets.qemu.channel import ChannelClosed, Command
+from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
+from rtvbench.targets.qemu.kvm import kvm_problem
 
 PROBE_PATH = "/init"                # where the probe is inside the guest
 QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}

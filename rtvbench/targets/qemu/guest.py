@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.initramfs import cache_dir as initramfs_cache_dir
 from rtvbench.targets.local import _die_with_parent
-from rtvbench.targets.qemu_channel import AgentChannel, ChannelClosed
+from rtvbench.targets.qemu.channel import AgentChannel, ChannelClosed
+from rtvbench.targets.qemu.initramfs import cache_dir as initramfs_cache_dir
 
 CONSOLE = {"x86_64": "ttyS0", "aarch64": "ttyAMA0"}
 PORT_NAME = "org.rtvbench.0"

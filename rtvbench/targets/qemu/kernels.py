@@ -31,7 +31,7 @@ from pathlib import Path
 import click
 
 from rtvbench.errors import EXIT_OK, InputError, TargetError
-from rtvbench.kmod import modinfo, module_bytes
+from rtvbench.targets.qemu.kmod import modinfo, module_bytes
 
 # rtvbench's architecture names (those of `uname -m` and QEMU) -> Debian's.
 DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}

@@ -1,5 +1,5 @@
-"""The host side of the rtvb-probe agent protocol (v1; /work/shared-agent-protocol.md,
-summarised in docs/targets/qemu.md): the client that a qemu guest's /init serves.
+"""The host side of the rtvb-probe agent protocol (v1; described in
+docs/targets/qemu.md): the client that a qemu guest's /init serves.
 
 One reader thread owns the channel's input. It sorts every guest line into the queue of the
 command it belongs to (by id), notes the time of every line (a `tick` at least once a second

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtvbench.errors import InputError
-from rtvbench.kmod import modinfo, module_bytes
+from rtvbench.targets.qemu.kmod import modinfo, module_bytes
 
 #: the drivers the data channel needs: the virtio-serial port and the virtio-pci transport it
 #: sits on (q35 and arm virt both have PCI). A kernel with them built in needs no module.
