@@ -1,4 +1,4 @@
-"""Load and validate a campaign file (DESIGN.md, "Campaign file (v1)").
+"""Load and validate a campaign file (docs/campaign.md, "Campaign file reference (v1)").
 
 Validation happens before anything runs and reports every problem at once, each
 as `FILE:LINE: KEY: message`. The file's shape is checked here; what the keys of
@@ -16,17 +16,19 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
-from pydantic import ValidationError, model_validator
+from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
+from pydantic_core import to_jsonable_python
 
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
 from rtvbench.errors import InputError
 from rtvbench.loads import LOADS, Load, kind_of
 from rtvbench.loads.base import NEIGHBOURS
 from rtvbench.loads.combine import CombinedLoad
-from rtvbench.params import (Name, NonNegativeInt, Number, PositiveInt, StrictModel,
+from rtvbench.params import (Name, NonNegativeInt, Number, PositiveInt, SizeRange, StrictModel,
                              is_valid_name)
+from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target
 from rtvbench.tomlloc import TomlLocator, format_path
 
@@ -34,6 +36,10 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:                                   # pragma: no cover
     import tomli as tomllib
+
+
+#: (benchmark kind, figure name) -> whether the kind yields that figure
+FigureCheck = Callable[[str, str], bool]
 
 
 def default_campaign_path() -> Path:
@@ -139,9 +145,25 @@ class Campaign:
     def measurement_count(self) -> int:
         return len(self.environments) * len(self.loads) * len(self.benchmarks) * self.repetitions
 
+    def spec(self) -> CampaignSpec:
+        """The campaign as validated, every default filled in: what is stored with a run."""
+        return CampaignSpec(
+            name=self.name, repetitions=self.repetitions, seed=self.seed,
+            environments={name: EnvironmentSpec(name, target.kind, params_json(target.params))
+                          for name, target in self.environments.items()},
+            loads={name: _load_spec(load) for name, load in self.loads.items()},
+            benchmarks={name: BenchmarkSpec(name, bench.kind, params_json(bench.params),
+                                            bench.placement() if hasattr(bench, "placement") else Placement())
+                        for name, bench in self.benchmarks.items()},
+            requirements=[_requirement_json(r) for r in self.requirements])
 
-def load_campaign(path: str | Path | None) -> Campaign:
-    """Read and validate a campaign file (None: the built-in default campaign)."""
+
+def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = None) -> Campaign:
+    """Read and validate a campaign file (None: the built-in default campaign).
+
+    The figures a benchmark yields are the analysis stage's knowledge, which the campaign stage
+    does not import: the caller passes `known_figure` (rtvbench.analysis.metrics.known_figure)
+    to check requirements' metric names, or None to leave them to the report."""
     if path is None:
         path = default_campaign_path()
         filename = "default campaign (" + str(path) + ")"
@@ -158,13 +180,40 @@ def load_campaign(path: str | Path | None) -> Campaign:
         raise InputError(f"{filename} is not UTF-8 text; save the campaign file as UTF-8.") from None
     except OSError as e:
         raise InputError(f"{filename}: cannot read it ({e.strerror}); check its permissions.") from None
-    return parse_campaign(text, filename, path.resolve().parent)
+    return parse_campaign(text, filename, path.resolve().parent, known_figure)
+
+
+def stored_spec(text: str) -> CampaignSpec:
+    """The spec of a campaign text stored with a run (runs stored before specs were), built here
+    and now without looking at this machine: whatever has moved or changed since the run must not
+    keep its results from being read.
+
+    Benchmarks and loads are validated as `parse_campaign` does (their models check nothing outside
+    the campaign), so their defaults are today's models' defaults. Environments are taken as
+    written, their keys type-checked and defaults filled, but without the checks of their fields
+    (kernel images, module directories and ssh configs that exist, host CPUs usable here): the
+    campaign's directory is not stored, so a relative path stays as written. Load commands are not
+    looked up, requirements' figures not checked. An entry the models reject anyway (a key a later
+    version renamed) keeps the values it could and the defaults of the rest; one of a kind this
+    version does not know keeps its keys as written. Raises CampaignError only for text that is
+    not TOML or has no usable name."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise CampaignError("<stored campaign>", [Issue((), f"invalid TOML: {e}")]) from None
+    return _Validator(text, "<stored campaign>", data, Path.cwd(), None, stored=True).campaign().spec()
+
+
+def spec_of(data: dict[str, Any]) -> CampaignSpec:
+    """The spec of an already parsed campaign (a table of tables), resolved as `stored_spec` does."""
+    return _Validator("", "<campaign>", data, Path.cwd(), None, stored=True).campaign().spec()
 
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
-def parse_campaign(text: str, filename: str = "<campaign>", base_dir: Path | None = None) -> Campaign:
+def parse_campaign(text: str, filename: str = "<campaign>", base_dir: Path | None = None,
+                   known_figure: FigureCheck | None = None) -> Campaign:
     """Validate campaign text; relative paths in it (a kernel image, an ssh config) are taken
     from base_dir, the campaign file's directory (default: the working directory)."""
     try:
@@ -177,7 +226,7 @@ def parse_campaign(text: str, filename: str = "<campaign>", base_dir: Path | Non
             raise CampaignError(filename, [Issue((), f"invalid TOML at column {m.group(2)}: {msg}",
                                                  int(m.group(1)))]) from None
         raise CampaignError(filename, [Issue((), f"invalid TOML: {msg}")]) from None
-    return _Validator(text, filename, data, base_dir or Path.cwd()).campaign()
+    return _Validator(text, filename, data, base_dir or Path.cwd(), known_figure).campaign()
 
 
 # ---------------------------------------------------------------------------
@@ -191,9 +240,14 @@ def _show(value: Any) -> str:
 class _Validator:
     """Collects every issue of one parsed file, then builds the Campaign or raises."""
 
-    def __init__(self, text: str, filename: str, data: dict[str, Any], base_dir: Path) -> None:
+    def __init__(self, text: str, filename: str, data: dict[str, Any], base_dir: Path,
+                 known_figure: FigureCheck | None, stored: bool = False) -> None:
         self.text, self.filename, self.data = text, filename, data
         self.base_dir = base_dir
+        self.known_figure = known_figure
+        # A campaign stored with a run, read back for its spec (stored_spec): nothing about this
+        # machine is checked, and every entry is built as well as it can be instead of refused.
+        self.stored = stored
         self.issues: list[Issue] = []
 
     def add(self, path: tuple, message: str) -> None:
@@ -202,13 +256,15 @@ class _Validator:
     def model(self, model: type[StrictModel], data: Any, prefix: tuple,
               extra_allowed: tuple[str, ...] = ()) -> StrictModel | None:
         """Validate data against model; on errors record them under prefix."""
+        if self.stored and prefix[:1] == ("environments",):
+            return _as_written(model, data)
         try:
             # Validators that resolve a relative path read it from the context (`base_dir`).
             return model.model_validate(data, context={"base_dir": self.base_dir})
         except ValidationError as exc:
             for e in exc.errors(include_url=False):
                 self._pydantic_issue(e, model, prefix, extra_allowed)
-            return None
+            return _as_written(model, data) if self.stored else None
 
     def _pydantic_issue(self, e: dict, model: type[StrictModel], prefix: tuple,
                         extra_allowed: tuple[str, ...]) -> None:
@@ -268,6 +324,8 @@ class _Validator:
         cls = registry.get(kind) if isinstance(kind, str) else None
         if cls is None:
             self.add(prefix + (kind_key,), registry.unknown_message(kind))
+            if self.stored:
+                return _UnknownKind(name, str(kind), {k: v for k, v in table.items() if k != kind_key})
             return None
         params = self.model(cls.Params, {k: v for k, v in table.items() if k != kind_key},
                             prefix, extra_allowed=(kind_key,))
@@ -292,7 +350,12 @@ class _Validator:
         self._check_peers(envs, bench_tables)
         requirements = self._requirements(envs, loads, benches)
 
-        if self.issues:
+        if self.stored:
+            if top is None or not isinstance(getattr(top, "name", None), str):
+                raise CampaignError(self.filename, [Issue(("name",), "is missing or not a name")])
+            envs, loads, benches = ({n: x for n, x in d.items() if x is not None}
+                                    for d in (envs, loads, benches))
+        elif self.issues:
             locator = TomlLocator(self.text)
             raise CampaignError(self.filename, [Issue(i.path, i.message, locator.line_of(i.path))
                                                 for i in self.issues])
@@ -314,7 +377,7 @@ class _Validator:
                          "for the other guests of a qemu environment with count > 1")
                 continue
             argv = getattr(load.params, "argv", None)
-            if argv:
+            if argv and not self.stored:
                 # The command runs where the load runs: in every environment measured when
                 # "same", else in the one named; each target checks it can run it.
                 targets = envs.values() if where in ("same", NEIGHBOURS) else [envs[where]]
@@ -375,6 +438,8 @@ class _Validator:
             if req:
                 self._refs(prefix + ("loads",), req.loads, "load", loads)
                 out.append(table)
+            elif self.stored:
+                out.append(table)
         return out
 
     def _metric(self, path: tuple, metric: str, benches: dict) -> None:
@@ -383,7 +448,8 @@ class _Validator:
             self.add(path, f'must be "<benchmark>.<figure>", e.g. "wakeup.max_us" (got {_show(metric)})')
         elif bench not in benches:
             self.add(path, _undefined("benchmark", bench, benches))
-        elif benches[bench] is not None and not _known_figure(benches[bench].kind, figure):
+        elif (benches[bench] is not None and self.known_figure is not None
+              and not self.known_figure(benches[bench].kind, figure)):
             self.add(path, f'"{figure}" is not a figure of a {benches[bench].kind} benchmark '
                            "(see the metrics reference in docs/)")
 
@@ -406,11 +472,80 @@ def _undefined(what: str, name: Any, defined: dict) -> str:
     return f"{what} {_show(name)} is not defined (defined: {names})"
 
 
-def _known_figure(kind: str, figure: str) -> bool:
-    # The figures a benchmark yields are analysis's business; until that module is
-    # installed, accept any figure rather than guess.
+
+# ---------------------------------------------------------------------------
+# The spec (rtvbench.spec) of validated kinds
+
+
+def _json_value(v: Any) -> Any:
+    """A validated value as JSON: sizes stay byte counts, a size sweep is the probe's "LO-HI"."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, SizeRange):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, BaseModel):
+        return params_json(v)
+    return to_jsonable_python(v, fallback=str)
+
+
+def params_json(params: Any) -> dict[str, Any]:
+    """Every key of a kind's validated model, in declared order, as JSON values."""
+    if isinstance(params, dict):
+        return _json_value(params)
+    return {name: _json_value(getattr(params, name, None)) for name in type(params).model_fields}
+
+
+def _load_spec(load: Any) -> LoadSpec:
+    params = params_json(load.params)
+    where = params.pop("where", "same")
+    parts = params.pop("combine", []) if load.kind == "combine" else []
     try:
-        from rtvbench.analysis.metrics import known_figure
-    except ImportError:
-        return True
-    return known_figure(kind, figure)
+        commands = tuple(load.commands())
+    except (TypeError, ValueError, AttributeError):     # a stored entry built as well as it could be
+        commands = ()
+    return LoadSpec(load.name, None if load.kind == "idle" else load.kind, params,
+                    where if isinstance(where, str) else "same", tuple(parts), commands)
+
+
+def _requirement_json(table: dict[str, Any]) -> dict[str, Any]:
+    model = RelativeRequirement if "overhead" in table else AbsoluteRequirement
+    try:
+        validated = model.model_validate(table)
+    except ValidationError:                             # a stored one this version would refuse
+        return _json_value(table)
+    return {k: v for k, v in params_json(validated).items() if v is not None}
+
+
+def _as_written(model: type[StrictModel], data: Any) -> StrictModel | None:
+    """The model of a table without its validators: each key type-checked alone (kept as written
+    when it fails), unknown keys dropped, the defaults of the keys not given. For stored campaigns."""
+    if not isinstance(data, dict):
+        return None
+    values = {}
+    for name, info in model.model_fields.items():
+        if name in data:
+            try:
+                adapter = TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata
+                                      else info.annotation)
+                values[name] = adapter.validate_python(data[name], strict=True)
+            except (ValidationError, TypeError):
+                values[name] = data[name]
+        elif not info.is_required():
+            values[name] = info.get_default(call_default_factory=True)
+    return model.model_construct(**values)
+
+
+class _UnknownKind:
+    """An entry of a stored campaign whose kind this version of rtvbench does not know."""
+
+    where = "same"
+
+    def __init__(self, name: str, kind: str, params: dict[str, Any]) -> None:
+        self.name, self.kind, self.params = name, kind, params
+
+    def commands(self) -> list[str]:
+        return []

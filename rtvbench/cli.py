@@ -1,6 +1,6 @@
 """The `rtvbench` command line.
 
-Exit codes (DESIGN.md): 0 ok, 1 requirements failed, 2 usage or input error,
+Exit codes (as listed in README.md): 0 ok, 1 requirements failed, 2 usage or input error,
 3 target or environment failure; 130 when the user interrupts a run (the shell
 convention for SIGINT), 70 for a bug in rtvbench itself. Every error reaches the
 user as one sentence, never as a traceback (RTVBENCH_DEBUG=1 shows tracebacks).
@@ -57,25 +57,13 @@ def cli(ctx: click.Context, store_url: str | None) -> None:
 # helpers shared by commands
 
 
-def _optional(module: str, name: str):
-    """A function of the analysis/report stages, or None when they are not installed."""
-    import importlib
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as e:
-        if e.name and (module == e.name or module.startswith(e.name + ".")):
-            return None
-        raise
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "campaign"
 
 
-def _write_report(run, fmt: str, path: Path | None) -> Path | None:
-    render = _optional("rtvbench.report", "render")
-    if render is None:
-        return None
+def _write_report(run, fmt: str, path: Path | None) -> Path:
+    from rtvbench.report import render
+
     if path is None:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{fmt}"
@@ -105,8 +93,9 @@ def _requirement_text(req: dict) -> str:
 
 def _verdicts(run) -> int:
     """Evaluate and print the requirements; the exit code they mean."""
-    evaluate = _optional("rtvbench.analysis.requirements", "evaluate")
-    if evaluate is None or not run.campaign.get("requirements"):
+    from rtvbench.analysis.requirements import evaluate
+
+    if not (run.spec and run.spec.requirements):
         return EXIT_OK
     verdicts = evaluate(run)
     table = Table(title="Requirements", title_justify="left")
@@ -134,11 +123,12 @@ def _verdicts(run) -> int:
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
+    from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign import load_campaign
     from rtvbench.runner import Runner
     from rtvbench.store import load_run
 
-    c = load_campaign(campaign)
+    c = load_campaign(campaign, known_figure)
     engine = _store(ctx, store_url)
     outcome = Runner(c, engine, err).run(resume=resume)
     if outcome.interrupted:
@@ -158,8 +148,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
               + ("." if ok == len(statuses) else
                  f"; see `rtvbench show {result.id}` for the others."))
     path = _write_report(result, "html", None)
-    if path is not None:
-        out.print(f"Report: {path}")
+    out.print(f"Report: {path}")
     if ok == 0:
         err.print(f"rtvbench: no measurement of run {result.id} succeeded; "
                   f"`rtvbench show {result.id}` lists their errors.")
@@ -172,11 +161,13 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
 @_store_option
 def validate(campaign: str, store_url: str | None) -> int:
     """Check CAMPAIGN without running anything."""
+    from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign import load_campaign
-    from rtvbench.plan import duration_text, expected_seconds, plan
+    from rtvbench.plan import expected_seconds, plan
+    from rtvbench.units import eta_text
 
-    c = load_campaign(campaign)
-    eta = duration_text(expected_seconds(c, plan(c)))
+    c = load_campaign(campaign, known_figure)
+    eta = eta_text(expected_seconds(c, plan(c)))
     out.print(f"{campaign} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
               f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
               f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
@@ -199,9 +190,6 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
     engine = _store(ctx, store_url)
     result = load_run(engine, resolve_run(engine, ref))
     path = _write_report(result, fmt, output)
-    if path is None:
-        raise RtvbenchError("this rtvbench has no report module (rtvbench.report); "
-                            "reinstall rtvbench to get it.")
     out.print(f"Report: {path}")
     return _verdicts(result)
 
@@ -236,17 +224,15 @@ _SHOW_SYSINFO = ("hostname", "kernel_release", "preempt_model", "cpu_model", "cp
 
 
 def _figures(m) -> str:
-    if m.kind != "latency":
-        # The measurement-suite kinds print one result per size, test or kernel: the report shows them.
-        return f"{len(m.results)} result{'s' if len(m.results) != 1 else ''}" if m.results else ""
-    r = m.result("all") or (m.results[-1] if m.results else None)
-    if not r:
+    """The first few figures the measurement's kind compares, merged over CPUs (the report has them all)."""
+    from rtvbench.analysis.kind import get_kind
+
+    kind = get_kind(m.kind)
+    if kind is None or not m.results:
         return ""
-    parts = [f"n={r['count']}"] if "count" in r else []
-    for key in ("min_ns", "avg_ns", "p99_ns", "max_ns"):
-        if isinstance(r.get(key), (int, float)):
-            parts.append(f"{key[:-3]}={r[key] / 1000:.1f}us")
-    return " ".join(parts)
+    figures = kind.decode(m).figures
+    shown = [f for f in kind.compared_figures(sorted(figures)) if f in figures][:4]
+    return " ".join(f"{kind.label(f)}={kind.format(figures[f], f)}" for f in shown)
 
 
 @cli.command()

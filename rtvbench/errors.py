@@ -1,4 +1,4 @@
-"""User-facing errors and the exit code each one maps to (DESIGN.md: Conventions).
+"""User-facing errors and the exit code each one maps to (the exit codes listed in README.md).
 
 Every error the user can see is raised as one of these, with a message that is one
 sentence naming the input at fault and what to do; the CLI prints it and exits with

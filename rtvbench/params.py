@@ -8,7 +8,8 @@ The custom types raise errors whose message reads well after "file:line: key: ".
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, PlainValidator
 from pydantic_core import PydanticCustomError
@@ -75,3 +76,134 @@ def is_valid_name(name: str) -> bool:
 def number_arg(v: float | int) -> str:
     """A number as a command-line argument: 5 and 5.0 both give "5"."""
     return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+# ---------------------------------------------------------------------------
+# Sizes, size sweeps and name lists, shared by the benchmark kinds and the load generators.
+# Sizes are written the way the probe's documentation writes them (`4096`, `"4K"`, `"64M"`,
+# `"1.5M"`, also `"64MiB"`; K = 1024) and always reach the probe as plain byte counts, because
+# the probe's subcommands do not all accept the same suffixes.
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgG](?:iB)?|B)?$")
+_SCALE = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "b": 1}
+_SIZE_HELP = 'a size in bytes: an integer or a string such as "4K", "64M", "1.5M" or "64MiB"'
+
+
+def parse_size(v: Any) -> int:
+    """Bytes from 4096, "4K", "64MiB", "1.5M"; raises ValueError with a message for the user."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v < 0:
+            raise ValueError(f"must be {_SIZE_HELP}")
+        return v
+    if not isinstance(v, str):
+        raise ValueError(f"must be {_SIZE_HELP}")
+    m = _SIZE.match(v.strip())
+    if not m:
+        raise ValueError(f"must be {_SIZE_HELP}")
+    value = float(m.group(1)) * _SCALE[(m.group(2) or "b")[0].lower()]
+    if not value.is_integer():
+        raise ValueError(f"must be a whole number of bytes ({v!r} is not)")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """The probe's sweep `A-B`: every power of two and 1.5 x power of two from A to B, and A and B."""
+    lo: int
+    hi: int
+
+    def points(self) -> list[int]:
+        out = {self.lo, self.hi}
+        p = 1
+        while p <= self.hi:
+            out.update(x for x in (p, p * 3 // 2) if self.lo <= x <= self.hi)
+            p *= 2
+        return sorted(out)
+
+    def __str__(self) -> str:
+        return f"{self.lo}-{self.hi}"
+
+
+def _size_item(v: Any) -> int | SizeRange:
+    if isinstance(v, str) and "-" in v.strip().lstrip("-"):
+        a, b = v.split("-", 1)
+        lo, hi = parse_size(a), parse_size(b)
+        if lo > hi:
+            raise ValueError(f'range "{v}" must go from the smaller size to the larger')
+        return SizeRange(lo, hi)
+    return parse_size(v)
+
+
+def _sizes(v: Any) -> tuple:
+    """A list of sizes and ranges, or one string of them separated by commas."""
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, list) or not items:
+        raise PydanticCustomError("sizes", 'must be a non-empty list of sizes, e.g. ["16K", "64M"], or a sweep '
+                                           'such as "512-256M"')
+    out = []
+    for item in items:
+        try:
+            out.append(_size_item(item.strip() if isinstance(item, str) else item))
+        except ValueError as e:
+            raise PydanticCustomError("sizes", "{item}: {why}", {"item": repr(item), "why": str(e)}) from None
+    return tuple(out)
+
+
+def _plain_sizes(v: Any) -> tuple:
+    """A list of sizes without sweeps (the `os` and `ipc` options take no ranges)."""
+    sizes = _sizes(v)
+    for s in sizes:
+        if isinstance(s, SizeRange):
+            raise PydanticCustomError("sizes", "{item}: a sweep is not allowed here; list the sizes",
+                                      {"item": repr(str(s))})
+    return sizes
+
+
+def _size(v: Any) -> int:
+    try:
+        return parse_size(v)
+    except ValueError as e:
+        raise PydanticCustomError("size", str(e)) from None
+
+
+#: one size in bytes
+Size = Annotated[int, PlainValidator(_size)]
+#: sizes and sweeps: a tuple of int (bytes) and SizeRange
+Sizes = Annotated[tuple, PlainValidator(_sizes)]
+#: sizes only: a tuple of int (bytes)
+SizeList = Annotated[tuple, PlainValidator(_plain_sizes)]
+
+
+def size_points(sizes: Iterable[int | SizeRange]) -> list[int]:
+    """Every size a list of sizes and sweeps stands for, sorted, without repeats."""
+    out: set[int] = set()
+    for s in sizes:
+        out.update(s.points() if isinstance(s, SizeRange) else [s])
+    return sorted(out)
+
+
+def sizes_arg(sizes: Iterable[int | SizeRange]) -> str:
+    """The probe's list syntax, in bytes: "512-268435456,1048576"."""
+    return ",".join(str(s) for s in sizes)
+
+
+def names_or_all(allowed: Iterable[str], what: str):
+    """A validator type for `"all"` or a non-empty list of names out of `allowed` (kept in the order given)."""
+    allowed = tuple(allowed)
+
+    def check(v: Any) -> tuple[str, ...]:
+        if v == "all":
+            return allowed
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise PydanticCustomError("names", 'must be "all" or a non-empty list of {what} names',
+                                      {"what": what})
+        bad = [x for x in v if x not in allowed]
+        if bad:
+            raise PydanticCustomError("names", "unknown {what} {bad} (known: {known})",
+                                      {"what": what, "bad": ", ".join(f'"{b}"' for b in bad),
+                                       "known": ", ".join(allowed)})
+        if len(set(v)) != len(v):
+            raise PydanticCustomError("names", "names a {what} twice", {"what": what})
+        return tuple(v)
+
+    return Annotated[tuple, PlainValidator(check)]

@@ -47,7 +47,3 @@ def plan(campaign) -> list[Planned]:
 def expected_seconds(campaign, planned: list[Planned]) -> float:
     """Roughly how long these measurements take, for the ETA."""
     return sum(campaign.benchmarks[p.benchmark].expected_seconds() + OVERHEAD_S for p in planned)
-
-
-def duration_text(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"

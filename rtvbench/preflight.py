@@ -1,7 +1,7 @@
 """Preflight: what in the environments or the campaign will bend the numbers, said before they are measured.
 
-`check()` is pure (no I/O): it reads the campaign (a validated `Campaign` or the parsed TOML the
-store keeps) and each environment's fingerprint as `Runner._fingerprint` returns it —
+`check()` is pure (no I/O): it reads the resolved campaign (`CampaignSpec`: what the runner is about
+to run, or what a stored run ran) and each environment's fingerprint as `Runner._fingerprint` returns it —
 `(Target.describe(), the probe's sysinfo record, the probe's meta record)` — so the runner can
 print the warnings before the first measurement and the report can show the same warnings from
 a stored run. What the measurements later observed (real-time priority and mlockall actually
@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-#: the probe's default real-time priority for `policy = "fifo"`/`"rr"` (docs/probe-output.md)
-DEFAULT_RT_PRIORITY = 80
+from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
+from rtvbench.spec import BenchmarkSpec, CampaignSpec
+
 #: probe load kinds (a `command` load's threads and placement are unknown)
 PROBE_LOAD_KINDS = ("cpu", "mem", "cache", "io", "fork", "leak", "timer", "net")
 RT_POLICIES = ("fifo", "rr")
@@ -52,58 +53,7 @@ class Observed:
 
 
 # ---------------------------------------------------------------------------
-# Small readers: the campaign dict has no defaults filled in, a fingerprint may lack any field
-
-
-def _table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
-    v = data.get(key)
-    return {k: t for k, t in v.items() if isinstance(t, dict)} if isinstance(v, dict) else {}
-
-
-def parse_cpu_list(value: Any) -> list[int] | None:
-    """CPUs from the kernel's list syntax ("0-3,6"), a list of ints or one int; None when unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return [value] if value >= 0 else None
-    if isinstance(value, (list, tuple)):
-        if all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value):
-            return sorted(set(value))
-        return None
-    if not isinstance(value, str):
-        return None
-    text = value.replace(" ", "")
-    if text == "":
-        return []
-    out: set[int] = set()
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.partition("-")
-            a, b = int(lo), int(hi) if hi else int(lo)
-            if a < 0 or b < a:
-                return None
-            out.update(range(a, b + 1))
-    except ValueError:
-        return None
-    return sorted(out)
-
-
-def cpu_list_text(cpus: Iterable[int]) -> str:
-    """The kernel's list syntax for a set of CPUs: [0, 1, 2, 5] -> "0-2,5"."""
-    cs = sorted(set(cpus))
-    parts, i = [], 0
-    while i < len(cs):
-        j = i
-        while j + 1 < len(cs) and cs[j + 1] == cs[j] + 1:
-            j += 1
-        parts.append(str(cs[i]) if i == j else f"{cs[i]}-{cs[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
-def _cpus_word(cpus: Iterable[int]) -> str:
-    cs = sorted(set(cpus))
-    return f"CPU {cs[0]}" if len(cs) == 1 else f"CPUs {cpu_list_text(cs)}"
+# Small readers: a fingerprint may lack any field
 
 
 @dataclass
@@ -131,15 +81,6 @@ class _Env:
 
 
 @dataclass
-class _Bench:
-    name: str
-    kind: str
-    pinned: list[int] | None        # CPUs it is explicitly pinned to; None: the scheduler's choice
-    threads: int = 1
-    rt_priority: int | None = None  # latency at a real-time policy: its priority
-
-
-@dataclass
 class _Load:
     name: str
     kind: str
@@ -153,40 +94,15 @@ def _int(v: Any, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
-def _benchmarks(campaign: Mapping[str, Any]) -> list[_Bench]:
+def _loads(spec: CampaignSpec) -> list[_Load]:
     out = []
-    for name, t in _table(campaign, "benchmarks").items():
-        kind = t.get("kind")
-        if kind == "latency":
-            rt = t.get("policy", "fifo") in RT_POLICIES
-            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None,
-                              rt_priority=_int(t.get("priority"), DEFAULT_RT_PRIORITY) if rt else None))
-        elif kind == "mem-bw":
-            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None,
-                              threads=_int(t.get("threads"), 1)))
-        elif kind == "os":
-            pins: set[int] = set()
-            if isinstance(t.get("ctx_cpu"), int):
-                pins |= set(parse_cpu_list(t["ctx_cpu"]) or [])
-            pins |= set(parse_cpu_list(t.get("pair_cpus")) or [])
-            out.append(_Bench(name, kind, sorted(pins) or None))
-        elif kind == "ipc":
-            out.append(_Bench(name, kind, parse_cpu_list(t["cpus"]) if "cpus" in t else None))
-        elif isinstance(kind, str):
-            out.append(_Bench(name, kind, None))
-    return out
-
-
-def _loads(campaign: Mapping[str, Any]) -> list[_Load]:
-    out = []
-    for name, t in _table(campaign, "loads").items():
-        kind = t.get("kind")
-        if kind not in PROBE_LOAD_KINDS:
+    for name, ld in spec.loads.items():
+        if ld.kind not in PROBE_LOAD_KINDS:
             continue        # idle, command (placement unknown), combine (its parts are loads of their own)
-        rt = t.get("policy") in RT_POLICIES
-        out.append(_Load(name, kind, t.get("where", "same") if isinstance(t.get("where"), str) else "same",
-                         parse_cpu_list(t["cpus"]) if "cpus" in t else None, _int(t.get("workers"), 1),
-                         _int(t.get("priority"), 1) if rt else None))
+        p = ld.params
+        rt = p.get("policy") in RT_POLICIES
+        out.append(_Load(name, ld.kind, ld.where, parse_cpu_list(p["cpus"]) if p.get("cpus") is not None else None,
+                         _int(p.get("workers"), 1), _int(p.get("priority"), 1) if rt else None))
     return out
 
 
@@ -221,23 +137,23 @@ def observed_privileges(measurements: Iterable[Any]) -> dict[str, Observed]:
     return out
 
 
-def check(campaign: Any, fingerprints: Mapping[str, tuple[dict, dict, dict]],
+def check(spec: CampaignSpec | None, fingerprints: Mapping[str, tuple[dict, dict, dict]],
           observed: Mapping[str, Observed] | None = None) -> list[PreflightWarning]:
     """The preflight warnings of a campaign about to run (or that ran) on these environments.
 
-    `campaign`: a rtvbench.campaign.Campaign or its parsed TOML dict. `fingerprints`: environment name ->
+    `spec`: the resolved campaign (Campaign.spec(), CampaignRun.spec). `fingerprints`: environment name ->
     (describe, sysinfo, meta), as Runner._fingerprint returns them; environments without a fingerprint are
     skipped. `observed`: what the measurements reported (observed_privileges), for a finished run."""
-    data = campaign.data if hasattr(campaign, "data") else campaign
-    data = data if isinstance(data, Mapping) else {}
-    declared = list(_table(data, "environments"))
+    if spec is None:
+        return []
+    declared = list(spec.environments)
     names = [e for e in declared if e in fingerprints] + [e for e in fingerprints if e not in declared]
     envs = {}
     for name in names:
         d, s, m = (tuple(fingerprints[name]) + ({}, {}, {}))[:3]
         envs[name] = _Env(name, d if isinstance(d, dict) else {}, s if isinstance(s, dict) else {},
                           m if isinstance(m, dict) else {})
-    benches, loads = _benchmarks(data), _loads(data)
+    benches, loads = list(spec.benchmarks.values()), _loads(spec)
     out: list[PreflightWarning] = []
     for env in envs.values():
         found = _environment_warnings(env, benches, loads, (observed or {}).get(env.name))
@@ -246,7 +162,7 @@ def check(campaign: Any, fingerprints: Mapping[str, tuple[dict, dict, dict]],
     return out
 
 
-def _environment_warnings(env: _Env, benches: list[_Bench], loads: list[_Load],
+def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_Load],
                           seen: Observed | None) -> list[PreflightWarning]:
     e, s, d = env.name, env.sysinfo, env.describe
     out = []
@@ -259,7 +175,7 @@ def _environment_warnings(env: _Env, benches: list[_Bench], loads: list[_Load],
                     "emulator, not the hypervisor, and are no estimate of a KVM guest or a board; run it on a "
                     "host with /dev/kvm for hypervisor figures.")
 
-    rt_wanted = [b.name for b in benches if b.rt_priority is not None] + \
+    rt_wanted = [b.name for b in benches if b.placement.rt_priority is not None] + \
                 [ld.name for ld in loads if ld.rt_priority is not None and _runs_in(ld, e)]
     if seen is not None and seen.rt_refused:
         warn("no_rt_priority", f"real-time priority was refused in {seen.rt_refused} of {seen.rt_requested} "
@@ -292,7 +208,7 @@ def _environment_warnings(env: _Env, benches: list[_Bench], loads: list[_Load],
             if g != "performance" and str(cpu).isdigit():
                 other.setdefault(str(g), []).append(int(cpu))
         if other:
-            which = "; ".join(f"`{g}` on {_cpus_word(c)}" for g, c in sorted(other.items()))
+            which = "; ".join(f"`{g}` on {cpus_words(c)}" for g, c in sorted(other.items()))
             warn("governor", f"the CPU frequency governor in `{e}` is not `performance` ({which}): the clock "
                              "follows the load, so latencies and run times change with it and a comparison mixes "
                              "frequency changes with overhead; set `performance` "
@@ -318,7 +234,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
-def _cpu_warnings(env: _Env, benches: list[_Bench], loads: list[_Load]) -> list[PreflightWarning]:
+def _cpu_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_Load]) -> list[PreflightWarning]:
     e = env.name
     allowed = env.allowed
     out = []
@@ -326,27 +242,27 @@ def _cpu_warnings(env: _Env, benches: list[_Bench], loads: list[_Load]) -> list[
     def warn(code: str, message: str) -> None:
         out.append(PreflightWarning(e, code, message))
 
-    have = f"the probe may use only {_cpus_word(allowed)} in `{e}`" if allowed else ""
+    have = f"the probe may use only {cpus_words(allowed)} in `{e}`" if allowed else ""
     if allowed:
-        for b in benches:
-            missing = sorted(set(b.pinned or []) - set(allowed))
+        for b, place in ((b, b.placement) for b in benches):
+            missing = sorted(set(place.pinned or []) - set(allowed))
             if missing:
-                effect = ("its threads run unpinned instead" if b.kind == "mem-bw" else
+                effect = ("its threads run unpinned instead" if place.unpinned_when_missing else
                           "so every measurement of it fails")
-                warn("cpu_unavailable", f"benchmark `{b.name}` is pinned to {_cpus_word(missing)} but {have}, "
+                warn("cpu_unavailable", f"benchmark `{b.name}` is pinned to {cpus_words(missing)} but {have}, "
                                         f"{effect}; pin it to CPUs from {cpu_list_text(allowed)}.")
-            on = _usable(b.pinned, allowed)
-            if b.kind == "mem-bw" and b.threads > len(on):
-                warn("too_few_cpus", f"benchmark `{b.name}` runs {b.threads} threads on {_where(on, allowed, e)}: "
+            on = _usable(list(place.pinned or []), allowed)
+            if place.threads > 1 and place.threads > len(on):
+                warn("too_few_cpus", f"benchmark `{b.name}` runs {place.threads} threads on {_where(on, allowed, e)}: "
                                      "threads share CPUs, so the bandwidth is that of a time-shared machine, not "
-                                     f"of {b.threads} streams; set `threads` to at most {len(on)}"
+                                     f"of {place.threads} streams; set `threads` to at most {len(on)}"
                                      + (" or list more CPUs in `cpus`." if on != allowed else "."))
         for ld in loads:
             if not _runs_in(ld, e):
                 continue
             missing = sorted(set(ld.pinned or []) - set(allowed))
             if missing:
-                warn("cpu_unavailable", f"load `{ld.name}` is pinned to {_cpus_word(missing)} but {have}, so it "
+                warn("cpu_unavailable", f"load `{ld.name}` is pinned to {cpus_words(missing)} but {have}, so it "
                                         "cannot start and every measurement under it fails; pin it to CPUs from "
                                         f"{cpu_list_text(allowed)}.")
             on = _usable(ld.pinned, allowed)
@@ -356,30 +272,30 @@ def _cpu_warnings(env: _Env, benches: list[_Bench], loads: list[_Load]) -> list[
                                      f"is not the one named; set `workers` to at most {len(on)}"
                                      + (" or list more CPUs in `cpus`." if on != allowed else "."))
 
-    for b in benches:
+    for b, place in ((b, b.placement) for b in benches):
         for ld in loads:
             if ld.where != "same" and ld.where != e:
                 continue
             # A load in another environment or in the neighbouring guests runs on other (v)CPUs.
-            bcpus = set(b.pinned) if b.pinned is not None else set(allowed or [])
+            bcpus = set(place.pinned) if place.pinned is not None else set(allowed or [])
             lcpus = set(ld.pinned) if ld.pinned is not None else set(allowed or [])
             shared = sorted(bcpus & lcpus)
             if not shared:
                 continue
-            if b.rt_priority is not None and ld.rt_priority is not None and ld.rt_priority >= b.rt_priority:
+            if place.rt_priority is not None and ld.rt_priority is not None and ld.rt_priority >= place.rt_priority:
                 warn("load_outranks_measurement",
                      f"load `{ld.name}` runs at real-time priority {ld.rt_priority}, not below the "
-                     f"{b.rt_priority} of benchmark `{b.name}`, on {_cpus_word(shared)} in `{e}`: the measuring "
+                     f"{place.rt_priority} of benchmark `{b.name}`, on {cpus_words(shared)} in `{e}`: the measuring "
                      "thread waits for the load instead of preempting it, so the latencies measure the load's "
                      f"run time; give `{b.name}` a higher priority than the load.")
-            elif b.pinned is not None and ld.pinned is not None and b.rt_priority is None:
-                what = ("wake-ups wait for the load's time slice" if b.kind == "latency" else
+            elif place.pinned is not None and ld.pinned is not None and place.rt_priority is None:
+                what = ("wake-ups wait for the load's time slice" if place.realtime_option else
                         "the two take turns on the CPU")
                 warn("load_shares_cpu",
-                     f"benchmark `{b.name}` and load `{ld.name}` are both pinned to {_cpus_word(shared)} in `{e}` "
+                     f"benchmark `{b.name}` and load `{ld.name}` are both pinned to {cpus_words(shared)} in `{e}` "
                      f"and the benchmark does not run at a real-time priority, so {what} and the figures measure "
                      "time-sharing by the scheduler rather than interference; pin the load to other CPUs"
-                     + (", or give the benchmark a real-time policy." if b.kind == "latency" else "."))
+                     + (", or give the benchmark a real-time policy." if place.realtime_option else "."))
     return out
 
 
@@ -393,7 +309,7 @@ def _usable(pinned: list[int] | None, allowed: list[int]) -> list[int]:
 def _where(on: list[int], allowed: list[int], env: str) -> str:
     if on == allowed:
         return f"the {len(on)} CPU{'s' if len(on) != 1 else ''} the probe may use in `{env}` ({cpu_list_text(on)})"
-    return f"{_cpus_word(on)} in `{env}`"
+    return f"{cpus_words(on)} in `{env}`"
 
 
 def format_warnings(warnings: list[PreflightWarning]) -> list[str]:

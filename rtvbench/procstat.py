@@ -1,7 +1,7 @@
 """The CPU lines of /proc/stat as numbers (proc(5)): time each CPU spent in each state.
 
 The runner reads /proc/stat in the measured environment right before and right after
-the probe runs (reference 000, section 5.1: "cat /proc/stat" at measure start and end);
+the probe runs (/proc/stat read at the start and the end of the measurement);
 the analysis turns the two snapshots into busy percentages per CPU.
 """
 

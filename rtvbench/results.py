@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rtvbench.spec import CampaignSpec
+
 
 @dataclass
 class Measurement:
@@ -20,7 +22,7 @@ class Measurement:
     environment: str
     load: str
     benchmark: str
-    kind: str                       # benchmark kind, e.g. "latency"
+    kind: str                       # benchmark kind (rtvbench/kinds/<kind>/)
     repetition: int                 # 0-based
     status: str                     # "ok" | "interrupted" | "error" | "running"
     command: list[str]              # exact probe argv, to reproduce it
@@ -71,3 +73,7 @@ class CampaignRun:
     # crash: `target_log` holds its console), without their records; the latest attempt of every
     # measurement is in `measurements`.
     failed_attempts: list[Measurement] = field(default_factory=list)
+    # The campaign as validated, every default filled in (rtvbench.spec): what analysis, preflight
+    # and report read. Runs stored before specs were get theirs built from campaign_text
+    # (rtvbench.campaign.stored_spec); None only when that text cannot be read at all.
+    spec: CampaignSpec | None = None

@@ -23,12 +23,13 @@ from sqlalchemy import Engine
 from rtvbench.campaign import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, TargetError, TargetLost
 from rtvbench.loads import LoadContext, LoadError, LoadSite
-from rtvbench.plan import Planned, duration_text, expected_seconds, plan
+from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.targets import Background, Completed
+from rtvbench.units import eta_text
 
 
 @dataclass
@@ -96,7 +97,7 @@ class Runner:
             recorder.add_fingerprint(name, describe, sysinfo, meta)
         # What would make the figures mean less than they seem (no RT priority, a guest under TCG,
         # a load on the measured CPU ...): said before the first measurement, and in the report.
-        for line in format_warnings(preflight_check(c, prints)):
+        for line in format_warnings(preflight_check(c.spec(), prints)):
             self.console.print(f"[yellow]{line}[/]", highlight=False)
 
         attempts = recorder.attempts()
@@ -104,7 +105,7 @@ class Runner:
         outcome = Outcome(recorder.id)
         what = "Resuming" if resume else "Running"
         self.console.print(f"{what} campaign [bold]{c.name}[/] (run {recorder.id}): "
-                           f"{len(todo)} measurement(s), about {duration_text(expected_seconds(c, todo))}.",
+                           f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
                            highlight=False)
         with _sigterm_as_interrupt():
             try:

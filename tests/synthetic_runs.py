@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rtvbench.campaign import spec_of
 from rtvbench.results import CampaignRun, Measurement
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9, "p9999": 99.99,
@@ -156,7 +157,7 @@ def build_run(campaign: dict[str, Any] | None = None,
               "cpu": {"model": "Cortex-A57", "count": 4 if env == "native" else 2}}
         for env in campaign.get("environments", {})}
     return CampaignRun(id=42, campaign_name=campaign.get("name", "?"), campaign_text="# synthetic\n",
-                       campaign=campaign, status="finished", started_at=t0,
+                       campaign=campaign, spec=spec_of(campaign), status="finished", started_at=t0,
                        finished_at=t0 + timedelta(seconds=11 * mid + 10),
                        fingerprints=fingerprints, measurements=measurements)
 

@@ -10,7 +10,7 @@ from synthetic_runs import build_run, lognormal_latency
 from rtvbench.analysis.compare import comparisons
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.findings import considerations
-from rtvbench.analysis.units import format_percent, format_value
+from rtvbench.units import format_percent, format_value
 
 
 def _findings(run):

@@ -201,7 +201,7 @@ def test_good_campaign_validates(tmp_path, capsys, monkeypatch):
            "= 4 measurements" in out
     c = load_campaign(tmp_path / "campaign.toml")
     assert c.benchmarks["wakeup"].probe_args() == [
-        "latency", "--interval-us", "200", "--duration-s", "1", "--policy", "fifo", "--cpus", "0",
+        "latency", "--interval-us", "200", "--duration-s", "1", "--policy", "fifo", "--priority", "80", "--cpus", "0",
         "--mode", "abstime"]
     assert c.loads["stress"].commands() == ["stress-ng --cpu 1 --quiet"]
     assert len(plan(c)) == 4

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from markupsafe import escape
 
-from rtvbench.analysis.units import format_percent
+from rtvbench.units import format_percent
 from host_helpers import cli_env, latency_campaign, run_cli
 
 REPS = 5

@@ -1,6 +1,6 @@
 """The environments' fingerprints side by side (exactly the differing rows highlighted in HTML, Markdown and
-JSON), the preflight warnings at the top of the report, and the reference 002 tables: wake-up latency per
-environment (Table 5.2) and the percent-overhead tables."""
+JSON), the preflight warnings at the top of the report, and the latency and overhead tables: wake-up latency per
+environment (min/avg/max) and the percent-overhead tables."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.fingerprint import fingerprint_diff
-from rtvbench.analysis.per_environment import latency_by_environment
-from rtvbench.analysis.units import format_percent
+from rtvbench.kinds.latency.pooled import latency_by_environment
+from rtvbench.units import format_percent
 from rtvbench.report import render
 
 NATIVE = {
@@ -188,7 +188,7 @@ def test_a_run_stored_without_describe_and_meta_still_reports(outputs):
 
 
 # ---------------------------------------------------------------------------
-# Reference 002 tables
+# Latency per environment and percent-overhead tables
 
 
 def test_latency_per_environment_is_over_every_sample(run):

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from rtvbench.analysis.metrics import known_figure
 from rtvbench.campaign import CampaignError, parse_campaign
 from rtvbench.loads import LoadContext, LoadSite
 from rtvbench.targets.base import Background, Completed, Target
@@ -181,7 +182,7 @@ def test_bad_load_keys_name_file_line_and_key(what, anchor, edit, expected):
     text = GOOD.replace(old, new, 1)
     line = next(i for i, x in enumerate(text.splitlines(), start=1) if x.strip() == anchor)
     with pytest.raises(CampaignError) as exc:
-        parse_campaign(text, "loads.toml")
+        parse_campaign(text, "loads.toml", known_figure=known_figure)
     expected = expected.replace("{L}", f"loads.toml:{line}")
     assert expected in exc.value.issue_lines(), "\n".join(exc.value.issue_lines())
     assert len(exc.value.issue_lines()) == 1, exc.value.issue_lines()

@@ -18,7 +18,7 @@ import pytest
 
 from host_helpers import REPO, cli_env, kill_all, processes_with, run_cli, start_cli, wait_for
 from rtvbench.analysis.cpu_usage import measurement_usage
-from rtvbench.analysis.units import human_rate, significant
+from rtvbench.units import human_rate, significant
 from rtvbench.campaign import parse_campaign
 from rtvbench.plan import plan
 from rtvbench.store import load_run, open_store

@@ -1,5 +1,5 @@
 """Analysis and report of loads on synthetic runs: the victim's work-budget figures, what each
-load achieved, CPU usage from /proc/stat, the ranking of aggressors and the 003 matrix —
+load achieved, CPU usage from /proc/stat, the ranking of aggressors and the response-time matrix —
 numbers checked against values computed here from the same synthetic samples."""
 
 from __future__ import annotations
@@ -111,9 +111,10 @@ def test_work_budget_figures_are_response_times_and_deadline_misses():
     # A percentile the record lacks comes from the response histogram, as for wake-up latency.
     exact = response.pop("p9999_ns")
     assert measurement_figures(m)["response_p9999_ns"] == pytest.approx(exact, rel=0.01)
-    for figure in ("response_p999_us", "response_max_ms", "deadline_misses"):
+    assert f["response_count"] == response["count"]                 # the samples the response figures rest on
+    for figure in ("response_p999_us", "response_max_ms", "deadline_misses", "response_count"):
         assert known_figure("latency", figure)
-    for figure in ("response_count", "response_p999", "deadline_miss"):
+    for figure in ("response_missed", "response_p999", "deadline_miss"):
         assert not known_figure("latency", figure)
     # Without a work budget, none of them exist.
     plain = build_run(repetitions=1, samples=500).measurements[0]
@@ -159,7 +160,7 @@ def ranked():
 
 def test_aggressors_are_ranked_worst_first_with_significance(ranked):
     run, ev = ranked
-    [rk] = ev.rankings
+    [rk] = ev.extras["victim"]["rankings"]
     assert (rk.benchmark, rk.environment, rk.baseline_load, rk.figure, rk.misses_figure) == (
         "victim", "native", "idle", "response_p999_us", "deadline_misses")
     order = [r.load for r in rk.rows]
@@ -191,7 +192,7 @@ def test_ranking_and_matrix_in_every_format(ranked):
     [rk] = doc["interference"]
     assert [r["load"] for r in rk["ranking"]][:2] == ["hog", "mild"]
     assert rk["ranking"][0]["verdict"] == "significant"
-    # The 003 table: pooled over repetitions exactly as if every sample had been kept.
+    # The response-time matrix: pooled over repetitions exactly as if every sample had been kept.
     row = next(r for r in doc["response_matrix"] if r["load"] == "hog")
     ms = [m for m in run.measurements if m.load == "hog" and m.status == "ok"]
     resp = [m.result("all")["response"] for m in ms]
@@ -215,11 +216,12 @@ def test_pooled_matrix_stddev_equals_that_of_all_samples():
                     repetitions=2, samples=1000, benchmark="w")
     for m, values in zip([m for m in run.measurements if m.load == "x"], parts):
         m.results = [latency_result(values)]
-    row = next(r for r in evaluate_run(run).matrix if r.load == "x")
+    row = next(r for r in evaluate_run(run).extras["w"]["matrix"] if r.load == "x")
     everything = np.concatenate(parts)
-    assert row.samples == 4000 and row.response is False
-    assert row.avg_ns == pytest.approx(everything.mean()) and row.stddev_ns == pytest.approx(everything.std())
-    assert row.max_ns == everything.max()
+    assert row.cell.samples == 4000 and row.response is False
+    assert row.cell.avg_us * 1000 == pytest.approx(everything.mean())
+    assert row.cell.stddev_us * 1000 == pytest.approx(everything.std())
+    assert row.cell.max_us * 1000 == everything.max()
 
 
 def test_achieved_load_and_cpu_usage_next_to_the_results():

@@ -1,7 +1,7 @@
 """`where = "neighbours"`: in a multi-guest environment (qemu with count = N) the benchmark runs in
 the first guest and the load in each of the others, one instance per guest, every instance's
 records kept apart; a single guest has no neighbours, so the same load is no load there (the
-1-VM point of 002's 1..N VM study). The guests here are stand-ins: local targets, so the test
+1-VM point of latency against the number of VMs). The guests here are stand-ins: local targets, so the test
 needs no QEMU; the qemu target's own tests boot real neighbours."""
 
 from __future__ import annotations

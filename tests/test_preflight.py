@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rtvbench.campaign import parse_campaign
-from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges, parse_cpu_list
+from rtvbench.campaign import parse_campaign, spec_of
+from rtvbench.cpulist import parse_cpu_list
+from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges
 from rtvbench.results import Measurement
 
 SYSINFO = {
@@ -52,12 +53,17 @@ def campaign(**sections):
     return c
 
 
+def check_(campaign, *args):
+    """check() of a campaign given as its parsed dict or as a validated Campaign."""
+    return check(campaign.spec() if hasattr(campaign, "spec") else spec_of(campaign), *args)
+
+
 def codes(warnings):
     return [(w.environment, w.code) for w in warnings]
 
 
 def test_clean_environment_and_campaign_give_no_warning():
-    assert check(CAMPAIGN, {"native": fp()}) == []
+    assert check_(CAMPAIGN, {"native": fp()}) == []
 
 
 def test_a_validated_campaign_object_is_read_like_its_dict():
@@ -74,41 +80,41 @@ duration_s = 1
 cpus = [0, 7]
 """
     c = parse_campaign(text)
-    got = check(c, {"native": fp()})
-    assert got == check(c.data, {"native": fp()})
+    got = check_(c, {"native": fp()})
+    assert got == check_(c.data, {"native": fp()})
     assert codes(got) == [("native", "cpu_unavailable"), ("native", "too_few_cpus")]
 
 
 def test_tcg_guest_is_an_emulator_and_kvm_is_not():
     tcg = {"target": "qemu", "arch": "aarch64", "accel": "tcg", "cpus": 2, "memory_mb": 512}
     kvm = dict(tcg, accel="kvm")
-    got = check(CAMPAIGN, {"native": fp(), "guest": fp(describe=tcg), "vm": fp(describe=kvm)})
+    got = check_(CAMPAIGN, {"native": fp(), "guest": fp(describe=tcg), "vm": fp(describe=kvm)})
     assert codes(got) == [("guest", "tcg")]
     assert "measure an emulator, not the hypervisor" in got[0].message and "/dev/kvm" in got[0].message
 
 
 def test_not_root_warns_only_when_real_time_is_asked_for():
     user = {"type": "meta", "privileges": {"euid": 1000}}
-    [w] = check(CAMPAIGN, {"native": fp(meta=user)})
+    [w] = check_(CAMPAIGN, {"native": fp(meta=user)})
     assert (w.code, w.environment) == ("rt_not_root", "native")
     assert "user id 1000" in w.message and "`wakeup`" in w.message and "RLIMIT_RTPRIO" in w.message
     other = campaign(benchmarks={"w": {"kind": "latency", "duration_s": 1, "policy": "other"}})
-    assert check(other, {"native": fp(meta=user)}) == []
+    assert check_(other, {"native": fp(meta=user)}) == []
     # An RT load asks for it too, in the environment it runs in.
     rt_load = campaign(benchmarks={"bw": {"kind": "mem-bw"}},
                        loads={"rt": {"kind": "cpu", "policy": "fifo", "priority": 10}})
-    assert codes(check(rt_load, {"native": fp(meta=user, sched_rt_runtime_us=-1)})) == [("native", "rt_not_root")]
+    assert codes(check_(rt_load, {"native": fp(meta=user, sched_rt_runtime_us=-1)})) == [("native", "rt_not_root")]
     # A sysinfo meta without privileges (an old probe) is no evidence either way.
-    assert check(CAMPAIGN, {"native": fp(meta={"type": "meta"})}) == []
+    assert check_(CAMPAIGN, {"native": fp(meta={"type": "meta"})}) == []
 
 
 def test_observed_privileges_replace_the_guess():
     user = {"type": "meta", "privileges": {"euid": 1000}}
     granted = {"native": Observed(rt_requested=5, mlock_requested=5)}
-    assert check(CAMPAIGN, {"native": fp(meta=user)}, granted) == []
+    assert check_(CAMPAIGN, {"native": fp(meta=user)}, granted) == []
     refused = {"native": Observed(rt_requested=5, rt_refused=2, mlock_requested=5, mlock_refused=5,
                                   benchmarks_refused=["wakeup"])}
-    got = check(CAMPAIGN, {"native": fp()}, refused)
+    got = check_(CAMPAIGN, {"native": fp()}, refused)
     assert codes(got) == [("native", "no_rt_priority"), ("native", "no_mlockall")]
     assert "refused in 2 of 5 measurements in `native` (`wakeup`)" in got[0].message
     assert "normal-priority thread" in got[0].message
@@ -136,28 +142,28 @@ def test_observed_privileges_count_meta_and_warning_records():
 
 def test_governor_other_than_performance_and_no_cpufreq():
     govs = {"0": "performance", "1": "powersave", "2": "powersave", "3": "schedutil"}
-    [w] = check(CAMPAIGN, {"native": fp(scaling_governors=govs)})
+    [w] = check_(CAMPAIGN, {"native": fp(scaling_governors=govs)})
     assert w.code == "governor"
     assert "(`powersave` on CPUs 1-2; `schedutil` on CPU 3)" in w.message and "performance" in w.message
-    assert check(CAMPAIGN, {"native": fp(scaling_governors=None, scaling_driver=None)}) == []
+    assert check_(CAMPAIGN, {"native": fp(scaling_governors=None, scaling_driver=None)}) == []
 
 
 def test_thp_always_and_cpu_quota():
-    [w] = check(CAMPAIGN, {"native": fp(thp_enabled="always")})
+    [w] = check_(CAMPAIGN, {"native": fp(thp_enabled="always")})
     assert w.code == "thp_always" and "madvise" in w.message
-    assert check(CAMPAIGN, {"native": fp(thp_enabled="never")}) == []
+    assert check_(CAMPAIGN, {"native": fp(thp_enabled="never")}) == []
     cg = {"version": 2, "cpu_max": "50000 100000", "memory_max": "max", "cpuset_cpus": "0-3"}
-    [w] = check(CAMPAIGN, {"native": fp(cgroup=cg)})
+    [w] = check_(CAMPAIGN, {"native": fp(cgroup=cg)})
     assert w.code == "cpu_quota" and "only 50000 us of CPU time every 100000 us" in w.message
-    assert check(CAMPAIGN, {"native": fp(cgroup=dict(cg, cpu_max="max 100000"))}) == []
+    assert check_(CAMPAIGN, {"native": fp(cgroup=dict(cg, cpu_max="max 100000"))}) == []
 
 
 def test_rt_throttling_matters_only_with_a_real_time_load():
     rt = campaign(loads={"idle": {}, "hog": {"kind": "cpu", "policy": "fifo", "priority": 10, "cpus": [3]}})
-    [w] = check(rt, {"native": fp()})
+    [w] = check_(rt, {"native": fp()})
     assert w.code == "rt_throttling" and "`hog`" in w.message and "950000 us of every 1000000 us" in w.message
-    assert check(rt, {"native": fp(sched_rt_runtime_us=-1)}) == []
-    assert check(CAMPAIGN, {"native": fp()}) == []
+    assert check_(rt, {"native": fp(sched_rt_runtime_us=-1)}) == []
+    assert check_(CAMPAIGN, {"native": fp()}) == []
 
 
 def test_fewer_cpus_than_asked_for():
@@ -168,7 +174,7 @@ def test_fewer_cpus_than_asked_for():
                         "narrow": {"kind": "cpu", "workers": 2, "cpus": [1]},
                         "away": {"kind": "cpu", "cpus": [9]},
                         "stress": {"command": "stress-ng --cpu 64"}})       # a command's threads are unknown
-    got = check(c, {"native": fp()})
+    got = check_(c, {"native": fp()})
     assert codes(got) == [("native", "cpu_unavailable")] * 2 + [("native", "too_few_cpus")] * 4 + \
         [("native", "load_shares_cpu")]
     msgs = [w.message for w in got]
@@ -182,14 +188,14 @@ def test_fewer_cpus_than_asked_for():
     assert "benchmark `bw2` and load `narrow` are both pinned to CPU 1" in msgs[6]
     # On 8 CPUs only the CPU 9 pin and the two things pinned to CPU 1 are left.
     eight = fp(cpus_online="0-7", cpus_online_count=8, cpus_allowed="0-7", cpus_allowed_count=8)
-    assert [(w.code, w.message.split("`")[1]) for w in check(c, {"native": eight})] == [
+    assert [(w.code, w.message.split("`")[1]) for w in check_(c, {"native": eight})] == [
         ("cpu_unavailable", "away"), ("too_few_cpus", "bw2"), ("too_few_cpus", "narrow"), ("load_shares_cpu", "bw2")]
 
 
 def test_cpu_count_of_a_guest_without_sysinfo_comes_from_describe():
     guest = ({"target": "qemu", "accel": "kvm", "cpus": 2}, {}, META)
     c = campaign(loads={"idle": {}, "hog": {"kind": "cpu", "workers": 4}})
-    assert codes(check(c, {"guest": guest})) == [("guest", "too_few_cpus")]
+    assert codes(check_(c, {"guest": guest})) == [("guest", "too_few_cpus")]
 
 
 def _pinned(bench, load):
@@ -200,33 +206,33 @@ def test_load_on_the_measured_cpu_rule():
     env = {"native": fp(sched_rt_runtime_us=-1)}
     rt_lat = {"kind": "latency", "duration_s": 1, "priority": 80, "cpus": [1]}
     # Interference on the same core, the measuring thread on top: the point of the test.
-    assert check(_pinned(rt_lat, {"kind": "cpu", "cpus": [1]}), env) == []
-    assert check(_pinned(rt_lat, {"kind": "cpu", "cpus": [1], "policy": "fifo", "priority": 50}), env) == []
+    assert check_(_pinned(rt_lat, {"kind": "cpu", "cpus": [1]}), env) == []
+    assert check_(_pinned(rt_lat, {"kind": "cpu", "cpus": [1], "policy": "fifo", "priority": 50}), env) == []
     # A load at the same or a higher RT priority: the measurement waits for the load (pinned or not).
-    [w] = check(_pinned(rt_lat, {"kind": "cpu", "cpus": "1", "policy": "fifo", "priority": 80}), env)
+    [w] = check_(_pinned(rt_lat, {"kind": "cpu", "cpus": "1", "policy": "fifo", "priority": 80}), env)
     assert w.code == "load_outranks_measurement" and "priority 80, not below the 80 of benchmark `b`" in w.message
-    [w] = check(_pinned(rt_lat, {"kind": "cpu", "policy": "rr", "priority": 99}), env)
+    [w] = check_(_pinned(rt_lat, {"kind": "cpu", "policy": "rr", "priority": 99}), env)
     assert w.code == "load_outranks_measurement" and "on CPU 1 in `native`" in w.message
     # A normal-priority measurement pinned with a pinned load: time-sharing, not interference.
     other_lat = dict(rt_lat, policy="other")
     del other_lat["priority"]
-    [w] = check(_pinned(other_lat, {"kind": "cpu", "cpus": [0, 1]}), env)
+    [w] = check_(_pinned(other_lat, {"kind": "cpu", "cpus": [0, 1]}), env)
     assert w.code == "load_shares_cpu" and "wake-ups wait for the load's time slice" in w.message
-    [w] = check(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem", "cpus": [2, 3]}), env)
+    [w] = check_(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem", "cpus": [2, 3]}), env)
     assert w.code == "load_shares_cpu" and "both pinned to CPU 2" in w.message and "take turns" in w.message
-    [w] = check(_pinned({"kind": "ipc", "cpus": [0, 3]}, {"kind": "mem", "cpus": [3]}), env)
+    [w] = check_(_pinned({"kind": "ipc", "cpus": [0, 3]}, {"kind": "mem", "cpus": [3]}), env)
     assert w.code == "load_shares_cpu"
     # Apart, or placed by the scheduler: no warning.
-    assert check(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem", "cpus": [3]}), env) == []
-    assert check(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem"}), env) == []
-    assert check(_pinned({"kind": "mem-bw"}, {"kind": "mem", "cpus": [2]}), env) == []
+    assert check_(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem", "cpus": [3]}), env) == []
+    assert check_(_pinned({"kind": "mem-bw", "cpus": [2]}, {"kind": "mem"}), env) == []
+    assert check_(_pinned({"kind": "mem-bw"}, {"kind": "mem", "cpus": [2]}), env) == []
 
 
 def test_a_neighbour_load_shares_cpus_only_with_its_own_environment():
     c = campaign(environments={"native": {"target": "local"}, "guest": {"target": "local"}},
                  benchmarks={"bw": {"kind": "mem-bw", "cpus": [1]}},
                  loads={"idle": {}, "noisy": {"kind": "mem", "cpus": [1], "workers": 8, "where": "guest"}})
-    got = check(c, {"native": fp(), "guest": fp()})
+    got = check_(c, {"native": fp(), "guest": fp()})
     assert codes(got) == [("guest", "too_few_cpus"), ("guest", "load_shares_cpu")]
 
 
@@ -234,7 +240,7 @@ def test_warnings_come_in_environment_then_code_order():
     tcg = {"target": "qemu", "accel": "tcg", "cpus": 4}
     user = {"type": "meta", "privileges": {"euid": 1000}}
     c = campaign(environments={"native": {"target": "local"}, "guest": {"target": "qemu"}})
-    got = check(c, {"guest": fp(describe=tcg, meta=user, thp_enabled="always"),
+    got = check_(c, {"guest": fp(describe=tcg, meta=user, thp_enabled="always"),
                     "native": fp(scaling_governors={"0": "ondemand"})})
     assert codes(got) == [("native", "governor"), ("guest", "tcg"), ("guest", "rt_not_root"),
                           ("guest", "thp_always")]
@@ -285,7 +291,7 @@ cpus = "0-{ncpu}"
     runner = Runner(c, engine=None)
     runner.probes["native"] = str(probe)
     describe, sysinfo, meta = runner._fingerprint("native")
-    got = check(c, {"native": (describe, sysinfo, meta)})
+    got = check_(c, {"native": (describe, sysinfo, meta)})
 
     expected = []
     if os.geteuid() != 0:
@@ -326,7 +332,7 @@ def test_neighbour_guests_are_checked_for_cpus_but_share_none():
                                               "policy": "fifo", "priority": 90}})
     guest = fp(describe={"target": "qemu", "accel": "kvm", "cpus": 2, "count": 3}, cpus_online="0-1",
                cpus_online_count=2, cpus_allowed="0-1", cpus_allowed_count=2, sched_rt_runtime_us=-1)
-    assert codes(check(c, {"vms": guest})) == [("vms", "too_few_cpus")]
+    assert codes(check_(c, {"vms": guest})) == [("vms", "too_few_cpus")]
 
 
 def test_the_runner_says_the_preflight_warnings_before_measuring(tmp_path, probe):

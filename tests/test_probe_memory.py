@@ -58,7 +58,7 @@ def test_l1_latency_is_far_below_dram_random_latency(probe):
 
 def test_prefetched_sequential_chain_beats_random_chain_in_dram(probe):
     """At 64 MiB the stride-64 chain is hidden by the prefetcher (measured 4.7 ns), the random
-    one is not (~150 ns): the two curves of lat_mem_rd's reference figure must differ by > 3x."""
+    one is not (~150 ns): the sequential and random curves of lat_mem_rd must differ by > 3x."""
     recs = run(probe, "mem-lat", "--sizes", "64M", "--quick")
     seq = one(recs, mode="seq")["ns_per_access"]
     rnd = one(recs, mode="random")["ns_per_access"]
@@ -222,7 +222,7 @@ def test_first_touch_is_slower_than_warm_and_faults_every_page(probe):
 
 def test_malloc_series_reproduces_the_allocator_threshold(probe):
     """glibc serves a freed 2 MiB block from its heap after raising its mmap threshold (warm from
-    the third iteration, as the reference's alloc_dealloc table shows), but returns every block
+    the third iteration, as alloc_dealloc tables show), but returns every block
     above the threshold's 32 MiB ceiling to the kernel: 64 MiB faults on every iteration."""
     recs = run(probe, "mem-alloc", "--tests", "alloc", "--methods", "malloc", "--touch", "memset",
                "--sizes", "2M,64M", "--iterations", "5")

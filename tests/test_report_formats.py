@@ -12,7 +12,7 @@ from synthetic_runs import HOSTILE_COMMAND, HOSTILE_ENV, HOSTILE_HOST, HOSTILE_L
 
 from rtvbench.analysis.compare import ratio_test
 from rtvbench.analysis.dataset import RunData
-from rtvbench.analysis.units import format_percent
+from rtvbench.units import format_percent
 from rtvbench.report import render
 
 
@@ -44,7 +44,9 @@ def test_html_has_summary_verdicts_comparisons_and_plots(run, outputs):
     assert f"{format_percent(lo)} .. {format_percent(hi)}" in html
     for section in ("Description", "Precondition", "How to measure", "Result", "Consideration"):
         assert section in html
-    assert html.count("<svg") == 3 and "<?xml" not in html and "<!DOCTYPE svg" not in html
+    # histogram, CCDF, window maxima; and a latency plot per CPU for each of the 4 cells
+    assert html.count("<svg") == 3 + 4 and html.count("latency per CPU") >= 4
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
     ids = re.findall(r' id="([^"]+)"', html)
     assert len(ids) == len(set(ids)), "element ids must be unique across the inline SVGs"
     assert "<script" not in html and "src=\"http" not in html and "href=\"http" not in html

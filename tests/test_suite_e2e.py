@@ -2,7 +2,7 @@
 are both this machine (`native` and `native2`), so that comparison and normalisation run,
 then the HTML and JSON reports.
 
-Checks that the reports carry what the reference evaluations show: the memory latency curve as
+Checks that the reports carry what an LMbench-style evaluation shows: the memory latency curve as
 inline SVG with the cache levels named in the consideration, LMbench-style tables whose numbers
 are the JSON summaries', the workloads normalised to the baseline as a bar chart, and a workload
 given a wrong expected checksum reported as a failed measurement, not as a time.
@@ -17,8 +17,8 @@ import pytest
 from markupsafe import escape
 
 from host_helpers import cli_env, run_cli
-from rtvbench.analysis.kinds import get_kind
-from rtvbench.analysis.units import significant
+from rtvbench.analysis.kind import get_kind
+from rtvbench.units import significant
 from rtvbench.report.suite import row_unit
 
 REPS = 3
@@ -134,10 +134,10 @@ def test_lmbench_tables_carry_the_json_numbers(reports):
     assert base["n"] == cand["n"] == REPS
     unit, scale = row_unit(kind, "null", [base["median"], cand["median"]])
     assert "os: average (min, max) over 3 completed repetitions" in html
-    for s in (base, cand):                                   # 001 style: avg (min x, max y)
+    for s in (base, cand):                                   # summary style: avg (min x, max y)
         cell = f"{significant(s['mean'] / scale)} (min {significant(s['min'] / scale)}, max {significant(s['max'] / scale)})"
         assert f'<td class="num">{cell}</td>' in html, cell
-    # 002 style: mean ± stddev on both sides, the overhead and interval of the comparison machinery.
+    # Overhead style: mean ± stddev on both sides, the overhead and interval of the comparison machinery.
     comp = next(c for c in doc["comparisons"] if c["benchmark"] == "os" and c["figure"] == "null"
                 and c["axis"] == "environment")
     assert comp["n_baseline"] == comp["n_candidate"] == REPS and comp["ci95_percent"] is not None
@@ -146,7 +146,7 @@ def test_lmbench_tables_carry_the_json_numbers(reports):
     row = table[table.index("<code>null</code>"):]
     row = row[:row.index("</tr>")]
     assert f"{significant(base['mean'] / scale)} ± {significant(base['stddev'] / scale)}" in row
-    from rtvbench.analysis.units import format_percent
+    from rtvbench.units import format_percent
     assert f">{format_percent(comp['overhead_percent'])}<" in row
     assert f"{format_percent(comp['ci95_percent'][0])} .. {format_percent(comp['ci95_percent'][1])}" in row
     # Every headline figure of os and ipc is compared, with the same machinery.

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from rtvbench.analysis.kinds import get_kind
+from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.metrics import known_figure, measurement_figures
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.probe import ProbeStream
@@ -75,7 +75,7 @@ def test_work_with_a_wrong_expected_checksum_yields_no_figure_for_it(probe):
     assert result(m, kernel="crc32")["verified"] is False and result(m, kernel="sha256")["verified"] is True
     f = measurement_figures(m)
     assert "sha256.small" in f and not any(name.startswith("crc32.") for name in f)
-    from rtvbench.analysis.kinds.work import verification
+    from rtvbench.kinds.work.decode import verification
     checks = {c.workload: c for c in verification(m)}
     assert {w: c.verified for w, c in checks.items()} == {"sha256.small": True, "crc32.small": False}
     assert "differs from the expected 0000000000001234" in checks["crc32.small"].error

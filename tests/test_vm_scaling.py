@@ -8,6 +8,7 @@ import copy
 from synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 from rtvbench.analysis.dataset import RunData
+from rtvbench.campaign import spec_of
 from rtvbench.analysis.vm_scaling import scaling_series
 from rtvbench.report.plots import vm_count_svg
 
@@ -43,6 +44,7 @@ def test_no_series_without_two_counts_of_one_guest():
     run = scaling_run()
     run.campaign["environments"]["vm3"]["cpus"] = 4       # now vm1 and vm5 remain comparable ...
     run.campaign["environments"]["vm5"]["cpus"] = 8       # ... and not any more
+    run.spec = spec_of(run.campaign)
     assert scaling_series(RunData(run), "wakeup") == []
 
 
@@ -69,6 +71,6 @@ def test_a_neighbours_load_in_a_single_guest_is_said_to_be_no_load():
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.report.model import build
     model = build(evaluate_run(scaling_run()), with_plots=False)
-    said = {(row.cells[0], row.cells[4]): row.cells[5] for row in model.matrix.rows}
+    said = {(row.cells[0], row.cells[4]): row.cells[5] for row in model.run_tables[0].rows}
     assert said[("vm1", "hog")] == "no load: a single guest has no neighbour to run it"
     assert said[("vm3", "hog")] == "no record of what it achieved"     # the synthetic run stored none

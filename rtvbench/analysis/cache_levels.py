@@ -33,7 +33,7 @@ from typing import Iterable
 
 import numpy as np
 
-from rtvbench.analysis.units import human_size
+from rtvbench.units import human_size
 
 #: largest ratio of latencies within one plateau (real L3 plateaus drift by ~1.4x)
 TOLERANCE = 1.5

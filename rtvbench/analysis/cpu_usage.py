@@ -1,5 +1,5 @@
 """CPU usage during a measurement, from the /proc/stat snapshots taken right before and right
-after the probe ran (reference 000, section 5.1: "CPU usage = 100 - idle ratio" over the
+after the probe ran ("CPU usage = 100 - idle ratio" over the
 difference of two `cat /proc/stat`).
 
 Each state's share is its tick difference over the sum of all states' differences, per CPU

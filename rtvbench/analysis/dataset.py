@@ -1,8 +1,8 @@
-"""A campaign run indexed for analysis: ordered names, baselines, figures per measurement.
+"""A campaign run indexed for analysis: ordered names, baselines, typed results per measurement.
 
-The campaign dict is the raw parsed TOML with no defaults filled in, so every
-lookup here tolerates missing tables and keys, and names found only in the
-measurements (e.g. a campaign edited after the run) are still analysed.
+Everything about the campaign comes from the run's resolved spec (every default filled in, as
+validated when it ran); names found only in the measurements (a spec that could not be read) are
+still analysed, in the order they were measured.
 """
 
 from __future__ import annotations
@@ -10,17 +10,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from rtvbench.analysis.kinds import Kind, get_kind
-from rtvbench.analysis.metrics import measurement_figures
+from rtvbench.analysis.kind import Kind, Result, get_kind
 from rtvbench.results import CampaignRun, Measurement
+from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec
 
 #: measurements whose figures describe a complete run; interrupted ones cover only part of it
 COMPLETE = ("ok",)
-
-
-def _table(campaign: dict[str, Any], key: str) -> dict[str, Any]:
-    value = campaign.get(key)
-    return value if isinstance(value, dict) else {}
 
 
 def _ordered(declared: list[str], seen: list[str]) -> list[str]:
@@ -36,21 +31,20 @@ class RunData:
 
     def __init__(self, run: CampaignRun):
         self.run = run
-        self.campaign = run.campaign if isinstance(run.campaign, dict) else {}
-        self._figures: dict[int, dict[str, float]] = {}
+        self.spec = run.spec or CampaignSpec(run.campaign_name, 0, 0, {}, {}, {})
+        self._results: dict[int, Result] = {}
 
     @cached_property
     def environments(self) -> list[str]:
-        return _ordered(list(_table(self.campaign, "environments")),
-                        [m.environment for m in self.run.measurements])
+        return _ordered(list(self.spec.environments), [m.environment for m in self.run.measurements])
 
     @cached_property
     def loads(self) -> list[str]:
-        return _ordered(list(_table(self.campaign, "loads")), [m.load for m in self.run.measurements])
+        return _ordered(list(self.spec.loads), [m.load for m in self.run.measurements])
 
     @cached_property
     def benchmarks(self) -> list[str]:
-        return _ordered(list(_table(self.campaign, "benchmarks")), [m.benchmark for m in self.run.measurements])
+        return _ordered(list(self.spec.benchmarks), [m.benchmark for m in self.run.measurements])
 
     @property
     def baseline_environment(self) -> str | None:
@@ -59,32 +53,36 @@ class RunData:
 
     @cached_property
     def baseline_load(self) -> str | None:
-        """Loads are compared with `idle` if there is one, else the first load without keys (no load), else the first."""
+        """Loads are compared with `idle` if there is one, else the first load that is no load, else the first."""
         if not self.loads:
             return None
         if "idle" in self.loads:
             return "idle"
-        for name in self.loads:
-            if self.load_table(name) == {} and name in _table(self.campaign, "loads"):
-                return name
-        return self.loads[0]
+        return next((ld.name for ld in self.spec.loads.values() if ld.is_idle), self.loads[0])
+
+    def environment(self, name: str) -> EnvironmentSpec | None:
+        return self.spec.environments.get(name)
+
+    def load(self, name: str) -> LoadSpec | None:
+        return self.spec.loads.get(name)
+
+    def benchmark(self, name: str) -> BenchmarkSpec | None:
+        return self.spec.benchmarks.get(name)
 
     def environment_table(self, name: str) -> dict[str, Any]:
-        t = _table(self.campaign, "environments").get(name)
-        return t if isinstance(t, dict) else {}
+        """An environment's target and every parameter that has a value, for display."""
+        e = self.environment(name)
+        return {"target": e.target, **{k: v for k, v in e.params.items() if v is not None}} if e else {}
 
-    def load_table(self, name: str) -> dict[str, Any]:
-        t = _table(self.campaign, "loads").get(name)
-        return t if isinstance(t, dict) else {}
-
-    def benchmark_table(self, name: str) -> dict[str, Any]:
-        t = _table(self.campaign, "benchmarks").get(name)
-        return t if isinstance(t, dict) else {}
+    def benchmark_params(self, name: str) -> dict[str, Any]:
+        """A benchmark's parameters, defaults filled in ({} when the run's spec does not have it)."""
+        b = self.benchmark(name)
+        return dict(b.params) if b else {}
 
     def kind_name(self, bench: str) -> str | None:
-        kind = self.benchmark_table(bench).get("kind")
-        if isinstance(kind, str):
-            return kind
+        b = self.benchmark(bench)
+        if b is not None:
+            return b.kind
         for m in self.run.measurements:
             if m.benchmark == bench:
                 return m.kind
@@ -94,10 +92,13 @@ class RunData:
         name = self.kind_name(bench)
         return get_kind(name) if name else None
 
-    @cached_property
+    @property
     def repetitions(self) -> int | None:
-        r = self.campaign.get("repetitions")
-        return r if isinstance(r, int) else None
+        return self.spec.repetitions or None
+
+    @property
+    def requirements(self) -> list[dict[str, Any]]:
+        return list(self.spec.requirements)
 
     def measurements(self, environment: str | None = None, load: str | None = None,
                      benchmark: str | None = None, statuses: tuple[str, ...] | None = None) -> list[Measurement]:
@@ -108,10 +109,15 @@ class RunData:
                and (statuses is None or m.status in statuses)]
         return sorted(out, key=lambda m: (m.repetition, m.id))
 
+    def result(self, m: Measurement) -> Result:
+        """The measurement decoded by its kind (empty for unknown kinds and for no results)."""
+        if m.id not in self._results:
+            kind = get_kind(m.kind)
+            self._results[m.id] = kind.decode(m) if kind is not None and m.results else Result()
+        return self._results[m.id]
+
     def figures(self, m: Measurement) -> dict[str, float]:
-        if m.id not in self._figures:
-            self._figures[m.id] = measurement_figures(m)
-        return self._figures[m.id]
+        return self.result(m).figures
 
     def values(self, environment: str, load: str, benchmark: str, figure: str,
                statuses: tuple[str, ...] = COMPLETE) -> list[float]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rtvbench.analysis.compare import Comparison, comparisons
 from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import Finding, considerations
 from rtvbench.analysis.histogram import Histogram, merge_all
-from rtvbench.analysis.interference import MatrixRow, Ranking, ranking_findings, rankings, response_matrix
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.stats import CellSummary, summaries
 from rtvbench.results import CampaignRun
@@ -21,8 +21,8 @@ class Evaluation:
     comparisons: list[Comparison]
     verdicts: list[Verdict]
     findings: dict[str, list[Finding]]
-    rankings: list[Ranking] = field(default_factory=list)       # aggressors by the victim's degradation
-    matrix: list[MatrixRow] = field(default_factory=list)       # the 003 response-time table
+    #: each benchmark's analyses beyond figures and comparisons, by name (Kind.analyse)
+    extras: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self, env: str, load: str, bench: str, figure: str):
         # Indexed on first use: the measurement-suite tables look up thousands of cells.
@@ -34,21 +34,27 @@ class Evaluation:
 
     def merged_histogram(self, env: str, load: str, bench: str) -> Histogram | None:
         """All samples of the completed repetitions of a cell in one histogram."""
-        kind = self.data.kind(bench)
-        if kind is None:
-            return None
-        hists = [kind.histogram(m) for m in self.data.measurements(env, load, bench, COMPLETE)]
-        hists = [h for h in hists if h is not None]
+        return self.merged_distribution(env, load, bench, "wake-up")
+
+    def merged_distribution(self, env: str, load: str, bench: str, name: str,
+                            cpu: int | None = None) -> Histogram | None:
+        """One distribution of a cell (a CPU's main one when `cpu` is given), all completed
+        repetitions merged."""
+        hists = []
+        for m in self.data.measurements(env, load, bench, COMPLETE):
+            r = self.data.result(m)
+            h = r.distributions.get(name) if cpu is None else r.cpu_distributions.get(cpu)
+            if h is not None:
+                hists.append(h)
         return merge_all(hists) if hists else None
 
 
 def evaluate_run(run: CampaignRun) -> Evaluation:
     data = RunData(run)
     comps = comparisons(data)
-    reqs = data.campaign.get("requirements")
-    verdicts = [evaluate_one(data, r) for r in reqs] if isinstance(reqs, list) else []
-    found = considerations(data, comps)
-    ranked = rankings(data)
-    for bench, extra in ranking_findings(ranked).items():
-        found.setdefault(bench, []).extend(extra)
-    return Evaluation(data, summaries(data), comps, verdicts, found, ranked, response_matrix(data))
+    verdicts = [evaluate_one(data, r) for r in data.requirements]
+    extras = {}
+    for bench in data.benchmarks:
+        kind = data.kind(bench)
+        extras[bench] = kind.analyse(data, bench) if kind is not None else {}
+    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps), extras)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rtvbench.preflight import cpu_list_text, parse_cpu_list
+from rtvbench.cpulist import cpu_list_text, parse_cpu_list
 
 MISSING = "–"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.analysis.units import human_duration, human_rate, human_size, significant
+from rtvbench.units import human_duration, human_rate, human_size, measured_size, significant
 from rtvbench.results import Measurement
 
 MIB = 1 << 20
@@ -178,8 +178,8 @@ def mean_achieved(per_measurement: list[list[Achieved]]) -> list[Achieved]:
 
 def load_order(data: RunData, load: str) -> list[str]:
     """The parts of a combined load in the order the campaign lists them, else the load itself."""
-    parts = data.load_table(load).get("combine")
-    return [p for p in parts if isinstance(p, str)] if isinstance(parts, list) else [load]
+    spec = data.load(load)
+    return list(spec.parts) if spec is not None and spec.parts else [load]
 
 
 def cell_achieved(data: RunData, env: str, load: str, bench: str) -> list[Achieved]:
@@ -189,17 +189,12 @@ def cell_achieved(data: RunData, env: str, load: str, bench: str) -> list[Achiev
                           for m in data.measurements(env, load, bench, COMPLETE)])
 
 
-def _mib(n: float) -> str:
-    """A measured byte count, to three digits (a limit is printed exactly with human_size)."""
-    return f"{significant(n / MIB)} MiB" if n >= MIB else human_size(n)
-
-
 def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{significant(v)} %"
 
 
 def describe(a: Achieved, quote: bool = True) -> str:
-    """One phrase per load, the way the reference reports would write it."""
+    """One phrase per load, the way an evaluation report would write it."""
     name = f"`{a.load}`" if quote else a.load
     x = a.extra
     if a.kind == "cpu":
@@ -235,11 +230,11 @@ def describe(a: Achieved, quote: bool = True) -> str:
     if a.kind == "leak":
         text = f"{name}: grew at {significant((a.bps or 0) / MIB)} MiB/s"
         if isinstance(x.get("leaked_bytes"), (int, float)):
-            text += f" to {_mib(x['leaked_bytes'])}"
+            text += f" to {measured_size(x['leaked_bytes'])}"
         if isinstance(x.get("limit_bytes"), (int, float)):
             text += f" (limit {human_size(x['limit_bytes'])})"
         if isinstance(x.get("rss_peak_bytes"), (int, float)):
-            text += f", RSS peak {_mib(x['rss_peak_bytes'])}"
+            text += f", RSS peak {measured_size(x['rss_peak_bytes'])}"
         if x.get("holding"):
             text += ", holding at the limit"
         return text

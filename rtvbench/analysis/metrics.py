@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from rtvbench.analysis.kinds import get_kind
-from rtvbench.analysis.units import suffix_unit
+from rtvbench.analysis.kind import get_kind, split_cpu
+from rtvbench.units import suffix_unit
 from rtvbench.results import Measurement
 
 
 def known_figure(kind: str, figure: str) -> bool:
     """Whether `figure` (e.g. "max_us") is a figure the benchmark kind `kind` yields."""
     k = get_kind(kind)
-    return k is not None and k.is_figure(figure)
+    return k is not None and k.knows(figure)
 
 
 def split_metric(metric: str) -> tuple[str, str]:
@@ -36,7 +36,7 @@ def measurement_figures(m: Measurement) -> dict[str, float]:
     k = get_kind(m.kind)
     if k is None or not m.results:
         return {}
-    return k.figures(m)
+    return k.decode(m).figures
 
 
 def unit_of(figure: str) -> str:
@@ -47,4 +47,5 @@ def unit_of(figure: str) -> str:
 def figure_unit(kind: str, figure: str) -> str:
     """The unit of a figure of a benchmark kind, as the kind reads it."""
     k = get_kind(kind)
+    figure = split_cpu(figure)[1]
     return k.unit(figure) if k is not None else suffix_unit(figure)

@@ -37,8 +37,9 @@ from typing import Any
 
 from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, compare_cells
 from rtvbench.analysis.dataset import RunData
+from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
-from rtvbench.analysis.units import format_percent
+from rtvbench.units import format_percent
 from rtvbench.results import CampaignRun
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
@@ -57,10 +58,7 @@ class Verdict:
 def evaluate(run: CampaignRun) -> list[Verdict]:
     """A verdict for every `[[requirements]]` entry of the campaign, in campaign order."""
     data = RunData(run)
-    reqs = data.campaign.get("requirements") or []
-    if not isinstance(reqs, list):
-        return []
-    return [evaluate_one(data, r) for r in reqs]
+    return [evaluate_one(data, r) for r in data.requirements]
 
 
 def evaluate_one(data: RunData, req: Any) -> Verdict:
@@ -98,9 +96,16 @@ def _resolve(data: RunData, metric: Any) -> tuple[str, str, Any, str | None]:
     kind = data.kind(bench)
     if kind is None:
         return bench, figure, None, f"Benchmark `{bench}` has kind `{data.kind_name(bench)}`, which rtvbench cannot analyse."
-    if not kind.is_figure(figure):
+    if not kind.knows(figure):
         return bench, figure, kind, f"`{figure}` is not a figure of the {kind.name} benchmark `{bench}`."
     return bench, figure, kind, None
+
+
+def _samples(data: RunData, m, figure: str) -> int | None:
+    """The samples a figure of one measurement rests on: its CPU's for a per-CPU figure."""
+    cpu = split_cpu(figure)[0]
+    result = data.result(m)
+    return result.samples if cpu is None else result.cpu_samples.get(cpu)
 
 
 def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
@@ -116,8 +121,9 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
         return Verdict(INCONCLUSIVE, problem, req, title)
     if hi is None and lo is None:
         return Verdict(INCONCLUSIVE, "The requirement has neither `max` nor `min`.", req, title)
-    unit = kind.unit(figure)
-    needed = kind.samples_needed(figure)
+    base = split_cpu(figure)[1]
+    unit = kind.unit(base)
+    needed = kind.samples_needed(base)
 
     statuses, details, failures, problems = [], [], [], []
     checked = []          # (value, env, load, repetition) of complete, supported repetitions
@@ -134,7 +140,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
             incomplete, without, too_few = [], [], []
             for m in ms:
                 value = data.figures(m).get(figure)
-                count = kind.sample_count(m)
+                count = _samples(data, m, figure)
                 if m.status not in ("ok", "interrupted") or value is None:
                     (without if m.status == "ok" else incomplete).append(m)
                     cell_status = _worst([cell_status, INCONCLUSIVE])
@@ -160,7 +166,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                              f"{'' if min(too_few) == max(too_few) else f' .. {max(too_few):,}'}) than the "
                              f"{needed:,} that {figure} needs")
             cell_values = [v for v in (data.figures(m).get(figure) for m in ms) if v is not None]
-            span = (f"{kind.format(min(cell_values), figure)} .. {kind.format(max(cell_values), figure)}"
+            span = (f"{_fmt(kind, min(cell_values), figure)} .. {_fmt(kind, max(cell_values), figure)}"
                     if cell_values else "no values")
             details.append(f"{where}: {cell_status}, {len(ms)} repetition(s), {figure} {span}"
                            + (f" ({'; '.join(notes)})" if notes else ""))
@@ -174,18 +180,22 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
         worst = max(failures, key=lambda f: f[0]) if hi is not None and any(
             f[0] > hi for f in failures) else min(failures, key=lambda f: f[0])
         value, env, load, rep = worst
-        bound = f"max {kind.format(hi, figure)}" if hi is not None and value > hi else f"min {kind.format(lo, figure)}"
+        bound = f"max {_fmt(kind, hi, figure)}" if hi is not None and value > hi else f"min {_fmt(kind, lo, figure)}"
         reason = (f"{len(failures)} repetition(s) violate the bound; the worst, {figure} = "
-                  f"{kind.format(value, figure)} in `{env}` under `{load}` (repetition {rep + 1}), "
+                  f"{_fmt(kind, value, figure)} in `{env}` under `{load}` (repetition {rep + 1}), "
                   f"is outside {bound}.")
     elif status == INCONCLUSIVE:
         reason = "Cannot decide: " + "; ".join(problems) + "."
     else:
         reason = (f"All {len(checked)} repetitions hold the bound: {figure} ranges "
-                  f"{kind.format(min(c[0] for c in checked), figure)} .. "
-                  f"{kind.format(max(c[0] for c in checked), figure)} (bound {bounds}"
+                  f"{_fmt(kind, min(c[0] for c in checked), figure)} .. "
+                  f"{_fmt(kind, max(c[0] for c in checked), figure)} (bound {bounds}"
                   f"{'' if unit == 'count' else ' ' + unit}).")
     return Verdict(status, reason, req, title, details)
+
+
+def _fmt(kind, value, figure: str) -> str:
+    return kind.format(value, split_cpu(figure)[1])
 
 
 def _status_words(status: str) -> str:
@@ -225,8 +235,8 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
         else:
             ci_lo, ci_hi = t.ci_percent
             numbers = (f"overhead {format_percent(t.overhead_percent)} (95 % CI {format_percent(ci_lo)} .. "
-                       f"{format_percent(ci_hi)}; median {kind.format(t.baseline_median, figure)} -> "
-                       f"{kind.format(t.candidate_median, figure)})")
+                       f"{format_percent(ci_hi)}; median {_fmt(kind, t.baseline_median, figure)} -> "
+                       f"{_fmt(kind, t.candidate_median, figure)})")
             if ci_hi <= limit:
                 status, rel = PASS, f"lies entirely within the {limit:g} % bound"
             elif ci_lo > limit:

@@ -1,4 +1,4 @@
-"""Figures against the number of VMs (002's 1..5 VM study).
+"""Figures against the number of VMs (latency against the number of VMs, 1..5).
 
 A campaign that declares the same guest several times with a different `count` (the number of
 guests booted together; the benchmark runs in the first, `where = "neighbours"` loads in the
@@ -36,14 +36,11 @@ def _groups(data: RunData) -> list[list[tuple[int, str]]]:
     """(count, environment) lists of environments equal but for `count`, with >= 2 counts."""
     by_shape: dict[str, list[tuple[int, str]]] = {}
     for env in data.environments:
-        table = data.environment_table(env)
-        if "count" not in table and table.get("target") != "qemu":
-            continue
-        count = table.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool):
-            continue
-        shape = repr(sorted((k, repr(v)) for k, v in table.items() if k != "count"))
-        by_shape.setdefault(shape, []).append((count, env))
+        spec = data.environment(env)
+        if spec is None or "count" not in spec.params:
+            continue                    # only targets that boot several guests have a count
+        shape = repr((spec.target, sorted((k, repr(v)) for k, v in spec.params.items() if k != "count")))
+        by_shape.setdefault(shape, []).append((spec.guests, env))
     return [sorted(g) for g in by_shape.values() if len({c for c, _ in g}) >= 2]
 
 

@@ -1,7 +1,10 @@
-"""Benchmark kinds. Each kind is one module that registers itself in BENCHMARKS."""
+"""The campaign side of benchmark kinds: the registry of their parameter models.
+
+Each kind's rtvbench/kinds/<kind>/params.py registers itself in BENCHMARKS when loaded."""
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-# Each import registers its kind.
-from rtvbench.benchmarks import ipc, latency, mem_alloc, mem_bw, mem_lat, os_primitives, work  # noqa: F401
+from rtvbench.kinds import load
+
+load("params")
 
 __all__ = ["BENCHMARKS", "Benchmark"]

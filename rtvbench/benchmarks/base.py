@@ -12,8 +12,9 @@ from typing import ClassVar
 
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
+from rtvbench.spec import Placement
 
-# Every kind named in DESIGN.md is implemented; a kind planned later goes into `planned`.
+# Every designed kind is implemented; a kind planned later goes into `planned`.
 BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark kind", planned=())
 
 
@@ -32,9 +33,14 @@ class Benchmark(ABC):
         with a peer also has check_reachable(environments) and start_server(sites, measured)."""
         return None
 
+    def placement(self) -> Placement:
+        """Where its measuring threads run (pinned CPUs, threads, real-time priority), for preflight;
+        by default one thread wherever the scheduler puts it."""
+        return Placement()
+
     @abstractmethod
     def probe_args(self) -> list[str]:
-        """The probe command line after the binary, e.g. ["latency", "--interval-us", "200"]."""
+        """The probe command line after the binary: the subcommand and its options."""
 
     @abstractmethod
     def expected_seconds(self) -> float:

@@ -23,10 +23,9 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rtvbench.benchmarks.latency import CpuList
-from rtvbench.benchmarks.options import parse_size
+from rtvbench.cpulist import CpuList
 from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite
-from rtvbench.params import Name, Number, StrictModel, number_arg
+from rtvbench.params import Name, Number, StrictModel, number_arg, parse_size
 from rtvbench.probe import ProbeStream
 from rtvbench.targets.base import Background
 

@@ -10,14 +10,11 @@ import json
 import math
 from typing import Any
 
-from rtvbench.analysis.cache_levels import levels_sentence
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.interference import MatrixRow
-from rtvbench.analysis.kinds import mem_lat, work
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
-from rtvbench.analysis.per_environment import latency_by_environment
 from rtvbench.report.environments import diff, preflight
+from rtvbench.report.section import section_for
 
 SCHEMA = 1
 
@@ -49,6 +46,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "error": m.error, "target_log": m.target_log,
              "command": m.command, "load_commands": m.load_commands,
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
+             # merged figures, and each CPU's as "cpu<N>.<figure>" (the metric names of requirements)
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
              "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
              "cpu_usage": [_usage(u) for u in measurement_usage(m)]}
@@ -59,23 +57,8 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "repetition": m.repetition, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
             for m in run.failed_attempts],
         "load_cells": _load_cells(ev),
-        "interference": [
-            {"benchmark": rk.benchmark, "environment": rk.environment, "baseline_load": rk.baseline_load,
-             "figure": rk.figure, "misses_figure": rk.misses_figure,
-             "ranking": [{"rank": i, "load": r.load, "baseline": r.is_baseline, "median": _num(r.median),
-                          "ratio": _num(r.ratio),
-                          "ci95_ratio": [_num(r.test.ci_low), _num(r.test.ci_high)]
-                          if r.test and r.test.ci_low is not None else None,
-                          "p_value": _num(r.test.p_value) if r.test else None,
-                          "verdict": r.test.verdict if r.test else "baseline",
-                          "misses": r.misses, "misses_per_repetition": r.misses_per_repetition}
-                         for i, r in enumerate(rk.rows, start=1)]}
-            for rk in ev.rankings],
-        "response_matrix": [_matrix_row(ev, r) for r in ev.matrix],
         "fingerprint": _fingerprint(ev),
         "preflight": [w.to_dict() for w in preflight(ev)],
-        "latency_by_environment": {b: [_clean(r.to_dict()) for r in latency_by_environment(data, b)]
-                                   for b in data.benchmarks if data.kind_name(b) == "latency"},
         "summaries": [
             {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
              "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
@@ -98,9 +81,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
                       "details": v.details} for v in ev.verdicts],
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
                      for b, fs in ev.findings.items()},
-        "memory_curves": {b: _memory_curves(ev, b) for b in data.benchmarks if data.kind_name(b) == "mem-lat"},
-        "workloads": {b: _workloads(ev, b) for b in data.benchmarks if data.kind_name(b) == "work"},
-    }
+    } | _kind_keys(ev)
 
 
 def _fingerprint(ev: Evaluation) -> dict[str, Any] | None:
@@ -135,40 +116,25 @@ def _load_cells(ev: Evaluation) -> list[dict[str, Any]]:
     return out
 
 
-def _memory_curves(ev: Evaluation, bench: str) -> list[dict[str, Any]]:
-    """The latency curves (median, min, max over repetitions per size) and the levels read off them."""
-    found = mem_lat.levels(ev.data, bench)
-    return [{"environment": env, "load": load, "mode": mode,
-             "points": [{"size_bytes": s, "median_ns": _num(med), "min_ns": _num(lo), "max_ns": _num(hi)}
-                        for s, med, lo, hi in pts],
-             "cache_levels": [{"name": lv.name, "latency_ns": _num(lv.latency_ns), "first_size_bytes": lv.first_size,
-                               "last_size_bytes": lv.last_size} for lv in found[(env, load, mode)]],
-             "cache_levels_text": levels_sentence(found[(env, load, mode)])}
-            for (env, load, mode), pts in mem_lat.curves(ev.data, bench).items()]
+def _kind_keys(ev: Evaluation) -> dict[str, Any]:
+    """What each kind's section adds (an interference ranking, a response-time matrix, memory curves,
+    workload verification ...), over the benchmarks of that kind."""
+    by_kind: dict[str | None, list[str]] = {}
+    for b in ev.data.benchmarks:
+        by_kind.setdefault(ev.data.kind_name(b), []).append(b)
+    out: dict[str, Any] = {}
+    for kind, benches in by_kind.items():
+        out.update(_clean_all(section_for(kind).json(ev, benches)))
+    return out
 
 
-def _workloads(ev: Evaluation, bench: str) -> dict[str, Any]:
-    """Every workload's verification in every run, and its run time normalised to the baseline environment."""
-    checks = [{"environment": m.environment, "load": m.load, "repetition": m.repetition, "workload": c.workload,
-               "verified": c.verified, "error": c.error}
-              for m in ev.data.measurements(benchmark=bench) for c in work.verification(m)]
-    normalised = [{"workload": c.figure, "load": c.context, "baseline": c.baseline, "candidate": c.candidate,
-                   "ratio": _num(c.test.ratio),
-                   "ci95": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
-                   "verdict": c.test.verdict}
-                  for c in ev.comparisons if c.benchmark == bench and c.axis == "environment"]
-    return {"baseline_environment": ev.data.baseline_environment, "verification": checks,
-            "failed": [x for x in checks if x["verified"] is False], "normalised": normalised}
-
-
-def _matrix_row(ev: Evaluation, r: MatrixRow) -> dict[str, Any]:
-    return _clean({"environment": r.environment, "benchmark": r.benchmark, "load": r.load,
-                   "interval_ns": r.interval_ns, "work_ns": r.work_ns,
-                   "measured": "response" if r.response else "wake-up", "repetitions": r.repetitions,
-                   "samples": r.samples, "avg_ns": r.avg_ns, "max_ns": r.max_ns, "stddev_ns": r.stddev_ns,
-                   "misses": r.misses, "misses_figure": r.misses_figure,
-                   "load_achieved": describe_all(cell_achieved(ev.data, r.environment, r.load, r.benchmark),
-                                                 quote=False)})
+def _clean_all(x: Any) -> Any:
+    """NaN and infinities anywhere in a structure as null (JSON has neither)."""
+    if isinstance(x, dict):
+        return {k: _clean_all(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean_all(v) for v in x]
+    return _num(x)
 
 
 def render_json(ev: Evaluation) -> str:

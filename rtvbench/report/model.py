@@ -12,40 +12,14 @@ from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.kinds.quantities import QuantityKind
-from rtvbench.analysis.metrics import unit_of
-from rtvbench.analysis.stats import summarize
-from rtvbench.analysis.units import format_time, format_value
+from rtvbench.analysis.load_achieved import describe_all, load_order, mean_achieved, measurement_achieved
+from rtvbench.units import suffix_unit
+from rtvbench.analysis.vm_scaling import scaling_series
 from rtvbench.report import plots
-
-
-@dataclass
-class Row:
-    cells: list[str]
-    css: str = ""                  # "summary", "failed", "differs", "pass", "fail", "inconclusive"
-
-
-@dataclass
-class Table:
-    caption: str
-    header: list[str]
-    rows: list[Row]
-    foot: list[Row] = field(default_factory=list)
-    note: str = ""
-    numeric_from: int | None = None    # first right-aligned column; None: the renderer's default
-    numeric_to: int | None = None      # first column after them that is text again; None: none
-
-
-@dataclass
-class Plot:
-    title: str
-    svg: str
-
-
-@dataclass
-class Sentence:
-    severity: str                  # "info" | "warning"
-    text: str                      # names in backticks
+from rtvbench.report.environments import fingerprint_view, preflight
+from rtvbench.report.loads import cell_achieved_text, usage_tables
+from rtvbench.report.section import section_for
+from rtvbench.report.tables import Plot, Row, Sentence, Table
 
 
 @dataclass
@@ -76,7 +50,8 @@ class ReportModel:
     warnings: list[Sentence]
     fingerprints: Table | None                     # side by side, differing rows highlighted
     sections: list[BenchmarkSection]
-    matrix: Table | None = None                    # the 003 response-time matrix
+    # Tables over the whole run that a kind adds to the summary (the response-time matrix)
+    run_tables: list[Table] = field(default_factory=list)
     # Recorded fields left out of the fingerprint table: equal in every environment (collapsed)
     fingerprint_equal: list[tuple[str, str]] = field(default_factory=list)
     preflight: list[Sentence] = field(default_factory=list)    # rtvbench.preflight, shown at the top
@@ -113,26 +88,22 @@ def _describe_table(table: dict[str, Any]) -> str:
 
 
 def _load_words(ev: Evaluation, load: str) -> str:
-    t = ev.data.load_table(load)
-    if not t:
+    spec = ev.data.load(load)
+    if spec is None or spec.is_idle:
         return "no load"
-    if isinstance(t.get("combine"), list):
-        parts = [p for p in t["combine"] if isinstance(p, str)]
+    if spec.parts:
         return "several loads at once: " + "; ".join(
-            f"`{p}` = {_load_words(ev, p)}" for p in parts if p != load)
-    if "command" in t:
-        where = t.get("where")
-        text = f"external command `{t['command']}`"
-        if where and where != "same":
-            text += f", running in environment `{where}` (measured here, loaded there)"
+            f"`{p}` = {_load_words(ev, p)}" for p in spec.parts if p != load)
+    if spec.kind == "command":
+        text = f"external command `{' '.join(spec.commands)}`"
+        if spec.where != "same":
+            text += f", running in environment `{spec.where}` (measured here, loaded there)"
         return text
-    if "kind" in t:
-        rest = {k: v for k, v in t.items() if k not in ("kind", "where")}
-        text = f"probe load generator `{t['kind']}`" + (f" ({_describe_table(rest)})" if rest else "")
-        if t.get("where") and t["where"] != "same":
-            text += f", running in environment `{t['where']}`"
-        return text
-    return _describe_table(t)
+    shown = {k: v for k, v in spec.params.items() if v is not None}
+    text = f"probe load generator `{spec.kind}`" + (f" ({_describe_table(shown)})" if shown else "")
+    if spec.where != "same":
+        text += f", running in environment `{spec.where}`"
+    return text
 
 
 def build(ev: Evaluation, with_plots: bool) -> ReportModel:
@@ -150,7 +121,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
     loads = _loads_table(ev)
     benches = Table("Benchmarks", ["Benchmark", "Kind", "Parameters"],
                     [Row([b, data.kind_name(b) or "?",
-                          _describe_table({k: v for k, v in data.benchmark_table(b).items() if k != "kind"})])
+                          _describe_table({k: v for k, v in data.benchmark_params(b).items() if v is not None})])
                      for b in data.benchmarks])
 
     verdicts = Table("Requirement verdicts", ["#", "Requirement", "Verdict", "Reason"],
@@ -160,23 +131,19 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
 
     warnings = [Sentence("warning", f"{b}: {f.text}") for b, fs in ev.findings.items()
                 for f in fs if f.severity == "warning"]
-    from rtvbench.report.environments import fingerprint_view, preflight
-    from rtvbench.report.loads import matrix_table
     prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
         benchmarks=benches, verdicts=verdicts, key_results=_key_results(ev), warnings=warnings,
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
-        matrix=matrix_table(ev), fingerprint_equal=prints.equal_fields if prints else [],
+        run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
         target_failures=_target_failures(run))
 
 
 def _loads_table(ev: Evaluation) -> Table:
     """The campaign's loads; with what the probe loads achieved over all their measurements."""
-    from rtvbench.analysis.load_achieved import describe_all, load_order, mean_achieved, measurement_achieved
-
     data = ev.data
     achieved = {ld: describe_all(mean_achieved([measurement_achieved(m, load_order(data, ld))
                                                 for m in data.measurements(load=ld, statuses=COMPLETE)]))
@@ -189,28 +156,26 @@ def _loads_table(ev: Evaluation) -> Table:
     return Table("Loads", header, [Row(r) for r in rows])
 
 
+def _run_tables(ev: Evaluation) -> list[Table]:
+    """Each kind's tables over its benchmarks in the whole run, in the order the kinds first appear."""
+    data = ev.data
+    by_kind: dict[str | None, list[str]] = {}
+    for b in data.benchmarks:
+        by_kind.setdefault(data.kind_name(b), []).append(b)
+    return [t for kind, benches in by_kind.items() for t in section_for(kind).run_tables(ev, benches)]
+
+
 def _key_results(ev: Evaluation) -> Table:
     data = ev.data
-    header = ["Benchmark", "Environment", "Load", "Runs ok", "avg (us)", "p99 (us)", "p99.99 (us)",
-              "max (us)", "worst max (us)"]
+    header = ["Benchmark", "Environment", "Load", "Runs ok", "Key results (medians over the repetitions)"]
     rows = []
     for b in data.benchmarks:
         kind = data.kind(b)
         for env, load in data.cells(b):
             ms = data.measurements(env, load, b)
             done = sum(1 for m in ms if m.status in COMPLETE)
-            cells = [b, env, load, f"{done}/{len(ms)}"]
-            if isinstance(kind, QuantityKind):
-                cells.append(kind.key_result(data, b, env, load) or "see its section")   # spans the columns
-            elif kind is not None and kind.is_figure("max_us"):
-                for figure in ("avg_us", "p99_us", "p9999_us", "max_us"):
-                    s = ev.summary(env, load, b, figure)
-                    cells.append(format_time(s.median, "us") if s else "–")
-                s = ev.summary(env, load, b, "max_us")
-                cells.append(format_time(s.max, "us") if s else "–")
-            else:
-                cells += ["–"] * 5
-            rows.append(Row(cells, "" if done == len(ms) else "failed"))
+            text = section_for(kind.name).key_result(ev, b, kind, env, load) if kind is not None else ""
+            rows.append(Row([b, env, load, f"{done}/{len(ms)}", text or "–"], "" if done == len(ms) else "failed"))
     return Table("Key results (median over repetitions; worst = largest max of any repetition)", header, rows)
 
 
@@ -220,7 +185,7 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     kind_name = data.kind_name(bench) or "?"
     first = next((m for m in data.measurements(benchmark=bench) if m.meta), None)
     params = (first.meta or {}).get("params") if first else None
-    description = (kind.describe(data.benchmark_table(bench), params) if kind else
+    description = (kind.describe(data.benchmark_params(bench), params) if kind else
                    f"Benchmark kind `{kind_name}` is not known to this version of rtvbench; its raw results are "
                    "kept in the store.")
 
@@ -231,7 +196,6 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
             pre.append(f"Environment `{env}`: target {t.get('target', '?')}"
                        + (f" ({_describe_table({k: v for k, v in t.items() if k != 'target'})})" if len(t) > 1 else "")
                        + ("; the baseline of the comparisons." if env == data.baseline_environment else "."))
-    from rtvbench.report.loads import cell_achieved_text, ranking_table, usage_tables
     for load in data.loads:
         if any(ld == load for _, ld in data.cells(bench)):
             where = [env for env, ld in data.cells(bench) if ld == load]
@@ -262,27 +226,23 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
         load_cmds = list(dict.fromkeys(c for m in ms for c in m.load_commands))
         commands.append((f"{env} / {load}", probe_cmds, load_cmds))
 
-    if isinstance(kind, QuantityKind):
-        # The measurement-suite kinds: LMbench-style tables and their own plots (report.suite).
-        from rtvbench.report import suite
-        rep_tables, comparison_tables, figures = suite.parts(ev, bench, kind, with_plots, id_prefix)
-    else:
-        rep_tables, comparison_tables, figures = _latency_parts(ev, bench, kind, with_plots, id_prefix)
-    if with_plots:
-        figures = figures + _vm_scaling_plots(ev, bench, kind, id_prefix)
+    parts = section_for(kind_name).parts(ev, bench, kind, with_plots, id_prefix) if kind else None
+    figures = []
+    if with_plots and kind:
+        figures = parts.plots + _distribution_plots(ev, bench, kind_name, id_prefix)
+        figures += _series_plots(ev, bench, kind, id_prefix) + _vm_scaling_plots(ev, bench, kind, id_prefix)
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
-    rankings = [ranking_table(ev, rk) for rk in ev.rankings if rk.benchmark == bench]
-    return BenchmarkSection(bench, kind_name, description, pre, commands, rep_tables, comparison_tables,
-                            figures, consideration, usage_tables(ev, bench), rankings)
+    return BenchmarkSection(bench, kind_name, description, pre, commands, parts.results if parts else [],
+                            parts.comparisons if parts else [], figures, consideration, usage_tables(ev, bench),
+                            parts.rankings if parts else [])
 
 
 def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
-    """Figures against the number of VMs, one plot per figure, one line per load (002's 1..5 VMs):
+    """Figures against the number of VMs, one plot per figure, one line per load (e.g. 1..5 VMs):
     the average and the maximum for latency, the first compared figures of the other kinds."""
-    from rtvbench.analysis.vm_scaling import scaling_series
     series = scaling_series(ev.data, bench)
     figures = list(dict.fromkeys(s.figure for s in series))
-    chosen = [f for f in ("avg_us", "max_us") if f in figures] if kind and kind.name == "latency" else figures[:3]
+    chosen = section_for(kind.name).scaling_figures(kind, figures)
     several_guests = len({s.points[0].environment for s in series}) > 1     # several curves per load
     out = []
     for i, figure in enumerate(chosen):
@@ -290,7 +250,7 @@ def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[
                   [(p.count, p.median, p.low, p.high) for p in s.points])
                  for s in series if s.figure == figure]
         label = kind.label(figure) if kind else figure
-        unit = unit_of(figure)
+        unit = suffix_unit(figure)
         svg = plots.vm_count_svg(lines, f"{bench}: {label} against the number of VMs",
                                  f"{label} ({'us' if unit in ('ns', 'us', 'ms') else unit})", f"{id_prefix}v{i}")
         if svg:
@@ -299,106 +259,55 @@ def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[
     return out
 
 
-def _latency_parts(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: str):
-    data = ev.data
-    rep_tables = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)] if kind else []
-    from rtvbench.report.environments import latency_environment_table, overhead_tables
-    # Reference 002: min / average / max per environment first, then one overhead table per compared pair.
-    per_env = latency_environment_table(ev, bench) if kind else None
-    comparison_tables = ([per_env] if per_env else []) + overhead_tables(ev, bench, kind)
-    figures = _plots(ev, bench, id_prefix) if with_plots and kind else []
-    return rep_tables, comparison_tables, figures
 
 
-def _cell(value: float | None, figure: str) -> str:
-    unit = unit_of(figure)
-    if value is None:
-        return "–"
-    if unit in ("ns", "us", "ms"):
-        return format_time(value, unit)
-    return format_value(value, unit)
-
-
-def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
-    from rtvbench.report.loads import cell_achieved_text, measurement_achieved_text, measurement_busy_text
-
-    data = ev.data
-    kind = data.kind(bench)
-    ms = data.measurements(env, load, bench)
-    present = sorted({f for m in ms for f in data.figures(m)})
-    figures = kind.row_figures(present)
-    # The load and the CPUs each repetition ran under, next to its figures (when recorded).
-    achieved = {m.id: measurement_achieved_text(ev, m) for m in ms}
-    busy = {m.id: measurement_busy_text(m) for m in ms}
-    extra = (["Load achieved"] if any(achieved.values()) else []) + (["CPU busy"] if any(busy.values()) else [])
-    header = ["Run", "Status"] + [kind.label(f) + (" (us)" if unit_of(f) in ("ns", "us", "ms") else "")
-                                  for f in figures] + extra
-    rows = []
-    for m in ms:
-        f = data.figures(m)
-        if m.status == "error" or not f:
-            rows.append(Row([str(m.repetition + 1), m.status,
-                             (m.error or "no results") if m.status == "error" else "no results"], "failed"))
-            continue
-        more = ([achieved[m.id] or "–"] if "Load achieved" in extra else []) + (
-            [busy[m.id] or "–"] if "CPU busy" in extra else [])
-        rows.append(Row([str(m.repetition + 1), m.status] + [_cell(f.get(x), x) for x in figures] + more,
-                        "" if m.status == "ok" else "failed"))
-    foot = []
-    for label, pick in (("Ave", lambda s: s.mean), ("Min", lambda s: s.min), ("Max", lambda s: s.max)):
-        cells = [label, ""]
-        for x in figures:
-            s = summarize(data.values(env, load, bench, x))
-            v = pick(s) if s.n else None
-            cells.append(_cell(v, x))
-        foot.append(Row(cells + [""] * len(extra), "summary"))
-    said = cell_achieved_text(ev, env, load, bench)
-    return Table(f"{bench}: `{env}` under `{load}`" + (f" ({said})" if said else ""), header, rows, foot,
-                 numeric_to=2 + len(figures) if extra else None,
-                 note="Ave/Min/Max rows are over the completed repetitions only."
-                      + (" CPU busy: per CPU, from /proc/stat while the probe ran." if "CPU busy" in extra else ""))
-
-
-def _plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
+def _distribution_plots(ev: Evaluation, bench: str, kind_name: str, id_prefix: str) -> list[Plot]:
+    """Histogram and CCDF of each distribution the kind's results carry, all completed repetitions of a
+    cell merged: per distribution one plot with a curve per cell, or, for kinds with many distributions
+    (one per transport and message size), per cell one plot with a curve per distribution."""
     data = ev.data
     cells = data.cells(bench)
-    curves = [(f"{env} / {load}", ev.merged_histogram(env, load, bench)) for env, load in cells]
+    names = list(dict.fromkeys(n for m in data.measurements(benchmark=bench, statuses=COMPLETE)
+                               for n in data.result(m).distributions))
+    what = section_for(kind_name).distribution_axis()
+    if len(names) <= 2:
+        groups = [(name, [(f"{env} / {load}", ev.merged_distribution(env, load, bench, name)) for env, load in cells])
+                  for name in names]
+    else:
+        groups = [(f"{env} / {load}", [(name, ev.merged_distribution(env, load, bench, name)) for name in names])
+                  for env, load in cells]
     out = []
-    svg = plots.histogram_svg(curves, f"{bench}: latency histogram (all completed repetitions merged)",
-                               f"{id_prefix}h")
-    if svg:
-        out.append(Plot("Latency histogram (log count axis)", svg))
-    svg = plots.ccdf_svg(curves, f"{bench}: CCDF", f"{id_prefix}c")
-    if svg:
-        out.append(Plot("CCDF: fraction of samples above a latency (log axis)", svg))
-    # The wake-up latency, and with a work budget the response time too (windows carry both).
-    for key, title, ylabel, caption, suffix in (
-            ("max_ns", "maximum latency per window", "window max latency (us)",
-             "Maximum per window over time (one line per repetition, all CPUs)", "w"),
-            ("response_max_ns", "maximum response time per window", "window max response time (us)",
-             "Maximum response time per window over time (one line per repetition, all CPUs)", "r")):
-        series = _window_series(data, cells, bench, key)
-        svg = plots.windows_svg(series, f"{bench}: {title}", f"{id_prefix}{suffix}", ylabel)
+    for i, (title, curves) in enumerate(groups):
+        label = f"{what} ({title})" if title else what
+        svg = plots.histogram_svg(curves, f"{bench}: {label} histogram (all completed repetitions merged)",
+                                  f"{id_prefix}h{i}", xlabel=f"{what} (us)")
         if svg:
-            out.append(Plot(caption, svg))
+            out.append(Plot(f"{label[0].upper()}{label[1:]}: histogram (log count axis)", svg))
+        svg = plots.ccdf_svg(curves, f"{bench}: {label} CCDF", f"{id_prefix}c{i}", xlabel=f"{what} (us)")
+        if svg:
+            out.append(Plot(f"{label[0].upper()}{label[1:]}: CCDF, the fraction of samples above a value (log axis)",
+                            svg))
     return out
 
 
-def _window_series(data, cells, bench: str, key: str):
-    """Per cell, per repetition: (window end in s, the largest `key` of any CPU in that window, in us)."""
-    series = []
-    for env, load in cells:
-        reps = []
-        for m in data.measurements(env, load, bench, ("ok", "interrupted")):
-            per_index: dict[int, tuple[float, float]] = {}
-            for w in m.windows:
-                if w.get(key) is None or w.get("index") is None:
-                    continue
-                t_end = (w.get("t_end_ns") or 0) / 1e9
-                prev = per_index.get(w["index"])
-                value = w[key] / 1000
-                per_index[w["index"]] = (t_end, value if prev is None else max(prev[1], value))
-            pts = [per_index[i] for i in sorted(per_index)]
-            reps.append(([p[0] for p in pts], [p[1] for p in pts]))
-        series.append((f"{env} / {load}", reps))
-    return series
+def _series_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
+    """Each time series of the kind's results over the run time, one line per repetition."""
+    data = ev.data
+    cells = data.cells(bench)
+    names = list(dict.fromkeys(n for m in data.measurements(benchmark=bench) for n in data.result(m).series))
+    out = []
+    for i, name in enumerate(names):
+        series = []
+        for env, load in cells:
+            reps = []
+            for m in data.measurements(env, load, bench, ("ok", "interrupted")):
+                pts = data.result(m).series.get(name, [])
+                reps.append(([p[0] for p in pts], [p[1] for p in pts]))
+            series.append((f"{env} / {load}", reps))
+        label = kind.label(name)
+        svg = plots.windows_svg(series, f"{bench}: {label} per window", f"{id_prefix}w{i}",
+                                f"window {label} ({suffix_unit(name)})")
+        if svg:
+            out.append(Plot(f"{label[0].upper()}{label[1:]} per window over time (one line per repetition, "
+                            "the largest of any CPU)", svg))
+    return out

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from rtvbench.analysis.histogram import Histogram
+from rtvbench.units import size_axis_label
 
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "rtvbench", "font.size": 9,
        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False}
@@ -52,7 +53,8 @@ def _figure(width: float = 7.0, height: float = 3.2) -> Figure:
     return fig
 
 
-def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str) -> str | None:
+def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
+                  xlabel: str = "latency (us)") -> str | None:
     """Counts per display bin on a log latency axis, log count axis, one step line per curve."""
     curves = [(name, h) for name, h in curves if h is not None and h.total]
     if not curves:
@@ -74,6 +76,35 @@ def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: st
             ax.stairs(binned, edges, label=_label(name), linewidth=1.3)
         ax.set_xscale("log")
         ax.set_yscale("log", nonpositive="clip")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("samples per bin")
+        ax.set_title(_label(title))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return _svg(fig, id_prefix)
+
+
+def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str, id_prefix: str) -> str | None:
+    """The OSADL latency plot: samples per latency bin on a linear latency axis, log count, one step
+    line per CPU, and each CPU's maximum marked by a dashed line of its colour (with a single CPU, the
+    histogram of the merged result says the same: nothing to draw)."""
+    curves = [(name, h) for name, h in curves if h is not None and h.total]
+    if len(curves) < 2:
+        return None
+    hi = max(h.highest() for _, h in curves) / 1000 * 1.02
+    edges = np.linspace(0.0, max(hi, 1e-3), _DISPLAY_BINS * 2 + 1)
+    with rc_context(_RC):
+        fig = _figure()
+        ax = fig.add_subplot()
+        for i, (name, h) in enumerate(curves):
+            buckets = h.sorted_buckets()
+            mids = np.array([(b[0] + b[1] - 1) / 2000 for b in buckets])
+            counts = np.array([b[2] for b in buckets], dtype=float)
+            binned, _ = np.histogram(np.clip(mids, edges[0], edges[-1]), bins=edges, weights=counts)
+            top = h.highest() / 1000
+            ax.stairs(binned, edges, label=_label(f"{name} (max {top:.4g} us)"), linewidth=1.2, color=f"C{i % 10}")
+            ax.axvline(top, color=f"C{i % 10}", linestyle="--", linewidth=0.8)
+        ax.set_yscale("log", nonpositive="clip")
+        ax.set_xlim(0, edges[-1])
         ax.set_xlabel("latency (us)")
         ax.set_ylabel("samples per bin")
         ax.set_title(_label(title))
@@ -81,7 +112,8 @@ def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: st
         return _svg(fig, id_prefix)
 
 
-def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str) -> str | None:
+def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
+             xlabel: str = "latency (us)") -> str | None:
     """P(latency > x) on a log axis: the tail a histogram flattens is read here directly."""
     curves = [(name, h) for name, h in curves if h is not None and h.total]
     if not curves:
@@ -96,7 +128,7 @@ def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str) ->
             ax.step(x, y, where="post", label=_label(name), linewidth=1.3)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("latency (us)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of samples above")
         ax.set_title(_label(title))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -125,13 +157,6 @@ def windows_svg(series: list[tuple[str, list[tuple[list[float], list[float]]]]],
         ax.set_title(_label(title))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         return _svg(fig, id_prefix)
-
-
-def _size_label(n: float) -> str:
-    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:g}{suffix}"
-    return f"{n:g}"
 
 
 def size_curves_svg(series: list[tuple[str, list[tuple[float, float, float, float]]]], title: str,
@@ -163,7 +188,7 @@ def size_curves_svg(series: list[tuple[str, list[tuple[float, float, float, floa
         if len(ticks) > 12:
             step = int(np.ceil(len(ticks) / 12))
             ticks = ticks[::step]
-        ax.set_xticks(ticks, [_size_label(t) for t in ticks])
+        ax.set_xticks(ticks, [size_axis_label(t) for t in ticks])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -202,7 +227,7 @@ def normalised_bars_svg(labels: list[str], series: list[tuple[str, list[float | 
 
 def vm_count_svg(series: list[tuple[str, list[tuple[int, float, float, float]]]], title: str, ylabel: str,
                  id_prefix: str) -> str | None:
-    """A figure against the number of VMs (002's 1..5 VM study): one line per load through the
+    """A figure against the number of VMs (latency against 1..5 VMs): one line per load through the
     medians, with the min..max of the repetitions as error bars; integer counts on the x axis."""
     series = [(name, sorted(pts)) for name, pts in series if len(pts) >= 2]
     if not series:

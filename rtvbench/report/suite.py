@@ -1,14 +1,14 @@
-"""Result tables of the measurement-suite kinds, in the reference reports' two LMbench styles.
+"""Result tables of the measurement-suite kinds, in two LMbench-style layouts.
 
-* "avg (min x, max y)" over the repetitions, one column per environment and load (TI's
-  performance guide, reference 001);
+* "avg (min x, max y)" over the repetitions, one column per environment and load (a
+  summary table per environment);
 * "mean ± stddev" of the baseline and of a candidate with the difference and the percent
-  overhead (the ESXi thesis, reference 002) — the overhead, its interval and the verdict are
+  overhead (a percent-overhead table per compared pair) — the overhead, its interval and the verdict are
   the comparison machinery's (ratio of medians, bootstrap CI, Mann-Whitney), not recomputed.
 
 Each row is shown in one unit chosen from its magnitude (ns, us, ms; MB/s, GB/s ...), so a row
 of nanoseconds and a row of milliseconds both read well. The kind-specific plots and tables
-(memory curves, normalised workloads) are added by report.memory and report.workloads.
+(memory curves, normalised workloads) are added by each kind's section (rtvbench/kinds/<kind>/section.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import math
 
 from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.kinds.quantities import BANDWIDTH, RATE, TIME, QuantityKind
-from rtvbench.analysis.units import format_percent, significant
-from rtvbench.report.model import Plot, Row, Table
+from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
+from rtvbench.units import format_percent, significant
+from rtvbench.report.tables import Plot, Row, Table
 
 _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 _PREFIXES = (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
@@ -105,7 +105,7 @@ def overhead_tables(ev: Evaluation, bench: str, kind: QuantityKind, stems: list[
                             t.verdict.replace(" ", "-") if t else ""))
         if rows:
             out.append(Table(caption, header, rows, numeric_from=2,
-                             note="Mean ± sample standard deviation over repetitions (002 style). Δ and overhead "
+                             note="Mean ± sample standard deviation over repetitions. Δ and overhead "
                                   "compare the medians (overhead = median ratio - 1; for bandwidths and rates a "
                                   "negative overhead is a loss); 95 % CI by bootstrap; significant when "
                                   "Mann-Whitney p < 0.05 and the CI excludes 0 %."))
@@ -122,22 +122,28 @@ def _mean_sd(s, scale: float) -> str:
 
 def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,
           id_prefix: str) -> tuple[list[Table], list[Table], list[Plot]]:
-    """(result tables, comparison tables, plots) of one benchmark of a measurement-suite kind."""
-    from rtvbench.report import memory, workloads
-
+    """(result tables, comparison tables, plots) of one benchmark of a measurement-suite kind: the
+    average (min, max) table and one overhead table per compared pair; a kind's section adds its own."""
     stems = kind.table_stems(ev.data.figure_names(bench))
     tables: list[Table] = []
-    plots: list[Plot] = []
-    extra = {"mem-lat": memory.latency_parts, "mem-bw": memory.bandwidth_parts, "ipc": memory.ipc_parts,
-             "work": workloads.parts}.get(kind.name)
-    if extra is not None:
-        t, p = extra(ev, bench, kind, with_plots, id_prefix)
-        tables += t
-        plots += p
     if any(ev.summary(env, load, bench, stem) for env, load in ev.data.cells(bench) for stem in stems):
         tables.append(avg_min_max_table(ev, bench, kind, stems))
-    comparisons = overhead_tables(ev, bench, kind, stems)
-    if kind.name == "work":
-        # The normalised-workload table already shows the environment comparison, the 002 way.
-        comparisons = [t for t in comparisons if " load `" in t.caption]
-    return tables, comparisons, plots
+    return tables, overhead_tables(ev, bench, kind, stems), []
+
+
+def key_result(ev: Evaluation, bench: str, kind: QuantityKind, env: str, load: str) -> str:
+    """The first headline figures' medians in a cell, for the report's key results."""
+    return kind.key_result(ev.data, bench, env, load)
+
+
+def size_series(ev: Evaluation, bench: str, keyed: dict[str, tuple[str, float]], scale: float):
+    """Per (environment / load, group) the (x, median, min, max) points of the stems in `keyed`
+    (stem -> (group, x)), values divided by `scale`."""
+    out: dict[str, list] = {}
+    for env, load in ev.data.cells(bench):
+        for stem, (group, x) in keyed.items():
+            s = ev.summary(env, load, bench, stem)
+            if s and s.n:
+                out.setdefault(f"{env} / {load}: {group}", []).append(
+                    (x, s.median / scale, s.min / scale, s.max / scale))
+    return list(out.items())

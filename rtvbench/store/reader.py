@@ -10,6 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
 from rtvbench.results import CampaignRun, Measurement
+from rtvbench.spec import CampaignSpec, SpecVersionError
 from rtvbench.store.schema import cpu_samples, fingerprints, load_records, measurements, records, runs
 
 
@@ -76,6 +77,22 @@ def resolve_run(engine: Engine, ref: str | None) -> int:
                 raise InputError(f'the store holds no run of campaign "{ref}"; '
                                  "`rtvbench list` shows the runs.")
     return run_id
+
+
+def _spec(stored: Any, text: str) -> CampaignSpec | None:
+    """The run's spec: as stored, else (a run stored before specs were, or by a version of rtvbench
+    that wrote another shape) built from its campaign text with today's models."""
+    if stored is not None:
+        try:
+            return CampaignSpec.from_json(stored)
+        except SpecVersionError:
+            pass
+    # Imported here: only old runs need the campaign models (and through them every kind).
+    from rtvbench.campaign import stored_spec
+    try:
+        return stored_spec(text)
+    except InputError:
+        return None
 
 
 @_guard
@@ -147,4 +164,5 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
         id=run["id"], campaign_name=run["campaign_name"], campaign_text=run["campaign_text"],
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
         finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
-        failed_attempts=failed, targets=described, fingerprint_meta=probe_meta)
+        failed_attempts=failed, targets=described, fingerprint_meta=probe_meta,
+        spec=_spec(run["spec"], run["campaign_text"]))

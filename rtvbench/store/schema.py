@@ -24,6 +24,10 @@ runs = Table(
     Column("campaign_name", String(200), nullable=False, index=True),
     Column("campaign_text", Text, nullable=False),
     Column("campaign", Json, nullable=False),             # the parsed TOML
+    # rtvbench.spec.CampaignSpec.to_json(): the campaign as validated, defaults filled. Plain JSON
+    # (not JSONB) on PostgreSQL too, so the declared order of parameters survives. NULL in runs
+    # stored before it existed: the reader builds theirs from campaign_text.
+    Column("spec", JSON),
     Column("campaign_hash", String(64), nullable=False),  # sha256 of campaign_text
     Column("seed", BigInteger, nullable=False),
     Column("status", String(20), nullable=False),

@@ -82,7 +82,7 @@ class RunRecorder:
         with engine.begin() as conn:
             run_id = conn.execute(insert(runs).values(
                 campaign_name=campaign.name, campaign_text=campaign.text, campaign=campaign.data,
-                campaign_hash=campaign.hash, seed=campaign.seed, status="running",
+                spec=campaign.spec().to_json(), campaign_hash=campaign.hash, seed=campaign.seed, status="running",
                 rtvbench_version=__version__, started_at=now())).inserted_primary_key[0]
         return cls(engine, run_id)
 

@@ -1,0 +1,165 @@
+"""What analysis knows of a benchmark kind: the figures its probe records yield and how to read them.
+
+Each kind's rtvbench/kinds/<kind>/decode.py defines a `Kind` subclass and registers it (loaded on
+the first lookup), so that adding a kind never means editing metrics, stats or the report. The
+measurement-suite kinds share their figure conventions through `analysis.quantities.QuantityKind`.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from rtvbench.analysis.histogram import Histogram
+from rtvbench.units import format_value, suffix_unit
+from rtvbench.kinds import load
+from rtvbench.results import Measurement
+
+
+_CPU_FIGURE = re.compile(r"^cpu(\d+)\.(.+)$")
+
+
+def cpu_figure(cpu: int, figure: str) -> str:
+    """The name of a figure of one CPU: `cpu1.max_us` (metric `wakeup.cpu1.max_us`)."""
+    return f"cpu{cpu}.{figure}"
+
+
+def split_cpu(name: str) -> tuple[int | None, str]:
+    """(CPU, figure) of a per-CPU figure name, (None, name) for a merged one."""
+    m = _CPU_FIGURE.match(name)
+    return (int(m.group(1)), m.group(2)) if m else (None, name)
+
+
+@dataclass
+class Result:
+    """One measurement decoded: what generic analysis and report read instead of probe records.
+
+    `figures` holds the merged figures (over every CPU the measurement ran on) and, for kinds that
+    measure per CPU, each CPU's own under `cpu<N>.<figure>`; units and direction come from the kind
+    (`Kind.unit`, `Kind.lower_is_better`)."""
+
+    figures: dict[str, float] = field(default_factory=dict)
+    #: samples the merged figures rest on, and each CPU's (kinds that count samples)
+    samples: int | None = None
+    cpu_samples: dict[int, int] = field(default_factory=dict)
+    #: named distributions of the merged result ("wake-up", "response", "unix 64 B" ...)
+    distributions: dict[str, Histogram] = field(default_factory=dict)
+    #: the main distribution of each CPU
+    cpu_distributions: dict[int, Histogram] = field(default_factory=dict)
+    #: time series: name -> [(end of the window in s, value)], e.g. the largest wake-up per window
+    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+    @property
+    def cpus(self) -> list[int]:
+        return sorted({c for c in (split_cpu(f)[0] for f in self.figures) if c is not None}
+                      | set(self.cpu_samples))
+
+
+class Kind(ABC):
+    """What analysis and report need to know about one benchmark kind."""
+
+    name: str = ""
+    #: figures shown per repetition in the result table, in column order
+    table_figures: tuple[str, ...] = ()
+    #: figures compared between environments and between loads
+    comparison_figures: tuple[str, ...] = ()
+    #: figures whose spread across repetitions says whether a cell is noisy
+    stability_figures: tuple[str, ...] = ()
+    #: figures ordered from the body of the distribution to its tail, for the consideration
+    tail_figures: tuple[str, ...] = ()
+
+    #: whether the probe measures it per CPU (figures `cpu<N>.<figure>` beside the merged ones)
+    per_cpu: bool = False
+
+    def decode(self, m: Measurement) -> Result:
+        """The measurement as a typed result; kinds with per-CPU figures, distributions or time
+        series override this, the others only say what `figures` are."""
+        dist = self.histogram(m)
+        return Result(self.figures(m), self.sample_count(m), distributions={"": dist} if dist else {})
+
+    @abstractmethod
+    def figures(self, m: Measurement) -> dict[str, float]:
+        """The merged figures of one measurement, keyed by figure name (unit in the name)."""
+
+    @abstractmethod
+    def is_figure(self, figure: str) -> bool:
+        """Whether `figure` is a merged figure name this kind can yield (whether or not a run has it)."""
+
+    def knows(self, name: str) -> bool:
+        """Whether `name` is a figure of this kind, merged or (for per-CPU kinds) of one CPU."""
+        cpu, figure = split_cpu(name)
+        return self.is_figure(figure) and (cpu is None or self.per_cpu)
+
+    def samples_needed(self, figure: str) -> int:
+        """Fewest samples in one measurement for `figure` to mean what its name says."""
+        return 1
+
+    def sample_count(self, m: Measurement) -> int | None:
+        """How many samples the measurement's figures rest on, if the kind counts samples."""
+        return None
+
+    def histogram(self, m: Measurement) -> Histogram | None:
+        """The measurement's distribution, for kinds that record one."""
+        return None
+
+    @abstractmethod
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        """What the benchmark measures, in words, from its campaign table and the probe's params."""
+
+    def label(self, figure: str) -> str:
+        """Short human name of a figure for tables and sentences."""
+        return figure
+
+    def unit(self, figure: str) -> str:
+        """The unit of a figure's value; by default read from its name's suffix (`_us`, `_bps` ...)."""
+        return suffix_unit(figure)
+
+    def format(self, value: float | None, figure: str) -> str:
+        """A figure's value with its unit, for sentences and table cells."""
+        return format_value(value, self.unit(figure))
+
+    def row_figures(self, present: list[str]) -> list[str]:
+        """The per-repetition table's columns, given the figures the runs have."""
+        return list(self.table_figures)
+
+    def compared_figures(self, present: list[str]) -> list[str]:
+        """The figures compared between environments and loads, given the figures the runs have.
+
+        Kinds whose figures depend on the campaign (sizes, tests) choose among `present`."""
+        return list(self.comparison_figures)
+
+    def lower_is_better(self, figure: str) -> bool:
+        """Whether a smaller value of the figure is the better one (times: yes; bandwidths: no)."""
+        return True
+
+    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        """The kind's own findings as (severity, topic, text).
+
+        `data` is the run's RunData, `comps` the benchmark's comparisons; the findings module adds
+        the probe's warnings and the failed measurements to whatever this returns."""
+        return []
+
+    def analyse(self, data, bench: str) -> dict[str, Any]:
+        """Analyses of the whole benchmark beyond figures and comparisons (an interference ranking),
+        by name; the kind's report section reads them from `Evaluation.extras[bench]`."""
+        return {}
+
+
+_REGISTRY: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> Kind | None:
+    load("decode")
+    return _REGISTRY.get(name)
+
+
+def kind_names() -> list[str]:
+    load("decode")
+    return sorted(_REGISTRY)

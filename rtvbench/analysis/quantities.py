@@ -1,0 +1,253 @@
+"""The common shape of the measurement-suite kinds (work, mem-lat, mem-bw, mem-alloc, os, ipc).
+
+A measurement of these kinds yields many named quantities, which ones depending on the
+campaign (the sizes swept, the tests run). Each quantity has a *stem* name in its base unit
+and derived unit variants:
+
+  time       `null` (ns), `null_us`, `null_ms`
+  bandwidth  `bw.read.16MiB` (bytes/s), `bw.read.16MiB_MBps`, `bw.read.16MiB_GBps` (10^6, 10^9)
+  rate       `sha256.large.ops_per_s` (per second; no variants)
+  count      `unix.16B.count` (no variants)
+
+A kind module says which stems a measurement has (`quantities`) and which names are stems of
+the kind at all (`family`); the figure names, units, formatting, the choice of compared
+figures and the generic considerations follow here, once for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+from rtvbench.analysis.kind import Kind
+from rtvbench.units import format_percent, human_duration, human_rate, significant
+from rtvbench.results import Measurement
+
+TIME, BANDWIDTH, RATE, COUNT = "time", "bandwidth", "rate", "count"
+
+#: family -> name suffix -> (unit, size of the unit in the base unit)
+VARIANTS: dict[str, dict[str, tuple[str, float]]] = {
+    TIME: {"": ("ns", 1.0), "_us": ("us", 1e3), "_ms": ("ms", 1e6)},
+    BANDWIDTH: {"": ("B/s", 1.0), "_MBps": ("MB/s", 1e6), "_GBps": ("GB/s", 1e9)},
+    RATE: {"": ("/s", 1.0)},
+    COUNT: {"": ("count", 1.0)},
+}
+_SUFFIXES = sorted({s for v in VARIANTS.values() for s in v if s}, key=len, reverse=True)
+
+#: a cell whose repetitions vary more than this (coefficient of variation) is called noisy
+NOISY_CV = 0.20
+#: changes smaller than this are not worth a sentence, whatever the test says
+NEGLIGIBLE_PERCENT = 1.0
+
+
+class QuantityKind(Kind):
+    """A kind whose figures are stems in a base unit plus their unit variants."""
+
+    @abstractmethod
+    def quantities(self, m: Measurement) -> dict[str, tuple[str, float]]:
+        """stem -> (family, value in the family's base unit), for one measurement."""
+
+    @abstractmethod
+    def family(self, stem: str) -> str | None:
+        """The family of a stem name of this kind, or None when it is not one."""
+
+    def headline(self, stem: str) -> bool:
+        """Whether a stem is compared and shown in the tables (the others are derived or secondary)."""
+        return True
+
+    def stable(self, stem: str) -> bool:
+        """Whether repetitions should agree on this stem (a maximum is one sample and may jump)."""
+        return True
+
+    def order(self, stem: str) -> tuple:
+        """Sort key of stems for tables: the probe's order, not the alphabet's."""
+        return (stem,)
+
+    def rate_unit(self, stem: str) -> str:
+        return "/s"
+
+    # -- figure names -------------------------------------------------------
+
+    def split(self, figure: str) -> tuple[str, str, str] | None:
+        """(stem, family, suffix) of a figure name, or None when it is not a figure of this kind."""
+        for suffix in _SUFFIXES:
+            if figure.endswith(suffix):
+                stem = figure[:-len(suffix)]
+                fam = self.family(stem)
+                if fam is not None and suffix in VARIANTS[fam]:
+                    return stem, fam, suffix
+        fam = self.family(figure)
+        return (figure, fam, "") if fam is not None else None
+
+    def is_figure(self, figure: str) -> bool:
+        return self.split(figure) is not None
+
+    def figures(self, m: Measurement) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for stem, (fam, value) in self.quantities(m).items():
+            if value is None or not math.isfinite(float(value)):
+                continue
+            for suffix, (_, scale) in VARIANTS[fam].items():
+                out[stem + suffix] = value / scale
+        return out
+
+    def unit(self, figure: str) -> str:
+        parts = self.split(figure)
+        if parts is None:
+            return "count"
+        stem, fam, suffix = parts
+        return self.rate_unit(stem) if fam == RATE else VARIANTS[fam][suffix][0]
+
+    def format(self, value: float | None, figure: str) -> str:
+        """Human units whatever the variant: "1.23 ns", "45.2 us", "12.3 GB/s", "1.20 Mops/s"."""
+        parts = self.split(figure)
+        if value is None or parts is None or (isinstance(value, float) and math.isnan(value)):
+            return "n/a"
+        stem, fam, suffix = parts
+        base = value * VARIANTS[fam][suffix][1]
+        if fam == TIME:
+            return human_duration(base)
+        if fam == BANDWIDTH:
+            return human_rate(base, "B/s")
+        if fam == RATE:
+            return human_rate(base, self.rate_unit(stem))
+        return f"{value:,.0f}" if float(value).is_integer() else significant(value)
+
+    def lower_is_better(self, figure: str) -> bool:
+        parts = self.split(figure)
+        return parts is None or parts[1] in (TIME, COUNT)
+
+    def compared_figures(self, present: list[str]) -> list[str]:
+        stems = []
+        for f in present:
+            parts = self.split(f)
+            if parts and parts[2] == "" and parts[1] != COUNT and self.headline(parts[0]):
+                stems.append(parts[0])
+        return sorted(stems, key=self.order)
+
+    def table_stems(self, present: list[str]) -> list[str]:
+        """The stems the report's tables show, in table order."""
+        return self.compared_figures(present)
+
+    def key_result(self, data, bench: str, env: str, load: str) -> str:
+        """One line for the report's summary: the first headline figures' medians in a cell."""
+        from rtvbench.analysis.stats import summarize
+
+        parts = []
+        for stem in self.table_stems(data.figure_names(bench))[:3]:
+            s = summarize(data.values(env, load, bench, stem))
+            if s.n:
+                parts.append(f"{self.label(stem)} {self.format(s.median, stem)}")
+        return "; ".join(parts)
+
+    # -- considerations ------------------------------------------------------
+
+    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        return (self.extra_considerations(data, bench, comps) + self.results(data, bench)
+                + differences(self, comps) + noise(self, data, bench))
+
+    def results(self, data, bench: str) -> list[tuple[str, str, str]]:
+        """What each environment and load measured, in one sentence each (the key results' line)."""
+        out = []
+        for env, load in data.cells(bench):
+            line = self.key_result(data, bench, env, load)
+            if line:
+                out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): {line}."))
+        return out
+
+    def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        """What a kind says beyond the generic sentences (cache levels, failed verifications ...)."""
+        return []
+
+
+def _worse(kind: QuantityKind, c) -> bool:
+    pct = c.test.overhead_percent
+    return (pct > 0) == kind.lower_is_better(c.figure)
+
+
+def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
+    """One sentence per compared pair of cells: how many figures differ significantly, the largest."""
+    from rtvbench.analysis.compare import ALPHA, SIGNIFICANT
+
+    groups: dict[tuple, list] = {}
+    for c in comps:
+        groups.setdefault((c.axis, c.context, c.baseline, c.candidate), []).append(c)
+    out = []
+    for (axis, context, baseline, candidate), cs in groups.items():
+        tested = [c for c in cs if c.test.overhead_percent is not None]
+        sig = [c for c in tested if c.test.verdict == SIGNIFICANT
+               and abs(c.test.overhead_percent) >= NEGLIGIBLE_PERCENT]
+        if axis == "load":
+            head = f"Under load `{candidate}` (against `{baseline}`) in `{context}`"
+        else:
+            head = f"In `{candidate}` compared with `{baseline}` under `{context}`"
+        if not tested:
+            continue
+        insufficient = all(c.test.verdict == "insufficient data" for c in tested)
+        if insufficient:
+            text = (f"{head}, too few repetitions to test the {len(tested)} figures (at least 3 per side are "
+                    "needed); the tables show the point estimates.")
+            out.append(("info", axis, text))
+            continue
+        if not sig:
+            text = f"{head}, none of the {len(tested)} figures differs significantly"
+            if all(_smallest_p(c.test.n_baseline, c.test.n_candidate) >= ALPHA for c in tested):
+                text += (" (with so few repetitions none could: the smallest p-value an exact Mann-Whitney test "
+                         "can give is above 0.05; 4 per side are enough)")
+            out.append(("info", axis, text + "."))
+            continue
+        worse = [c for c in sig if _worse(kind, c)]
+        better = [c for c in sig if not _worse(kind, c)]
+        parts = []
+        for what, group in (("worse", worse), ("better", better)):
+            if group:
+                top = max(group, key=lambda c: abs(math.log(c.test.ratio)) if c.test.ratio else 0)
+                parts.append(f"{len(group)} {what} (most: `{top.figure}` {_change(kind, top)})")
+        out.append(("info", axis, f"{head}, {len(sig)} of {len(tested)} figures differ significantly: "
+                                  + "; ".join(parts) + "."))
+    return out
+
+
+def _smallest_p(n: int, m: int) -> float:
+    """The smallest two-sided p-value of an exact Mann-Whitney test of n vs m distinct values:
+    complete separation, 2 of the C(n + m, n) equally likely orderings (3 vs 3: 0.1)."""
+    return 2 / math.comb(n + m, n) if n and m else 1.0
+
+
+def _change(kind: QuantityKind, c) -> str:
+    t = c.test
+    ci = t.ci_percent
+    interval = f", 95 % CI {format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else ""
+    return (f"{kind.format(t.baseline_median, c.figure)} -> {kind.format(t.candidate_median, c.figure)}, "
+            f"{format_percent(t.overhead_percent)}{interval}")
+
+
+def noise(kind: QuantityKind, data, bench: str) -> list[tuple[str, str, str]]:
+    """A warning per cell whose repetitions disagree by more than NOISY_CV on some headline figure."""
+    from rtvbench.analysis.stats import summarize
+
+    present = data.figure_names(bench)
+    stems = [s for s in kind.compared_figures(present) if kind.stable(s)]
+    out = []
+    for env, load in data.cells(bench):
+        noisy = []
+        for stem in stems:
+            s = summarize(data.values(env, load, bench, stem))
+            if s.cv is not None and s.cv > NOISY_CV:
+                noisy.append((s.cv, stem))
+        if noisy:
+            cv, stem = max(noisy)
+            out.append(("warning", "noise",
+                        f"Repetitions in `{env}` under `{load}` disagree on {len(noisy)} of {len(stems)} figures "
+                        f"by more than {NOISY_CV * 100:.0f} % (coefficient of variation; the worst, `{stem}`, "
+                        f"{cv * 100:.0f} %): something else disturbed those runs, so comparisons involving them "
+                        "are less certain."))
+    return out
+
+
+def number(value: Any) -> float | None:
+    """A record field as a float, or None when it is missing, null or not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

@@ -1,0 +1,2 @@
+"""The `ipc` kind: ping-pong round trips by transport and message size, in one environment or
+between two."""

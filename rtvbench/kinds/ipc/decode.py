@@ -1,0 +1,105 @@
+"""The `ipc` kind: ping-pong round trips by transport and message size (docs/probe/os-ipc.md).
+
+Figures `<transport>.<size>B.<stat>`, round-trip time in ns (`_us`, `_ms` too), with stat one of
+min, avg, max, stddev, p50, p90, p99, p999, p9999 (e.g. `unix.1024B.p99`), and
+`<transport>.<size>B.count`, the round trips measured. Message sizes are always in bytes, as
+IPC benchmarks usually quote them. A size whose data arrived corrupted (`verified: false`)
+yields no figure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rtvbench.analysis.kind import register
+from rtvbench.analysis.quantities import COUNT, TIME, QuantityKind, number
+from rtvbench.catalog import IPC_STATS, IPC_TRANSPORTS
+from rtvbench.results import Measurement
+
+_STEM = re.compile(r"^([a-z]+)\.([1-9][0-9]*)B\.([a-z0-9]+)$")
+_HEADLINE = ("avg", "p99", "max")
+#: the body of the distribution first, then its tail
+_TABLE_ORDER = ("min", "avg", "p50", "p90", "p99", "p999", "p9999", "max", "stddev", "count")
+_PERCENT = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+
+
+def parse_stem(name: str) -> tuple[str, int, str] | None:
+    m = _STEM.match(name)
+    if not m or m.group(1) not in IPC_TRANSPORTS or m.group(3) not in IPC_STATS + ("count",):
+        return None
+    return m.group(1), int(m.group(2)), m.group(3)
+
+
+class IpcKind(QuantityKind):
+    name = "ipc"
+
+    def _client_results(self, m: Measurement) -> list[dict[str, Any]]:
+        return [r for r in m.results if r.get("role") == "client" and r.get("transport") in IPC_TRANSPORTS
+                and isinstance(r.get("size_bytes"), int) and r.get("verified") is not False]
+
+    def quantities(self, m: Measurement) -> dict[str, tuple[str, float]]:
+        out = {}
+        for r in self._client_results(m):
+            prefix = f"{r['transport']}.{r['size_bytes']}B"
+            count = number(r.get("count"))
+            if count is not None:
+                out[f"{prefix}.count"] = (COUNT, count)
+            if not count:
+                continue            # no round trip: every time figure is null
+            for stat in IPC_STATS:
+                v = number(r.get(f"{stat}_ns"))
+                if v is not None:
+                    out[f"{prefix}.{stat}"] = (TIME, v)
+        return out
+
+    def family(self, name: str) -> str | None:
+        p = parse_stem(name)
+        if p is None:
+            return None
+        return COUNT if p[2] == "count" else TIME
+
+    def headline(self, name: str) -> bool:
+        p = parse_stem(name)
+        return p is not None and p[2] in _HEADLINE
+
+    def stable(self, name: str) -> bool:
+        # The maximum is one round trip in thousands: one preemption moves it, by design.
+        p = parse_stem(name)
+        return p is not None and p[2] != "max"
+
+    def order(self, name: str) -> tuple:
+        p = parse_stem(name)
+        return (IPC_TRANSPORTS.index(p[0]), p[1], _TABLE_ORDER.index(p[2])) if p else (99, 0, 0)
+
+    def label(self, figure: str) -> str:
+        parts = self.split(figure)
+        p = parse_stem(parts[0]) if parts else None
+        return f"{p[0]} {p[1]} B {p[2]}" if p else figure
+
+    def samples_needed(self, figure: str) -> int:
+        parts = self.split(figure)
+        p = parse_stem(parts[0]) if parts else None
+        if p and p[2] in _PERCENT:
+            return round(1 / (1 - _PERCENT[p[2]] / 100))
+        return 1
+
+    def sample_count(self, m: Measurement) -> int | None:
+        counts = [r.get("count") for r in self._client_results(m) if isinstance(r.get("count"), int)]
+        return min(counts) if counts else None
+
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        p = params or {}
+        transports = p.get("transports") or benchmark.get("transports") or list(IPC_TRANSPORTS)
+        sizes = p.get("sizes_bytes") or []
+        count = p.get("count")
+        amount = (f"{count} round trips" if count else
+                  f"{p['duration_ns'] / 1e9:g} s of round trips" if p.get("duration_ns") else "round trips")
+        return (f"Ping-pong round trips between two processes of this environment over {', '.join(transports)}"
+                + (f", message sizes {', '.join(f'{s} B' for s in sizes)}" if sizes else "")
+                + f": per transport and size, {amount} after a warm-up, each message the same size both ways and "
+                "checked byte for byte. The figures are the round-trip time from before the send to after the "
+                "whole answer arrived: exact min, max and mean, percentiles from the probe's histogram (within 1 %).")
+
+
+register(IpcKind())

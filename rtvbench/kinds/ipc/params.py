@@ -1,0 +1,240 @@
+"""The `ipc` benchmark: ping-pong round trips by message size (`rtvb-probe ipc`).
+
+Without `peer`, both ends run in the environment being measured (local mode: the probe forks
+its own peer). With `peer = "ENV"`, the round trips cross from the measured environment to
+another one: for each measurement the runner has this benchmark start `rtvb-probe ipc --serve
+--port 0` in the peer environment (start_server), reads the port the server chose from its
+`meta` record, and runs `rtvb-probe ipc --connect ADDR:PORT` in the measured environment. ADDR
+is what the two targets say (Target.round_trip_address). The peer's own cell measures its
+loopback: server and client in the same environment, through its IP stack.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional
+
+from pydantic import ValidationInfo, field_validator, model_validator
+
+from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.catalog import IPC_TRANSPORTS
+from rtvbench.cpulist import CpuPair
+from rtvbench.errors import ProbeOutputError
+from rtvbench.loads.base import LoadError, LoadSite
+from rtvbench.params import (Name, NonNegativeInt, PositiveInt, PositiveNumber, SizeList, StrictModel,
+                             names_or_all, number_arg)
+from rtvbench.probe import ProbeStream
+from rtvbench.spec import Placement
+from rtvbench.targets.base import Background, Target
+
+DEFAULT_SIZES = (16, 64, 256, 1024, 1280, 4096, 65536)
+DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
+# A local round trip costs ~10-50 us (more with large messages), for the progress bar only.
+_ROUND_TRIP_S = 30e-6
+#: what can cross between two environments (pipe and unix join processes of one system; vsock
+#: has no target that offers it yet)
+PEER_TRANSPORTS = ("tcp", "udp")
+#: how long the server may take to print its `meta` record (the port): a static binary starts
+#: in milliseconds, a slow link to the peer is the only reason to wait longer
+SERVER_START_S = 10.0
+#: after the client's end, time the server gets to finish its session (BYE) and exit by itself
+SERVER_END_S = 5.0
+
+
+# Validated name lists (module level: pydantic reads annotations by name).
+Transports = names_or_all(IPC_TRANSPORTS, "transport")
+
+
+class IpcParams(StrictModel):
+    # Before `transports`: its validator reads it.
+    peer: Optional[Name] = None
+    transports: Transports = IPC_TRANSPORTS
+    sizes: Optional[SizeList] = None
+    count: Optional[PositiveInt] = None
+    duration_s: Optional[PositiveNumber] = None
+    warmup: Optional[NonNegativeInt] = None
+    timeout_s: Optional[PositiveNumber] = None
+    cpus: Optional[CpuPair] = None
+    # The probe's own options for the two ends: rtvbench sets them itself from `peer`.
+    serve: Optional[Any] = None
+    connect: Optional[Any] = None
+    port: Optional[Any] = None
+    bind: Optional[Any] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _peer_default_transport(cls, data):
+        # Between environments the probe takes one transport at a time; tcp unless told.
+        if isinstance(data, dict) and data.get("peer") is not None and "transports" not in data:
+            return {**data, "transports": ["tcp"]}
+        return data
+
+    @field_validator("serve", "connect", "port", "bind")
+    @classmethod
+    def _set_by_rtvbench(cls, v):
+        raise ValueError('rtvbench starts the server and picks its port and address itself; name the '
+                         'environment the server runs in with `peer = "ENV"` instead')
+
+    @field_validator("transports")
+    @classmethod
+    def _between_environments(cls, v, info: ValidationInfo):
+        if info.data.get("peer") is None:
+            return v
+        bad = [t for t in v if t not in PEER_TRANSPORTS]
+        if bad:
+            raise ValueError(f'transport "{bad[0]}" does not cross between environments; with a peer '
+                             'use ["tcp"] or ["udp"]')
+        if len(v) != 1:
+            raise ValueError("with a peer, name one transport (the server serves one at a time); "
+                             "measure tcp and udp as two benchmarks")
+        return v
+
+    @field_validator("sizes")
+    @classmethod
+    def _range(cls, v):
+        if v is not None:
+            bad = [s for s in v if not 16 <= s <= 16 << 20]
+            if bad:
+                raise ValueError(f"message sizes must be from 16 B to 16 MiB ({bad[0]} B is not)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_limit(self):
+        if self.count is not None and self.duration_s is not None:
+            raise ValueError("set count or duration_s, not both")
+        return self
+
+
+class PeerServer:
+    """A running `rtvb-probe ipc --serve` in the peer environment, and the client's command."""
+
+    def __init__(self, bg: "Background", stream: ProbeStream, client_args: list[str]) -> None:
+        self.bg, self.stream, self.client_args = bg, stream, client_args
+
+    def stop(self) -> None:
+        """Let the server end a session it served by itself, then stop it whatever it does."""
+        # No result yet: no client came (the load or the client failed), nothing to wait for.
+        deadline = time.monotonic() + (SERVER_END_S if self.stream.results else 0)
+        while self.bg.poll() is None and self.stream.end is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.bg.stop()
+
+
+@BENCHMARKS.register("ipc")
+class IpcBenchmark(Benchmark):
+    kind = "ipc"
+    Params = IpcParams
+
+    def __init__(self, name: str, params: StrictModel) -> None:
+        super().__init__(name, params)
+        # (measured environment, peer environment) -> the address the first reaches the second at
+        self._addresses: dict[tuple[str, str], str] = {}
+
+    @property
+    def peer(self) -> str | None:
+        """The environment the server runs in, or None (both ends in the measured environment)."""
+        return self.params.peer
+
+    def _limits(self) -> list[str]:
+        p: IpcParams = self.params
+        args = []
+        if p.sizes is not None:
+            args += ["--sizes", ",".join(str(s) for s in p.sizes)]
+        if p.count is not None:
+            args += ["--count", str(p.count)]
+        if p.duration_s is not None:
+            args += ["--duration-s", number_arg(p.duration_s)]
+        if p.warmup is not None:
+            args += ["--warmup", str(p.warmup)]
+        if p.timeout_s is not None:
+            args += ["--timeout-s", number_arg(p.timeout_s)]
+        return args
+
+    def placement(self) -> Placement:
+        p: IpcParams = self.params
+        return Placement(tuple(sorted(set(p.cpus))) if p.cpus is not None else None)
+
+    def probe_args(self) -> list[str]:
+        """Local mode's command line (with a peer: client_args, once the server runs)."""
+        p: IpcParams = self.params
+        args = ["ipc", "--transport", ",".join(p.transports), *self._limits()]
+        if p.cpus is not None:
+            args += ["--cpus", ",".join(str(c) for c in p.cpus)]
+        return args
+
+    def server_args(self) -> list[str]:
+        p: IpcParams = self.params
+        args = ["ipc", "--serve", "--transport", p.transports[0], "--port", "0"]
+        if p.timeout_s is not None:
+            args += ["--timeout-s", number_arg(p.timeout_s)]
+        if p.cpus is not None and len(p.cpus) == 2:
+            args += ["--cpus", str(p.cpus[1])]          # [this end, peer]: the server is the peer
+        return args
+
+    def client_args(self, address: str, port: int) -> list[str]:
+        p: IpcParams = self.params
+        host = f"[{address}]" if ":" in address else address
+        args = ["ipc", "--connect", f"{host}:{port}", "--transport", p.transports[0], *self._limits()]
+        if p.cpus is not None:
+            args += ["--cpus", str(p.cpus[0])]
+        return args
+
+    def address(self, measured: "Target", peer: "Target") -> str:
+        """Where `measured` reaches a server in `peer` (TargetError: the two cannot be joined)."""
+        key = (measured.name, peer.name)
+        if key not in self._addresses:
+            self._addresses[key] = measured.round_trip_address(peer)
+        return self._addresses[key]
+
+    def check_reachable(self, environments: dict[str, "Target"]) -> None:
+        """Before the first measurement: every measured environment can reach the peer, so that a
+        pair of targets that cannot be joined fails the run at once, not after hours of others."""
+        peer = environments[self.peer]
+        for target in environments.values():
+            self.address(target, peer)
+
+    def start_server(self, sites: dict[str, "LoadSite"], measured: str) -> PeerServer:
+        """Start the server in the peer environment for one measurement; return once it listens.
+        Raises LoadError when it does not start, TargetError when the two cannot be joined."""
+        # Here, not at module level: rtvbench.loads imports the benchmarks package.
+        site = sites[self.peer]
+        address = self.address(sites[measured].target, site.target)
+        argv = [site.probe, *self.server_args()]
+        what = f'the round-trip server of benchmark "{self.name}" in environment {self.peer}'
+        stream = ProbeStream(f"output of {what}")
+        started = threading.Event()
+
+        def on_line(line: str) -> None:
+            try:
+                record = stream.feed(line)
+            except ProbeOutputError:
+                started.set()
+                raise                           # kept as the background's failure()
+            if record["type"] in ("meta", "end"):
+                started.set()
+
+        bg = site.target.start_background(argv, on_line)
+        try:
+            deadline = time.monotonic() + SERVER_START_S
+            while not started.wait(0.02):
+                if bg.poll() is not None or time.monotonic() > deadline:
+                    break
+        except BaseException:
+            bg.stop()
+            raise
+        port = ((stream.meta or {}).get("params") or {}).get("port")
+        if stream.end is not None or bg.failure() or not isinstance(port, int) or port <= 0:
+            bg.stop()
+            why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
+                   or (f"no output within {SERVER_START_S:g} s" if bg.poll() is None else "no output"))
+            raise LoadError(f"{what} (rtvb-probe {' '.join(argv[1:])}) did not start: {why}")
+        return PeerServer(bg, stream, self.client_args(address, port))
+
+    def expected_seconds(self) -> float:
+        p: IpcParams = self.params
+        points = len(p.transports) * len(p.sizes or DEFAULT_SIZES)
+        warmup = (p.warmup if p.warmup is not None else DEFAULT_WARMUP) * _ROUND_TRIP_S
+        if p.duration_s is not None:
+            return points * (p.duration_s + warmup)
+        return points * ((p.count or DEFAULT_COUNT) * _ROUND_TRIP_S + warmup)

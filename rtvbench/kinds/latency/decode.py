@@ -1,0 +1,221 @@
+"""The `latency` kind: timer wake-up latency, from the probe's merged `cpu: "all"` result.
+
+With a work budget (`work_us`, the "victim" of interference tests) the result also carries
+response times (work completion - deadline) and deadline misses; they become the figures
+`response_<stat>_{ns,us,ms}` and `deadline_misses`, present only in such runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtvbench.analysis.histogram import Histogram, HistogramError
+from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
+from rtvbench.units import exact_duration
+from rtvbench.kinds.latency import considerations, interference
+from rtvbench.kinds.latency.names import (OVER, PERCENTILES, RESPONSE, RESPONSE_COMPARED, TIME_STEMS, TIME_UNITS,
+                                          over_figure, over_threshold_ns)
+from rtvbench.results import Measurement
+
+class LatencyKind(Kind):
+    name = "latency"
+    table_figures = ("count", "missed", "min_us", "avg_us", "p99_us", "p9999_us", "max_us")
+    comparison_figures = ("min_us", "avg_us", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us")
+    # The max is one sample and legitimately jumpy; the body of the distribution should not be.
+    stability_figures = ("avg_us", "p99_us")
+    tail_figures = ("p99_us", "p999_us", "p9999_us", "p99999_us", "p999999_us")
+
+    def is_figure(self, figure: str) -> bool:
+        if figure in ("count", "missed", "deadline_misses", RESPONSE + "count") or OVER.fullmatch(figure):
+            return True
+        if figure.startswith(RESPONSE):
+            figure = figure[len(RESPONSE):]
+        stem, _, unit = figure.rpartition("_")
+        return stem in TIME_STEMS and unit in TIME_UNITS
+
+    def compared_figures(self, present: list[str]) -> list[str]:
+        return list(self.comparison_figures) + [f for f in RESPONSE_COMPARED if f in present]
+
+    def row_figures(self, present: list[str]) -> list[str]:
+        """The per-repetition table's columns: wake-up latency, plus the response time and
+        deadline misses when the runs had a work budget."""
+        extra = [f for f in ("deadline_misses", "response_avg_us", "response_p99_us", "response_max_us")
+                 if f in present]
+        return list(self.table_figures) + extra
+
+    per_cpu = True
+
+    def decode(self, m: Measurement) -> Result:
+        """Merged figures from the `cpu: "all"` result, each CPU's from its own result record (as
+        `cpu<N>.<figure>`), the wake-up (and response) distributions, and the largest wake-up of any
+        CPU per window as a time series."""
+        out = Result()
+        for r in m.results:
+            cpu = r.get("cpu")
+            if cpu == "all":
+                out.figures.update(self._result_figures(r))
+                out.samples = _count(r)
+                for name, hist in (("wake-up", _histogram(r)), ("response", _histogram(r.get("response")))):
+                    if hist is not None and hist.total:
+                        out.distributions[name] = hist
+            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
+                out.figures.update({cpu_figure(cpu, k): v for k, v in self._result_figures(r).items()})
+                if _count(r) is not None:
+                    out.cpu_samples[cpu] = _count(r)
+                hist = _histogram(r)
+                if hist is not None and hist.total:
+                    out.cpu_distributions[cpu] = hist
+        for key, name in (("max_ns", "max_us"), ("response_max_ns", "response_max_us")):
+            points = _window_maxima(m.windows, key)
+            if points:
+                out.series[name] = points
+        return out
+
+    def figures(self, m: Measurement) -> dict[str, float]:
+        r = m.result("all")
+        return self._result_figures(r) if r is not None else {}
+
+    def _result_figures(self, r: dict[str, Any]) -> dict[str, float]:
+        """The figures of one result record (merged or one CPU's)."""
+        out: dict[str, float] = {}
+        for key in ("count", "missed"):
+            if isinstance(r.get(key), (int, float)):
+                out[key] = r[key]
+        for threshold, count in (r.get("over") or {}).items():
+            try:
+                out[over_figure(int(threshold))] = count
+            except ValueError:
+                continue   # a threshold key the schema does not allow; skip rather than guess
+        response = r.get("response")
+        if isinstance(response, dict) and isinstance(r.get("deadline_misses"), (int, float)):
+            out["deadline_misses"] = r["deadline_misses"]
+        if not out.get("count"):
+            return out      # no samples: every time figure would be null
+        self._times(out, r, _histogram(r), "")
+        if isinstance(response, dict) and response.get("count"):
+            out[RESPONSE + "count"] = response["count"]
+            self._times(out, response, _histogram(response), RESPONSE)
+        return out
+
+    @staticmethod
+    def _times(out: dict[str, float], r: dict[str, Any], hist: Histogram | None, prefix: str) -> None:
+        for stem in TIME_STEMS:
+            ns = r.get(f"{stem}_ns")
+            if ns is None and stem in PERCENTILES and hist is not None:
+                ns = hist.percentile(PERCENTILES[stem])
+            if ns is None:
+                continue
+            for unit, scale in TIME_UNITS.items():
+                out[f"{prefix}{stem}_{unit}"] = ns / scale
+
+    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        found = considerations.considerations(data, bench, self, comps)
+        found += interference.ranking_findings(interference.rankings(data, bench), self.label)
+        return [(f.severity, f.topic, f.text) for f in found]
+
+    def analyse(self, data, bench: str) -> dict[str, Any]:
+        return {"rankings": interference.rankings(data, bench), "matrix": interference.response_matrix(data, bench)}
+
+    def samples_needed(self, figure: str) -> int:
+        # A percentile p is only a percentile when at least one sample lies beyond it:
+        # with n < 1 / (1 - p) samples the "p99.999" is merely the sample maximum.
+        stem = figure.removeprefix(RESPONSE).rpartition("_")[0]
+        if stem in PERCENTILES:
+            return round(1 / (1 - PERCENTILES[stem] / 100))
+        return 1
+
+    def sample_count(self, m: Measurement) -> int | None:
+        return _count(m.result("all"))
+
+    def label(self, figure: str) -> str:
+        if figure in ("count", "missed"):
+            return figure
+        if figure == "deadline_misses":
+            return "deadline misses"
+        if figure.startswith(RESPONSE):
+            return "response " + self.label(figure[len(RESPONSE):])
+        t = over_threshold_ns(figure)
+        if t is not None:
+            return f"samples > {t / 1000:g} us"
+        stem, _, unit = figure.rpartition("_")
+        if stem in PERCENTILES:
+            return f"p{PERCENTILES[stem]:g}"
+        return stem
+
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        p = params or {}
+        interval_ns = p.get("interval_ns") or _scaled(benchmark.get("interval_us"), 1000)
+        duration_ns = p.get("duration_ns") or _scaled(benchmark.get("duration_s"), 1e9)
+        loops = p.get("loops") or benchmark.get("loops")
+        priority = p.get("priority", benchmark.get("priority"))
+        policy = p.get("policy") or ("fifo" if priority else None)
+        mode = p.get("mode") or benchmark.get("mode") or "abstime"
+        cpus = p.get("cpus") or benchmark.get("cpus")
+        work_ns = p.get("work_ns") or _scaled(benchmark.get("work_us"), 1000)
+
+        period = exact_duration(interval_ns) if interval_ns else "one interval"
+        if mode == "relative":
+            method = (f"sleeps {period} from the moment each activation starts and records how much later than "
+                      "that it wakes up (the periodic response-time method)")
+        else:
+            method = (f"sleeps until an absolute deadline every {period} (clock_nanosleep with TIMER_ABSTIME, "
+                      "as cyclictest does) and records how late it wakes up (wake-up time minus deadline)")
+        text = ("Timer wake-up latency and jitter: on each measured CPU one pinned thread " + method + ". "
+                "A wake-up later than a whole interval counts the periods it swallowed as missed. ")
+        if work_ns:
+            text += (f"After each wake-up the thread runs a fixed amount of work calibrated at start to take "
+                     f"{exact_duration(work_ns)} undisturbed (a periodic task with a work budget, the victim of the "
+                     "interference): its response time is work completion minus deadline, and an activation "
+                     "whose response time exceeds the interval is a deadline miss. ")
+        how_long = []
+        if duration_ns:
+            how_long.append(f"for {exact_duration(duration_ns)}")
+        if loops:
+            how_long.append(f"for at most {loops} activations")
+        sched = f"under SCHED_{str(policy).upper()} priority {priority}" if policy and priority is not None else ""
+        where = f"on CPU{'s' if isinstance(cpus, list) and len(cpus) != 1 else ''} {_cpu_list(cpus)}" if cpus else ""
+        tail = " ".join(x for x in [" ".join(how_long), sched, where] if x)
+        if tail:
+            text += f"Each measurement runs {tail}. "
+        text += ("Percentiles come from the probe's log-linear histogram (within 1 % of exact); "
+                 "min, max and mean are exact.")
+        return text
+
+
+def _histogram(r: dict[str, Any] | None) -> Histogram | None:
+    if not isinstance(r, dict) or not r.get("histogram"):
+        return None
+    try:
+        return Histogram.from_record(r["histogram"], r.get("min_ns"), r.get("max_ns"))
+    except HistogramError:
+        return None
+
+
+def _count(r: dict[str, Any] | None) -> int | None:
+    n = r.get("count") if isinstance(r, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _window_maxima(windows: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+    """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order."""
+    per_index: dict[int, tuple[float, float]] = {}
+    for w in windows:
+        value, index = w.get(key), w.get("index")
+        if not isinstance(value, (int, float)) or not isinstance(index, int):
+            continue
+        t_end = (w.get("t_end_ns") or 0) / 1e9
+        prev = per_index.get(index)
+        per_index[index] = (t_end, value / 1000 if prev is None else max(prev[1], value / 1000))
+    return [per_index[i] for i in sorted(per_index)]
+
+
+def _scaled(value: Any, factor: float) -> float | None:
+    return value * factor if isinstance(value, (int, float)) else None
+
+
+def _cpu_list(cpus: Any) -> str:
+    if isinstance(cpus, list):
+        return ", ".join(str(c) for c in cpus)
+    return str(cpus)
+
+
+register(LatencyKind())

@@ -1,0 +1,110 @@
+"""The `latency` benchmark: timer wake-up latency with `rtvb-probe latency`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import field_validator, model_validator
+
+from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.cpulist import CpuList, parse_cpu_list
+from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, number_arg
+from rtvbench.spec import Placement
+
+
+#: the real-time priority of policy "fifo"/"rr" when the campaign names none: the probe's own
+#: default (probe/latency.c), which tests/test_spec.py checks it agrees with
+DEFAULT_PRIORITY = 80
+RT_POLICIES = ("fifo", "rr")
+
+
+class LatencyParams(StrictModel):
+    interval_us: PositiveInt = 1000
+    duration_s: PositiveNumber | None = None
+    loops: PositiveInt | None = None
+    priority: NonNegativeInt | None = None          # DEFAULT_PRIORITY for fifo/rr; None for other
+    policy: Literal["fifo", "rr", "other"] = "fifo"
+    cpus: CpuList | None = None             # None: every CPU the probe may run on
+    thresholds_us: list[PositiveNumber] = []
+    window_s: PositiveNumber | None = None
+    mode: Literal["abstime", "relative"] = "abstime"
+    # A fixed work budget after each wake-up (the "victim" of interference tests): adds
+    # response times and deadline misses to the results.
+    work_us: PositiveInt | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_priority(cls, data):
+        if isinstance(data, dict) and "priority" not in data and \
+                data.get("policy", cls.model_fields["policy"].default) in RT_POLICIES:
+            return {**data, "priority": DEFAULT_PRIORITY}
+        return data
+
+    @field_validator("priority")
+    @classmethod
+    def _priority_range(cls, v):
+        if v is not None and v > 99:
+            raise ValueError("must be a real-time priority from 1 to 99")
+        return v
+
+    @field_validator("window_s")
+    @classmethod
+    def _window_min(cls, v):
+        if v is not None and v < 0.01:
+            raise ValueError("must be at least 0.01 seconds")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        # Without a limit the probe would run until interrupted: a campaign must end.
+        if self.duration_s is None and self.loops is None:
+            raise ValueError("needs duration_s (seconds) or loops (activations per CPU) so that it ends")
+        if self.duration_s is not None and self.loops is not None:
+            raise ValueError("set duration_s or loops, not both")
+        if self.policy == "other" and self.priority:
+            raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
+        if self.policy != "other" and self.priority == 0:
+            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
+        if self.work_us is not None and self.work_us >= self.interval_us:
+            raise ValueError(f"work_us ({self.work_us}) must be shorter than interval_us ({self.interval_us}): "
+                             "a work budget of a whole period or more misses every deadline")
+        return self
+
+
+@BENCHMARKS.register("latency")
+class LatencyBenchmark(Benchmark):
+    kind = "latency"
+    Params = LatencyParams
+
+    def placement(self) -> Placement:
+        p: LatencyParams = self.params
+        return Placement(tuple(parse_cpu_list(p.cpus)) if p.cpus is not None else None,
+                         rt_priority=p.priority if p.policy != "other" else None, realtime_option=True)
+
+    def probe_args(self) -> list[str]:
+        p: LatencyParams = self.params
+        args = ["latency", "--interval-us", str(p.interval_us)]
+        if p.duration_s is not None:
+            args += ["--duration-s", number_arg(p.duration_s)]
+        if p.loops is not None:
+            args += ["--loops", str(p.loops)]
+        args += ["--policy", p.policy]
+        if p.priority is not None and p.policy != "other":
+            # Always written: the stored command reproduces the run whatever a probe's default is.
+            args += ["--priority", str(p.priority)]
+        if p.cpus is not None:
+            args += ["--cpus", p.cpus]
+        for t in p.thresholds_us:
+            args += ["--threshold-us", number_arg(t)]
+        if p.window_s is not None:
+            args += ["--window-s", number_arg(p.window_s)]
+        args += ["--mode", p.mode]
+        if p.work_us is not None:
+            args += ["--work-us", str(p.work_us)]
+        return args
+
+    def expected_seconds(self) -> float:
+        p: LatencyParams = self.params
+        if p.duration_s is not None:
+            return float(p.duration_s)
+        return p.loops * p.interval_us / 1e6

@@ -1,0 +1,379 @@
+"""The `latency` section: per repetition, per CPU (cyclictest's table), per environment (min / average
+/ max over every sample), overhead tables per compared pair, the interference ranking, the
+response-time matrix, and a latency plot per CPU (linear latency axis, log count, the max marked).
+
+The numbers come from the kind's decoder and analyses (decode, interference, pooled) and
+the comparison machinery; this module only lays them out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtvbench.analysis.compare import Comparison
+from rtvbench.analysis.cpu_usage import cell_usage
+from rtvbench.analysis.dataset import COMPLETE
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.kind import Kind, cpu_figure
+from rtvbench.analysis.stats import summarize
+from rtvbench.units import format_percent, format_time, format_value, suffix_unit
+from rtvbench.kinds.latency.interference import MatrixRow, Ranking
+from rtvbench.kinds.latency.pooled import latency_by_environment
+from rtvbench.report import plots
+from rtvbench.report.loads import (cell_achieved_text, load_kind_words, measurement_achieved_text,
+                                   measurement_busy_text)
+from rtvbench.report.section import Parts, Section, register
+from rtvbench.report.tables import Plot, Row, Table
+
+#: the figures of the per-CPU table, in cyclictest's order (C, Min, Avg, Max beside count and missed)
+CPU_TABLE = ("count", "min_us", "avg_us", "p999_us", "max_us", "missed")
+
+
+class LatencySection(Section):
+    kind = "latency"
+
+    def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
+        data = ev.data
+        results = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)]
+        results += [t for t in (_cpu_table(ev, bench),) if t]
+        per_env = latency_environment_table(ev, bench)
+        comparisons = ([per_env] if per_env else []) + overhead_tables(ev, bench, kind)
+        rankings = [ranking_table(ev, rk, kind) for rk in ev.extras.get(bench, {}).get("rankings", [])]
+        figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
+        return Parts(results, comparisons, figures, rankings)
+
+    def key_result(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> str:
+        parts = []
+        for figure in ("avg_us", "p99_us", "p9999_us", "max_us"):
+            s = ev.summary(env, load, bench, figure)
+            if s:
+                parts.append(f"{kind.label(figure)} {format_value(s.median, 'us')}")
+        s = ev.summary(env, load, bench, "max_us")
+        if s:
+            parts.append(f"worst max {format_value(s.max, 'us')}")
+        return ", ".join(parts)
+
+    def run_tables(self, ev: Evaluation, benches: list[str]) -> list[Table]:
+        t = matrix_table(ev, benches)
+        return [t] if t else []
+
+    def json(self, ev: Evaluation, benches: list[str]) -> dict[str, Any]:
+        return {
+            "latency_by_environment": {b: [r.to_dict() for r in latency_by_environment(ev.data, b)] for b in benches},
+            "interference": [_ranking_json(rk) for b in benches for rk in ev.extras.get(b, {}).get("rankings", [])],
+            "response_matrix": [_matrix_json(ev, r) for b in benches for r in ev.extras.get(b, {}).get("matrix", [])],
+        }
+
+    def distribution_axis(self) -> str:
+        return "latency"
+
+    def scaling_figures(self, kind: Kind, figures: list[str]) -> list[str]:
+        return [f for f in ("avg_us", "max_us") if f in figures]
+
+
+def _how(ev: Evaluation, bench: str) -> str:
+    """How the benchmark ran, from the parameters the probe echoed (its defaults included)."""
+    first = next((m for m in ev.data.measurements(benchmark=bench) if m.meta), None)
+    p = ((first.meta or {}).get("params") or {}) if first else {}
+    how = []
+    if p.get("loops"):
+        how.append(f"{p['loops']:,} loops per CPU")
+    elif p.get("duration_ns"):
+        how.append(f"{p['duration_ns'] / 1e9:g} s per repetition")
+    if p.get("interval_ns"):
+        how.append(f"an interval of {p['interval_ns'] / 1000:g} us")
+    policy = p.get("policy")
+    if policy == "other":
+        how.append("normal priority")
+    elif policy:
+        how.append(f"priority {p.get('priority')} ({policy})")
+    return ", ".join(how) or "as the campaign set it"
+
+
+def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
+    """cyclictest's per-thread table: per environment, load and CPU the count, min, avg, p99.9, max and
+    missed periods (medians over the completed repetitions; the max also as the worst of any repetition)."""
+    data = ev.data
+    rows = []
+    for env, load in data.cells(bench):
+        ms = data.measurements(env, load, bench, COMPLETE)
+        cpus = sorted({c for m in ms for c in data.result(m).cpus})
+        params = next(((m.meta or {}).get("params") or {} for m in ms if m.meta), {})
+        interval = params.get("interval_ns")
+        interval = f"{interval / 1000:g}" if isinstance(interval, (int, float)) else "–"
+        for cpu in cpus:
+            cells = [env, load, str(cpu), _sched_words(params), interval]
+            for figure in CPU_TABLE:
+                s = ev.summary(env, load, bench, cpu_figure(cpu, figure))
+                cells.append("–" if s is None else _cell(s.median, figure))
+            worst = ev.summary(env, load, bench, cpu_figure(cpu, "max_us"))
+            cells.append("–" if worst is None else _cell(worst.max, "max_us"))
+            rows.append(Row(cells))
+    if not rows:
+        return None
+    header = ["Environment", "Load", "CPU", "Policy / priority", "Interval (us)", "Count", "Min (us)", "Avg (us)",
+              "p99.9 (us)", "Max (us)", "Missed", "Worst max (us)"]
+    return Table(f"{bench}: per CPU (median over the completed repetitions)", header, rows, numeric_from=4,
+                 note="One measuring thread per CPU, pinned, like cyclictest's per-thread lines (C, Min, Avg, Max). "
+                      "A requirement, the CSV and the JSON address one CPU as `<benchmark>.cpu<N>.<figure>`, e.g. "
+                      f"`{bench}.cpu0.max_us`.")
+
+
+def _sched_words(params: dict) -> str:
+    policy = params.get("policy")
+    if not policy:
+        return "–"
+    return "other" if policy == "other" else f"{policy} {params.get('priority', '')}".strip()
+
+
+def _cpu_plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
+    """Per cell a latency histogram with one curve per CPU (the OSADL style: linear latency axis,
+    log count, the maximum of each CPU marked)."""
+    out = []
+    for i, (env, load) in enumerate(ev.data.cells(bench)):
+        cpus = sorted({c for m in ev.data.measurements(env, load, bench, COMPLETE)
+                       for c in ev.data.result(m).cpu_distributions})
+        curves = [(f"CPU {c}", ev.merged_distribution(env, load, bench, "wake-up", cpu=c)) for c in cpus]
+        svg = plots.per_cpu_histogram_svg(curves, f"{bench}: {env} under {load}, latency per CPU", f"{id_prefix}p{i}")
+        if svg:
+            out.append(Plot(f"Latency per CPU in `{env}` under `{load}`: linear latency axis, log count, one curve "
+                            "per CPU, each CPU's maximum marked (all completed repetitions merged)", svg))
+    return out
+
+
+def _cell(value: float | None, figure: str) -> str:
+    unit = suffix_unit(figure)
+    if value is None:
+        return "–"
+    if unit in ("ns", "us", "ms"):
+        return format_time(value, unit)
+    return format_value(value, unit)
+
+
+def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
+    data = ev.data
+    kind = data.kind(bench)
+    ms = data.measurements(env, load, bench)
+    present = sorted({f for m in ms for f in data.figures(m)})
+    figures = kind.row_figures(present)
+    # The load and the CPUs each repetition ran under, next to its figures (when recorded).
+    achieved = {m.id: measurement_achieved_text(ev, m) for m in ms}
+    busy = {m.id: measurement_busy_text(m) for m in ms}
+    extra = (["Load achieved"] if any(achieved.values()) else []) + (["CPU busy"] if any(busy.values()) else [])
+    header = ["Run", "Status"] + [kind.label(f) + (" (us)" if suffix_unit(f) in ("ns", "us", "ms") else "")
+                                  for f in figures] + extra
+    rows = []
+    for m in ms:
+        f = data.figures(m)
+        if m.status == "error" or not f:
+            rows.append(Row([str(m.repetition + 1), m.status,
+                             (m.error or "no results") if m.status == "error" else "no results"], "failed"))
+            continue
+        more = ([achieved[m.id] or "–"] if "Load achieved" in extra else []) + (
+            [busy[m.id] or "–"] if "CPU busy" in extra else [])
+        rows.append(Row([str(m.repetition + 1), m.status] + [_cell(f.get(x), x) for x in figures] + more,
+                        "" if m.status == "ok" else "failed"))
+    foot = []
+    for label, pick in (("Ave", lambda s: s.mean), ("Min", lambda s: s.min), ("Max", lambda s: s.max)):
+        cells = [label, ""]
+        for x in figures:
+            s = summarize(data.values(env, load, bench, x))
+            v = pick(s) if s.n else None
+            cells.append(_cell(v, x))
+        foot.append(Row(cells + [""] * len(extra), "summary"))
+    said = cell_achieved_text(ev, env, load, bench)
+    return Table(f"{bench}: `{env}` under `{load}`" + (f" ({said})" if said else ""), header, rows, foot,
+                 numeric_to=2 + len(figures) if extra else None,
+                 note="Ave/Min/Max rows are over the completed repetitions only."
+                      + (" CPU busy: per CPU, from /proc/stat while the probe ran." if "CPU busy" in extra else ""))
+
+
+def latency_environment_table(ev: Evaluation, bench: str):
+    """Minimum, average and maximum wake-up latency per environment over every sample (with the load
+    as a second column when the benchmark ran under several)."""
+    data = ev.data
+    rows = latency_by_environment(data, bench)
+    envs = {r.environment for r in rows}
+    if len(envs) < 2:
+        return None
+    loads = list(dict.fromkeys(r.load for r in rows))
+    with_load = len(loads) > 1
+    header = ["Environment"] + (["Load"] if with_load else []) + [
+        "Minimum latency (us)", "Average latency (us)", "Maximum latency (us)", "Samples"]
+    out = []
+    for r in sorted(rows, key=lambda r: (loads.index(r.load), data.environments.index(r.environment)
+                                         if r.environment in data.environments else 99)):
+        out.append(Row([r.environment] + ([r.load] if with_load else [])
+                       + [_us(r.min_us), _us(r.avg_us), _us(r.max_us), f"{r.samples:,}"],
+                       "" if r.repetitions else "failed"))
+    return Table(f"{bench}: wake-up latency per environment, {_how(ev, bench)}", header, out,
+                 numeric_from=2 if with_load else 1,
+                 note="Over every sample of the completed repetitions: the smallest and the largest of any "
+                      "repetition, and the mean of all samples.")
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "–"
+    # Whole microseconds with separators from 1000 us on, as evaluation reports print 50,835.
+    return f"{v:,.0f}" if abs(v) >= 1000 else format_time(v, "us")
+
+
+def overhead_tables(ev: Evaluation, bench: str, kind) -> list:
+    """One table per compared pair (a candidate environment against the baseline under one load, or a load
+    against the baseline load in one environment): per figure the baseline and candidate mean ± sd, the
+    difference of the medians, the percent overhead with its bootstrap 95 % interval, the Mann-Whitney p and
+    the verdict."""
+    comps: dict[tuple, list[Comparison]] = {}
+    for c in ev.comparisons:
+        if c.benchmark == bench:
+            comps.setdefault((c.axis, c.context, c.baseline, c.candidate), []).append(c)
+    order = list(kind.comparison_figures) if kind is not None else []
+    out = []
+    data = ev.data
+
+    def place(names: list[str], name: str) -> int:
+        return names.index(name) if name in names else len(names)
+
+    def key(kv):
+        axis, context, _, candidate = kv[0]
+        # Environment comparisons first, each axis in the campaign's declared order.
+        if axis == "environment":
+            return (0, place(data.loads, context), place(data.environments, candidate))
+        return (1, place(data.environments, context), place(data.loads, candidate))
+    for (axis, context, baseline, candidate), cs in sorted(comps.items(), key=key):
+        first = cs[0]
+        base_cell = (first.baseline_environment, first.baseline_load)
+        cand_cell = (first.candidate_environment, first.candidate_load)
+        if axis == "environment":
+            caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
+        else:
+            caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
+        header = ["Figure", f"{base_cell[0]} / {base_cell[1]} (us, mean ± sd)",
+                  f"{cand_cell[0]} / {cand_cell[1]} (us, mean ± sd)", "Δ median (us)", "Overhead", "95 % CI",
+                  "p (Mann-Whitney)", "n", "Verdict"]
+        rows = []
+        for c in sorted(cs, key=lambda c: order.index(c.figure) if c.figure in order else 99):
+            t = c.test
+            b = ev.summary(*base_cell, bench, c.figure)
+            a = ev.summary(*cand_cell, bench, c.figure)
+            delta = (t.candidate_median - t.baseline_median
+                     if t.baseline_median is not None and t.candidate_median is not None else None)
+            ci = t.ci_percent
+            rows.append(Row([kind.label(c.figure) if kind else c.figure, _mean_sd(b, c.figure),
+                             _mean_sd(a, c.figure),
+                             "–" if delta is None else ("+" if delta > 0 else "") + format_time(delta, _unit(c.figure)),
+                             format_percent(t.overhead_percent),
+                             f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
+                             f"{t.p_value:.3g}" if t.p_value is not None else "–",
+                             f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
+                            t.verdict.replace(" ", "-")))
+        out.append(Table(caption, header, rows, numeric_from=1, numeric_to=8,
+                         note="Mean ± sample standard deviation over repetitions. Δ and "
+                              "overhead compare the medians (overhead = median(candidate) / median(baseline) - 1); "
+                              "95 % CI by bootstrap (5000 resamples); significant when Mann-Whitney p < 0.05 and "
+                              "the CI excludes 0 %."))
+    return out
+
+
+def _unit(figure: str) -> str:
+    unit = figure.rpartition("_")[2]
+    return unit if unit in ("ns", "us", "ms") else "us"
+
+
+def _mean_sd(s, figure: str) -> str:
+    if s is None or s.mean is None:
+        return "–"
+    unit = _unit(figure)
+    if s.stddev is None:
+        return format_time(s.mean, unit)
+    return f"{format_time(s.mean, unit)} ± {format_time(s.stddev, unit)}"
+
+
+def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:
+    what = kind.label(rk.figure)
+    misses = "deadline misses" if rk.misses_figure == "deadline_misses" else "missed periods"
+    header = ["Rank", "Load", f"Victim {what} (median, us)", "Ratio to baseline", "95 % CI", "p (Mann-Whitney)",
+              "n", "Verdict", f"{misses.capitalize()} (total)", "Per repetition", "Load achieved"]
+    rows = []
+    for i, r in enumerate(rk.rows, start=1):
+        t = r.test
+        achieved = cell_achieved_text(ev, rk.environment, r.load, rk.benchmark)
+        if r.is_baseline:
+            cells = [str(i), f"{r.load} (baseline)", format_time(r.median, "us"), "1 (baseline)", "–", "–",
+                     str(len(r.misses_per_repetition)), "baseline"]
+            css = "summary"
+        else:
+            cells = [str(i), r.load, format_time(r.median, "us"),
+                     f"{t.ratio:.3g}" if t and t.ratio is not None else "n/a",
+                     f"{t.ci_low:.3g} .. {t.ci_high:.3g}" if t and t.ci_low is not None else "–",
+                     f"{t.p_value:.3g}" if t and t.p_value is not None else "–",
+                     f"{t.n_baseline} vs {t.n_candidate}" if t else "–", t.verdict if t else "–"]
+            css = t.verdict.replace(" ", "-") if t else ""
+        cells += [f"{r.misses:,}", ", ".join(str(x) for x in r.misses_per_repetition) or "–",
+                  achieved or load_kind_words(ev, r.load, rk.environment)]
+        rows.append(Row(cells, css))
+    return Table(f"{rk.benchmark} in `{rk.environment}`: aggressors ranked by the victim's degradation (worst first)",
+                 header, rows, numeric_from=2, numeric_to=len(header) - 1,
+                 note=f"Ratio = median over repetitions of the victim's {what} under the load / the same under "
+                      f"`{rk.baseline_load}`; 95 % CI by bootstrap, significant when p < 0.05 and the CI excludes 1 "
+                      f"(the comparison machinery of the load comparisons). Ranked by the ratio, then by {misses}; "
+                      "a load ranked below the baseline did no measurable harm.")
+
+
+def matrix_table(ev: Evaluation, benches: list[str]) -> Table | None:
+    rows_in = [r for b in benches for r in ev.extras.get(b, {}).get("matrix", [])]
+    cells = {(r.environment, r.benchmark, r.load) for r in rows_in}
+    if len(cells) < 2 or len({r.load for r in rows_in}) < 2:
+        return None        # one cell is not a matrix; the benchmark's own tables say it all
+    rows = []
+    for r in rows_in:
+        usage = cell_usage(ev.data, r.environment, r.load, r.benchmark)
+        total = next((u for u in usage if u.cpu == "all"), None)
+        rows.append(Row([r.environment, r.benchmark,
+                         format_time(r.interval_ns, "ns") if r.interval_ns else "–",
+                         format_time(r.work_ns, "ns") if r.work_ns else "–", r.load,
+                         (cell_achieved_text(ev, r.environment, r.load, r.benchmark)
+                          or load_kind_words(ev, r.load, r.environment)),
+                         f"{total.busy:.0f} %" if total else "–",
+                         "response" if r.response else "wake-up",
+                         format_time(r.cell.avg_us, "us"), format_time(r.cell.max_us, "us"),
+                         format_time(r.cell.stddev_us, "us"), f"{r.cell.misses:,}", f"{r.cell.samples:,}"]))
+    return Table("Response-time matrix: period x load",
+                 ["Environment", "Benchmark", "Interval (us)", "Work (us)", "Load", "Load achieved", "CPU busy",
+                  "Measured", "avg (us)", "max (us)", "stddev (us)", "Deadline misses", "Samples"],
+                 rows, numeric_from=8,
+                 note="Over all samples of the completed repetitions of each cell: avg and standard deviation pooled "
+                      "exactly from each repetition's count, mean and deviation; max the largest of any repetition. "
+                      "Measured: response time (work completion - deadline) when the benchmark has a work budget, "
+                      "else wake-up latency. Deadline misses: activations whose response time exceeded the "
+                      "interval with a work budget; without one, periods missed by a wake-up later than a whole "
+                      "interval.")
+
+
+def _ranking_json(rk: Ranking) -> dict[str, Any]:
+    return {"benchmark": rk.benchmark, "environment": rk.environment, "baseline_load": rk.baseline_load,
+            "figure": rk.figure, "misses_figure": rk.misses_figure,
+            "ranking": [{"rank": i, "load": r.load, "baseline": r.is_baseline, "median": r.median,
+                         "ratio": r.ratio,
+                         "ci95_ratio": [r.test.ci_low, r.test.ci_high] if r.test and r.test.ci_low is not None else None,
+                         "p_value": r.test.p_value if r.test else None,
+                         "verdict": r.test.verdict if r.test else "baseline",
+                         "misses": r.misses, "misses_per_repetition": r.misses_per_repetition}
+                        for i, r in enumerate(rk.rows, start=1)]}
+
+
+def _matrix_json(ev: Evaluation, r: MatrixRow) -> dict[str, Any]:
+    return {"environment": r.environment, "benchmark": r.benchmark, "load": r.load,
+            "interval_ns": r.interval_ns, "work_ns": r.work_ns,
+            "measured": "response" if r.response else "wake-up", "repetitions": r.cell.repetitions,
+            "samples": r.cell.samples, "avg_ns": _ns(r.cell.avg_us), "max_ns": _ns(r.cell.max_us),
+            "stddev_ns": _ns(r.cell.stddev_us), "misses": r.cell.misses, "misses_figure": r.misses_figure,
+            "load_achieved": cell_achieved_text(ev, r.environment, r.load, r.benchmark, quote=False)}
+
+
+def _ns(us: float | None) -> float | None:
+    return None if us is None else us * 1000
+
+
+register(LatencySection())

@@ -1,0 +1,1 @@
+"""The `work` kind: self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)."""

@@ -1,0 +1,169 @@
+"""The `work` kind: self-verifying CPU workloads (docs/probe/work.md).
+
+Figures per kernel and input size, e.g. for sha256 at the large size:
+`sha256.large` (median run time, ns; `_us`, `_ms`), `sha256.large.min` (fastest run),
+`sha256.large.ops_per_s`, and for byte kernels `sha256.large.bw` (bytes/s; `_MBps`, `_GBps`),
+for flop kernels `lu.large.flops` (flop/s).
+
+A result whose verification failed (`verified` not true) yields no figure at all: the time of
+a wrong computation is not a measurement. The consideration names every such failure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rtvbench.analysis.kind import register
+from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind, number
+from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
+from rtvbench.results import Measurement
+
+_STEM = re.compile(r"^([a-z0-9_]+)\.(small|large)(?:\.(min|ops_per_s|bw|flops))?$")
+_KERNEL_ORDER = {k: i for i, k in enumerate(WORK_KERNELS)}
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verification of one kernel at one size in one measurement."""
+    workload: str              # "crc32.small"
+    verified: bool | None      # None: the probe printed no result for it
+    error: str | None
+
+
+def verification(m: Measurement) -> list[Check]:
+    """Every kernel.size result of a measurement with its verification, in the probe's order."""
+    out = []
+    for r in m.results:
+        kernel, size = r.get("kernel"), r.get("size")
+        if kernel in WORK_KERNELS and size in WORK_SIZES:
+            verified = r.get("verified")
+            out.append(Check(f"{kernel}.{size}", verified if isinstance(verified, bool) else None,
+                             r.get("error") if isinstance(r.get("error"), str) else None))
+    return out
+
+
+class WorkKind(QuantityKind):
+    name = "work"
+
+    def quantities(self, m: Measurement) -> dict[str, tuple[str, float]]:
+        out: dict[str, tuple[str, float]] = {}
+
+        def add(stem: str, family: str, value: Any) -> None:
+            v = number(value)
+            if v is not None:
+                out[stem] = (family, v)
+
+        for r in m.results:
+            kernel, size = r.get("kernel"), r.get("size")
+            if kernel not in WORK_KERNELS or size not in WORK_SIZES or r.get("verified") is not True:
+                continue
+            stem = f"{kernel}.{size}"
+            add(stem, TIME, r.get("median_ns"))
+            add(stem + ".min", TIME, r.get("min_ns"))
+            add(stem + ".ops_per_s", RATE, r.get("ops_per_s"))
+            if WORK_KERNELS[kernel] == "byte":
+                add(stem + ".bw", BANDWIDTH, r.get("bps"))
+            if WORK_KERNELS[kernel] == "flop":
+                add(stem + ".flops", RATE, r.get("flops"))
+        return out
+
+    def family(self, stem: str) -> str | None:
+        m = _STEM.match(stem)
+        if not m or m.group(1) not in WORK_KERNELS:
+            return None
+        op, tail = WORK_KERNELS[m.group(1)], m.group(3)
+        if tail in (None, "min"):
+            return TIME
+        if tail == "ops_per_s" or (tail == "flops" and op == "flop"):
+            return RATE
+        if tail == "bw" and op == "byte":
+            return BANDWIDTH
+        return None
+
+    def headline(self, stem: str) -> bool:
+        m = _STEM.match(stem)
+        return bool(m) and m.group(3) is None
+
+    def order(self, stem: str) -> tuple:
+        m = _STEM.match(stem)
+        if not m:
+            return (999, stem)
+        return (_KERNEL_ORDER.get(m.group(1), 999), WORK_SIZES.index(m.group(2)), m.group(3) or "")
+
+    def rate_unit(self, stem: str) -> str:
+        return "flop/s" if stem.endswith(".flops") else "ops/s"
+
+    def label(self, figure: str) -> str:
+        parts = self.split(figure)
+        m = _STEM.match(parts[0]) if parts else None
+        if not m:
+            return figure
+        tail = {"min": " fastest run", "ops_per_s": " ops/s", "bw": " bandwidth", "flops": " flop/s"}
+        return f"{m.group(1)} ({m.group(2)}){tail.get(m.group(3), '')}"
+
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        p = params or {}
+        kernels = p.get("kernels") or benchmark.get("kernels") or "all"
+        names = ", ".join(kernels) if isinstance(kernels, list) else "every kernel"
+        sizes = p.get("sizes") or ([benchmark["size"]] if benchmark.get("size") in WORK_SIZES else list(WORK_SIZES))
+        reps = p.get("repetitions") or benchmark.get("repetitions") or 3
+        seed = p.get("seed", benchmark.get("seed", 1))
+        return (f"CPU workloads of the MiBench, Dhrystone, Whetstone and Linpack families, written for rtvbench "
+                f"(not comparable with those programs' scores): {names}, at the {' and '.join(sizes)} input "
+                f"size{'s' if len(sizes) > 1 else ''}, inputs generated from seed {seed}. Each kernel is timed over "
+                f"{reps} run{'s' if reps != 1 else ''} per measurement and its figure is the median run "
+                "time; every run checks its own output and compares a checksum with the known value, so a "
+                "machine that computes a wrong result fails the measurement instead of reporting a fast wrong "
+                "number. Workloads are normalised to the baseline environment as the ratio of the median times "
+                "over repetitions (above 1: slower than the baseline).")
+
+    def key_result(self, data, bench: str, env: str, load: str) -> str:
+        checks = [c for m in data.measurements(env, load, bench) for c in verification(m)]
+        failed = sorted({c.workload for c in checks if c.verified is False})
+        if failed:
+            return f"FAILED verification: {', '.join(failed)}"
+        workloads = {c.workload for c in checks}
+        return f"{len(workloads)} workload{'s' if len(workloads) != 1 else ''}, verified in every run" if checks else ""
+
+    def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        failed: dict[str, list] = {}
+        for m in data.measurements(benchmark=bench):
+            for c in verification(m):
+                if c.verified is False:
+                    failed.setdefault(c.workload, []).append((m, c))
+        out = []
+        for workload, runs in sorted(failed.items(), key=lambda kv: self.order(kv[0])):
+            where = ", ".join(f"`{m.environment}` under `{m.load}` repetition {m.repetition + 1}" for m, _ in runs)
+            reasons = list(dict.fromkeys(c.error or "verification failed" for _, c in runs))
+            out.append(("warning", "verification",
+                        f"FAILED MEASUREMENT: workload `{workload}` computed a wrong result in {len(runs)} "
+                        f"run{'s' if len(runs) != 1 else ''} ({where}): {'; '.join(reasons)}. Its time is not a "
+                        "measurement; those repetitions are left out of every summary and comparison."))
+        return out + _normalised(self, comps)
+
+
+def _normalised(kind: WorkKind, comps: list) -> list[tuple[str, str, str]]:
+    """The normalised summary: each candidate's run times as a multiple of the baseline's."""
+    groups: dict[tuple, list] = {}
+    for c in comps:
+        if c.axis == "environment" and c.test.ratio is not None and c.test.ratio > 0:
+            groups.setdefault((c.context, c.baseline, c.candidate), []).append(c)
+    out = []
+    for (load, baseline, candidate), cs in groups.items():
+        ratios = [c.test.ratio for c in cs]
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        lo, hi = min(cs, key=lambda c: c.test.ratio), max(cs, key=lambda c: c.test.ratio)
+        text = (f"Normalised to `{baseline}` under `{load}`, `{candidate}` takes {geo:.3g}x the time "
+                f"(geometric mean over {len(cs)} workload{'s' if len(cs) != 1 else ''}")
+        if len(cs) > 1:
+            text += (f"; from {lo.test.ratio:.3g}x for {kind.label(lo.figure)} to "
+                     f"{hi.test.ratio:.3g}x for {kind.label(hi.figure)}")
+        out.append(("info", "environment", text + ")."))
+    return out
+
+
+register(WorkKind())

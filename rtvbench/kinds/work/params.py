@@ -1,0 +1,71 @@
+"""The `work` benchmark: self-verifying CPU workloads with `rtvb-probe work` (docs/probe/work.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import field_validator
+
+from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
+from rtvbench.params import NonNegativeInt, PositiveInt, StrictModel, names_or_all
+
+_EXPECT_VALUE = re.compile(r"^(0x)?[0-9a-fA-F]{1,16}$")
+
+# Rough seconds of one run of one kernel, for the progress bar only (a 2-core x86_64 VM:
+# milliseconds small, 0.05-0.5 s large; slower boards take longer, which the bar shows).
+_RUN_S = {"small": 0.002, "large": 0.25}
+
+
+# Validated name lists (module level: pydantic reads annotations by name).
+Kernels = names_or_all(WORK_KERNELS, "kernel")
+
+
+class WorkParams(StrictModel):
+    kernels: Kernels = tuple(WORK_KERNELS)
+    size: Literal["small", "large", "both"] = "both"
+    repetitions: PositiveInt = 3            # timed runs inside one probe run, per kernel and size
+    seed: NonNegativeInt = 1
+    expect: dict[str, str] = {}             # "kernel.size" -> expected checksum (hex)
+
+    @field_validator("repetitions")
+    @classmethod
+    def _bounded(cls, v):
+        if v > 100_000:
+            raise ValueError("must be at most 100000 (the probe's limit)")
+        return v
+
+    @field_validator("expect")
+    @classmethod
+    def _expect(cls, v):
+        for key, value in v.items():
+            kernel, _, size = key.partition(".")
+            if kernel not in WORK_KERNELS or size not in WORK_SIZES:
+                raise ValueError(f'key "{key}" must be "<kernel>.<small|large>", e.g. "crc32.small"')
+            if not isinstance(value, str) or not _EXPECT_VALUE.match(value):
+                raise ValueError(f'"{key}" must be a checksum of 1 to 16 hex digits, e.g. "cbf43926"')
+        return v
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        return WORK_SIZES if self.size == "both" else (self.size,)
+
+
+@BENCHMARKS.register("work")
+class WorkBenchmark(Benchmark):
+    kind = "work"
+    Params = WorkParams
+
+    def probe_args(self) -> list[str]:
+        p: WorkParams = self.params
+        kernels = "all" if tuple(p.kernels) == tuple(WORK_KERNELS) else ",".join(p.kernels)
+        args = ["work", "--kernels", kernels, "--size", p.size, "--repetitions", str(p.repetitions),
+                "--seed", str(p.seed)]
+        for key, value in sorted(p.expect.items()):
+            args += ["--expect", f"{key}={value}"]
+        return args
+
+    def expected_seconds(self) -> float:
+        p: WorkParams = self.params
+        return len(p.kernels) * p.repetitions * sum(_RUN_S[s] for s in p.sizes)

@@ -1,0 +1,120 @@
+"""The `work` section: run times normalised to the baseline environment (one bar per workload
+and candidate environment) and the verification of every workload in every run.
+
+Normalised time = median(candidate run times) / median(baseline run times) over repetitions,
+with its bootstrap interval: the environment comparison of the analysis, drawn as bars.
+A workload that computed a wrong result is a failed measurement and is marked as such.
+"""
+
+from __future__ import annotations
+
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.kind import Kind
+from rtvbench.kinds.work.decode import verification
+from rtvbench.units import human_duration
+from rtvbench.report import plots, suite
+from rtvbench.report.section import Parts, Section, register
+from rtvbench.report.tables import Plot, Row, Table
+
+
+def _checks(ev: Evaluation, bench: str) -> dict[str, list[tuple[str, str, int, bool | None, str | None]]]:
+    """workload -> [(environment, load, repetition, verified, error)] over every measurement."""
+    out: dict[str, list] = {}
+    for m in ev.data.measurements(benchmark=bench):
+        for c in verification(m):
+            out.setdefault(c.workload, []).append((m.environment, m.load, m.repetition, c.verified, c.error))
+    return out
+
+
+def _verification_cell(checks) -> tuple[str, bool]:
+    failed = [c for c in checks if c[3] is False]
+    if not failed:
+        return f"verified in all {len(checks)} runs", False
+    cells: dict[tuple[str, str], list[int]] = {}
+    for env, load, rep, _, _ in failed:
+        cells.setdefault((env, load), []).append(rep + 1)
+    where = "; ".join(f"`{env}`/`{load}` #{', #'.join(map(str, sorted(reps)))}" for (env, load), reps in cells.items())
+    reasons = "; ".join(dict.fromkeys(err or "wrong result" for *_, err in failed))
+    return f"FAILED in {len(failed)} of {len(checks)} runs ({where}): {reasons}", True
+
+
+class WorkSection(Section):
+    kind = "work"
+
+    def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
+        tables, plots_ = _normalised(ev, bench, kind, with_plots, id_prefix)
+        common, comparisons, _ = suite.parts(ev, bench, kind, with_plots, id_prefix)
+        # The normalised-workload table already shows the environment comparison (time relative to the baseline).
+        return Parts(tables + common, [t for t in comparisons if " load `" in t.caption], plots_)
+
+    def json(self, ev: Evaluation, benches: list[str]) -> dict:
+        return {"workloads": {b: _workloads(ev, b) for b in benches}}
+
+
+def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: str):
+    data = ev.data
+    base = data.baseline_environment
+    stems = kind.table_stems(data.figure_names(bench))
+    checks = _checks(ev, bench)
+    workloads = sorted(set(stems) | set(checks), key=kind.order)
+    comps = {(c.context, c.candidate, c.figure): c for c in ev.comparisons
+             if c.benchmark == bench and c.axis == "environment"}
+    candidates = [e for e in data.environments if e != base and any(e == env for env, _ in data.cells(bench))]
+
+    tables, out_plots = [], []
+    for load in data.loads:
+        if (base, load) not in data.cells(bench):
+            continue
+        cands = [e for e in candidates if (e, load) in data.cells(bench)]
+        header = ["Workload", "Verification", f"{base} median"]
+        for e in cands:
+            header += [f"{e} median", f"{e} / {base}", f"{e} 95 % CI", f"{e} verdict"]
+        rows = []
+        for w in workloads:
+            text, failed = _verification_cell(checks.get(w, []))
+            s = ev.summary(base, load, bench, w)
+            cells = [f"{kind.label(w)} `{w}`", text, human_duration(s.median) if s else "–"]
+            for e in cands:
+                a = ev.summary(e, load, bench, w)
+                c = comps.get((load, e, w))
+                t = c.test if c else None
+                cells += [human_duration(a.median) if a else "–",
+                          f"{t.ratio:.3f}" if t and t.ratio is not None else "–",
+                          f"{t.ci_low:.3f} .. {t.ci_high:.3f}" if t and t.ci_low is not None else "–",
+                          t.verdict if t else "–"]
+            rows.append(Row(cells, "failed" if failed else ""))
+        tables.append(Table(f"{bench}: workloads under `{load}`, run time normalised to `{base}`", header, rows,
+                            numeric_from=2,
+                            note="Median run time over the completed repetitions; normalised = candidate median / "
+                                 "baseline median (above 1: slower), 95 % CI by bootstrap. A FAILED workload "
+                                 "computed a wrong result: that run is a failed measurement and is left out."))
+        if with_plots and cands:
+            series = []
+            for e in cands:
+                ts = [comps[(load, e, w)].test if (load, e, w) in comps else None for w in stems]
+                series.append((e, [t.ratio if t else None for t in ts],
+                               [(t.ci_low, t.ci_high) if t and t.ci_low is not None else None for t in ts]))
+            svg = plots.normalised_bars_svg([kind.label(w) for w in stems], series,
+                                            f"{bench}: run time normalised to {base} (under {load})", base,
+                                            f"{id_prefix}n{data.loads.index(load)}")
+            if svg:
+                out_plots.append(Plot(f"Workloads under {load} normalised to {base} (1 = as fast as the "
+                                      "baseline; error bars: 95 % CI of the ratio of medians)", svg))
+    return tables, out_plots
+
+
+def _workloads(ev: Evaluation, bench: str) -> dict:
+    """Every workload's verification in every run, and its run time normalised to the baseline environment."""
+    checks = [{"environment": m.environment, "load": m.load, "repetition": m.repetition, "workload": c.workload,
+               "verified": c.verified, "error": c.error}
+              for m in ev.data.measurements(benchmark=bench) for c in verification(m)]
+    normalised = [{"workload": c.figure, "load": c.context, "baseline": c.baseline, "candidate": c.candidate,
+                   "ratio": c.test.ratio,
+                   "ci95": [c.test.ci_low, c.test.ci_high] if c.test.ci_low is not None else None,
+                   "verdict": c.test.verdict}
+                  for c in ev.comparisons if c.benchmark == bench and c.axis == "environment"]
+    return {"baseline_environment": ev.data.baseline_environment, "verification": checks,
+            "failed": [x for x in checks if x["verified"] is False], "normalised": normalised}
+
+
+register(WorkSection())

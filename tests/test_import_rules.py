@@ -1,0 +1,191 @@
+"""The data flows one way — campaign -> runner -> targets -> probe -> store -> analysis -> report — and
+the imports say so: each module belongs to a stage, a stage imports only the stages it is allowed to,
+no import (module-level, inside a function or under TYPE_CHECKING) closes a cycle, and no module
+loads another by name at run time, except the one place that finds the kinds' folders.
+
+Also pinned here: no generic module names a benchmark kind; a kind's name and its modules appear
+only in its own folder, rtvbench/kinds/<kind>/.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "rtvbench"
+
+# Which stage each module is in, by the longest matching module-name prefix (a kind's modules by
+# their file name: params.py is campaign stage, decode.py analysis, section.py report).
+STAGE_OF_PREFIX = {
+    "rtvbench": "base",                      # __init__, errors, params, registry, catalog, results, spec ...
+    "rtvbench.kinds": "base",                # the finder of the kinds' folders
+    "rtvbench.probe": "probe",
+    "rtvbench.targets": "targets",
+    "rtvbench.loads": "loads",
+    "rtvbench.benchmarks": "benchmarks",
+    "rtvbench.campaign": "campaign",
+    "rtvbench.plan": "campaign",
+    "rtvbench.preflight": "campaign",
+    "rtvbench.store": "store",
+    "rtvbench.migrations": "store",
+    "rtvbench.runner": "runner",
+    "rtvbench.analysis": "analysis",
+    "rtvbench.report": "report",
+    "rtvbench.cli": "cli",
+    "rtvbench.__main__": "cli",
+}
+KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "report"}
+
+# What each stage may import besides itself. Analysis and report read stored runs (results, spec)
+# and never the store, the runner or a target; the campaign stage never reads analysis or the store.
+ALLOWED = {
+    "base": set(),
+    "probe": {"base"},
+    "targets": {"base", "probe"},
+    "loads": {"base", "probe", "targets"},
+    "benchmarks": {"base", "probe", "targets", "loads"},
+    "campaign": {"base", "probe", "targets", "loads", "benchmarks"},
+    # The store reads runs stored before the resolved campaign was: their campaign text is validated again.
+    "store": {"base", "probe", "targets", "loads", "benchmarks", "campaign"},
+    "runner": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store"},
+    "analysis": {"base"},
+    "report": {"base", "analysis", "campaign"},
+    "cli": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store", "runner", "analysis", "report"},
+}
+DYNAMIC_IMPORT_ALLOWED = {"rtvbench.kinds"}      # discovery of rtvbench/kinds/<kind>/ folders
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def stage(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) >= 4 and parts[:2] == ["rtvbench", "kinds"]:
+        if parts[3] in KIND_MODULE_STAGE:
+            return KIND_MODULE_STAGE[parts[3]]
+        return "analysis"                # helpers of a kind's decoder (names, considerations ...)
+    for n in range(len(parts), 1, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in STAGE_OF_PREFIX:
+            return STAGE_OF_PREFIX[prefix]
+    if len(MODULES[module].relative_to(PACKAGE).parts) == 1:
+        return "base"                    # a top-level module not named above: a leaf every stage may use
+    raise AssertionError(f"no stage for {module}")
+
+
+def _package_of(module: str) -> str:
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def imports(module: str) -> list[tuple[str, int]]:
+    """(imported rtvbench module, line) for every import anywhere in the module's file."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = _package_of(module).split(".")
+                base = ".".join(pkg[:len(pkg) - node.level + 1] + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.append((sub if sub in MODULES else base, node.lineno))
+    return [(m, line) for m, line in out if m.split(".")[0] == "rtvbench" and m in MODULES]
+
+
+def test_every_module_has_a_stage():
+    assert {m: stage(m) for m in MODULES}
+
+
+def test_no_stage_imports_one_it_may_not():
+    wrong = []
+    for m in MODULES:
+        for target, line in imports(m):
+            a, b = stage(m), stage(target)
+            if a != b and b not in ALLOWED[a]:
+                wrong.append(f"{MODULES[m].relative_to(ROOT)}:{line}: {a} stage imports {target} ({b} stage)")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle():
+    graph = {m: {t for t, _ in imports(m) if t != m} for m in MODULES}
+    seen, stack, cycles = set(), [], []
+
+    def visit(m: str) -> None:
+        if m in stack:
+            cycles.append(" -> ".join(stack[stack.index(m):] + [m]))
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for t in sorted(graph[m]):
+            visit(t)
+        stack.pop()
+
+    for m in sorted(graph):
+        visit(m)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_module_is_imported_by_name_at_run_time():
+    found = []
+    for m, path in MODULES.items():
+        if m in DYNAMIC_IMPORT_ALLOWED:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for word in ("import_module", "__import__", "TYPE_CHECKING"):
+            if word in text:
+                found.append(f"{path.relative_to(ROOT)}: {word}")
+    assert not found, "\n".join(found)
+
+
+KIND_FOLDERS = sorted(p.name for p in (PACKAGE / "kinds").iterdir() if (p / "__init__.py").exists())
+
+
+def _kind_names() -> set[str]:
+    names = set()
+    for folder in KIND_FOLDERS:
+        text = (PACKAGE / "kinds" / folder / "params.py").read_text(encoding="utf-8")
+        names |= set(re.findall(r'BENCHMARKS\.register\("([^"]+)"\)', text))
+    return names
+
+
+def test_no_generic_module_names_a_kind():
+    names = _kind_names()
+    assert len(names) == len(KIND_FOLDERS) >= 7
+    literal = re.compile("|".join(rf'["\']{re.escape(n)}["\']' for n in names))
+    module = re.compile(r"rtvbench\.kinds\.(" + "|".join(KIND_FOLDERS) + r")\b")
+    found = []
+    for m, path in MODULES.items():
+        parts = m.split(".")
+        own = parts[1:2] == ["kinds"] and len(parts) > 2 and parts[2]
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for hit in literal.findall(line) + [x for x in module.findall(line) if x != own]:
+                if not own:
+                    found.append(f"{path.relative_to(ROOT)}:{i}: {hit}")
+            if own and [x for x in module.findall(line) if x != own]:
+                found.append(f"{path.relative_to(ROOT)}:{i}: another kind's module")
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("folder", KIND_FOLDERS)
+def test_a_kind_folder_has_its_campaign_and_analysis_stages(folder):
+    here = PACKAGE / "kinds" / folder
+    assert (here / "params.py").exists() and (here / "decode.py").exists()
