@@ -234,15 +234,16 @@ def test_overhead_tables_one_per_pair_with_ci_and_significance(run, outputs):
     start = html.index(caption)
     table = html[start:html.index("</table>", start)]
     assert re.findall(r"<th>(.*?)</th>", table) == [
-        "Figure", "native / idle (us, mean ± sd)", "guest / idle (us, mean ± sd)", "Δ median (us)", "Overhead",
+        "Figure", "Unit", "native / idle (mean ± sd)", "guest / idle (mean ± sd)", "Δ median", "Overhead",
         "95 % CI", "p (Mann-Whitney)", "n", "Verdict"]
     from rtvbench.analysis.evaluation import evaluate_run
     ev = evaluate_run(run)
     [c] = [c for c in ev.comparisons if (c.axis, c.context, c.candidate, c.figure) == ("environment", "idle", "guest",
                                                                                        "p99_us")]
     t = c.test
-    row = re.search(r"<tr class=\"[\w-]+\">\s*<td>p99</td>(.*?)</tr>", table, re.S).group(1)
+    row = re.search(r"<tr class=\"[\w-]+\">\s*<td>p99 <code>p99_us</code></td>(.*?)</tr>", table, re.S).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert cells.pop(0) == "us"
     s_base = ev.summary("native", "idle", "wakeup", "p99_us")
     assert cells[0] == f"{s_base.mean:.2f} ± {s_base.stddev:.3g}" or cells[0].startswith(f"{s_base.mean:.3g}")
     assert cells[3] == format_percent(t.overhead_percent)

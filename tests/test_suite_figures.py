@@ -154,5 +154,11 @@ def test_ipc(probe):
     kind = get_kind("ipc")
     assert kind.compared_figures(sorted(f))[:3] == ["pipe.16B.avg", "pipe.16B.p99", "pipe.16B.max"]
     assert kind.samples_needed("unix.1024B.p999") == 1000 and kind.sample_count(m) == 200
+    # Each (transport, size) is a distribution of its own: every round trip, percentiles as the probe's.
+    dists = kind.decode(m).distributions
+    assert sorted(dists) == ["pipe 1024 B", "pipe 16 B", "unix 1024 B", "unix 16 B"]
+    assert all(h.total == 200 for h in dists.values())
+    assert dists["unix 1024 B"].percentile(99) == pytest.approx(r["p99_ns"], rel=0.01)
+    assert dists["unix 1024 B"].max_ns == r["max_ns"]
     for bad in ("unix.1KiB.p99", "unix.1024.p99", "unix.1024B.p95", "smoke.16B.avg"):
         assert not known_figure("ipc", bad), bad

@@ -14,8 +14,13 @@ from dataclasses import dataclass
 
 from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.dataset import RunData
+from rtvbench.analysis.stats import summarize
 
 INFO, WARNING = "info", "warning"
+#: a cell whose repetitions vary more than this (coefficient of variation) is called noisy
+NOISY_CV = 0.20
+#: relative changes smaller than this are not worth a sentence, whatever the test says
+NEGLIGIBLE_PERCENT = 1.0
 
 
 @dataclass
@@ -39,6 +44,30 @@ def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison]) -> l
                                           "which this version of rtvbench cannot analyse.")]
     out += [Finding(*f) for f in kind.considerations(data, bench, comps)]
     return out + _probe_warnings(data, bench) + _failures(data, bench)
+
+
+def noise(data: RunData, bench: str, kind) -> list[Finding]:
+    """A warning per cell whose repetitions disagree by more than NOISY_CV on a figure the kind says
+    repetitions should agree on (`Kind.stable_figures`): the worst three named."""
+    figures = kind.stable_figures(data.figure_names(bench))
+    out = []
+    for env, load in data.cells(bench):
+        noisy = []
+        for figure in figures:
+            s = summarize(data.values(env, load, bench, figure))
+            if s.cv is not None and s.cv > NOISY_CV:
+                noisy.append((s.cv, figure))
+        if not noisy:
+            continue
+        noisy.sort(reverse=True)
+        said = ", ".join(f"{kind.label(f)} varies by {cv * 100:.0f} %" for cv, f in noisy[:3])
+        if len(noisy) > 3:
+            said += f", and {len(noisy) - 3} more of the {len(figures)} figures"
+        out.append(Finding(WARNING, "noise",
+                           f"Repetitions in `{env}` under `{load}` are noisy ({said}; coefficient of variation, "
+                           f"above {NOISY_CV * 100:.0f} %): something else disturbed the runs, so comparisons "
+                           "involving them are less certain."))
+    return out
 
 
 def _probe_warnings(data: RunData, bench: str) -> list[Finding]:

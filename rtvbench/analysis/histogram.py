@@ -7,7 +7,6 @@ equal lo_ns (docs/probe-output.md, "Histogram encoding").
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +156,17 @@ class Histogram:
             x = _clamp(hi - 1, self.lowest(), self.highest())
             points.append((float(x), above / n))
         return points
+
+
+def result_histogram(r: dict[str, Any] | None) -> Histogram | None:
+    """The distribution of a result record that carries one (its `histogram` with its exact `min_ns`
+    and `max_ns`), or None when it has none or one this version cannot read."""
+    if not isinstance(r, dict) or not r.get("histogram"):
+        return None
+    try:
+        return Histogram.from_record(r["histogram"], r.get("min_ns"), r.get("max_ns"))
+    except HistogramError:
+        return None
 
 
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:

@@ -65,8 +65,6 @@ class Kind(ABC):
     table_figures: tuple[str, ...] = ()
     #: figures compared between environments and between loads
     comparison_figures: tuple[str, ...] = ()
-    #: figures whose spread across repetitions says whether a cell is noisy
-    stability_figures: tuple[str, ...] = ()
     #: figures ordered from the body of the distribution to its tail, for the consideration
     tail_figures: tuple[str, ...] = ()
 
@@ -129,6 +127,11 @@ class Kind(ABC):
 
         Kinds whose figures depend on the campaign (sizes, tests) choose among `present`."""
         return list(self.comparison_figures)
+
+    def stable_figures(self, present: list[str]) -> list[str]:
+        """The figures repetitions should agree on, so that their spread says a cell is noisy (not the
+        maximum: one sample, legitimately jumpy)."""
+        return []
 
     def lower_is_better(self, figure: str) -> bool:
         """Whether a smaller value of the figure is the better one (times: yes; bandwidths: no)."""

@@ -20,9 +20,12 @@ import math
 from abc import abstractmethod
 from typing import Any
 
+from rtvbench.analysis.compare import ALPHA, SIGNIFICANT
+from rtvbench.analysis.findings import NEGLIGIBLE_PERCENT, noise
 from rtvbench.analysis.kind import Kind
-from rtvbench.units import format_percent, human_duration, human_rate, significant
+from rtvbench.analysis.stats import summarize
 from rtvbench.results import Measurement
+from rtvbench.units import format_percent, human_duration, human_rate, significant
 
 TIME, BANDWIDTH, RATE, COUNT = "time", "bandwidth", "rate", "count"
 
@@ -35,10 +38,6 @@ VARIANTS: dict[str, dict[str, tuple[str, float]]] = {
 }
 _SUFFIXES = sorted({s for v in VARIANTS.values() for s in v if s}, key=len, reverse=True)
 
-#: a cell whose repetitions vary more than this (coefficient of variation) is called noisy
-NOISY_CV = 0.20
-#: changes smaller than this are not worth a sentence, whatever the test says
-NEGLIGIBLE_PERCENT = 1.0
 
 
 class QuantityKind(Kind):
@@ -114,6 +113,9 @@ class QuantityKind(Kind):
             return human_rate(base, self.rate_unit(stem))
         return f"{value:,.0f}" if float(value).is_integer() else significant(value)
 
+    def stable_figures(self, present: list[str]) -> list[str]:
+        return [s for s in self.compared_figures(present) if self.stable(s)]
+
     def lower_is_better(self, figure: str) -> bool:
         parts = self.split(figure)
         return parts is None or parts[1] in (TIME, COUNT)
@@ -132,8 +134,6 @@ class QuantityKind(Kind):
 
     def key_result(self, data, bench: str, env: str, load: str) -> str:
         """One line for the report's summary: the first headline figures' medians in a cell."""
-        from rtvbench.analysis.stats import summarize
-
         parts = []
         for stem in self.table_stems(data.figure_names(bench))[:3]:
             s = summarize(data.values(env, load, bench, stem))
@@ -145,7 +145,8 @@ class QuantityKind(Kind):
 
     def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
         return (self.extra_considerations(data, bench, comps) + self.results(data, bench)
-                + differences(self, comps) + noise(self, data, bench))
+                + differences(self, comps)
+                + [(f.severity, f.topic, f.text) for f in noise(data, bench, self)])
 
     def results(self, data, bench: str) -> list[tuple[str, str, str]]:
         """What each environment and load measured, in one sentence each (the key results' line)."""
@@ -168,8 +169,6 @@ def _worse(kind: QuantityKind, c) -> bool:
 
 def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
     """One sentence per compared pair of cells: how many figures differ significantly, the largest."""
-    from rtvbench.analysis.compare import ALPHA, SIGNIFICANT
-
     groups: dict[tuple, list] = {}
     for c in comps:
         groups.setdefault((c.axis, c.context, c.baseline, c.candidate), []).append(c)
@@ -221,29 +220,6 @@ def _change(kind: QuantityKind, c) -> str:
     interval = f", 95 % CI {format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else ""
     return (f"{kind.format(t.baseline_median, c.figure)} -> {kind.format(t.candidate_median, c.figure)}, "
             f"{format_percent(t.overhead_percent)}{interval}")
-
-
-def noise(kind: QuantityKind, data, bench: str) -> list[tuple[str, str, str]]:
-    """A warning per cell whose repetitions disagree by more than NOISY_CV on some headline figure."""
-    from rtvbench.analysis.stats import summarize
-
-    present = data.figure_names(bench)
-    stems = [s for s in kind.compared_figures(present) if kind.stable(s)]
-    out = []
-    for env, load in data.cells(bench):
-        noisy = []
-        for stem in stems:
-            s = summarize(data.values(env, load, bench, stem))
-            if s.cv is not None and s.cv > NOISY_CV:
-                noisy.append((s.cv, stem))
-        if noisy:
-            cv, stem = max(noisy)
-            out.append(("warning", "noise",
-                        f"Repetitions in `{env}` under `{load}` disagree on {len(noisy)} of {len(stems)} figures "
-                        f"by more than {NOISY_CV * 100:.0f} % (coefficient of variation; the worst, `{stem}`, "
-                        f"{cv * 100:.0f} %): something else disturbed those runs, so comparisons involving them "
-                        "are less certain."))
-    return out
 
 
 def number(value: Any) -> float | None:

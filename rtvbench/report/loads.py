@@ -71,7 +71,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
             f"{bench}: CPU time by state while the probe ran (% of each CPU, /proc/stat)",
             ["Environment / load", "CPU", "busy", *STATES], rows, numeric_from=2,
             note="Mean over the completed repetitions of each state's share of the ticks that elapsed between the "
-                 "two /proc/stat samples steal: time the hypervisor ran something else on "
+                 "two /proc/stat samples. steal: time the hypervisor ran something else on "
                  "this vCPU. The kernel charges each tick (1-10 ms) to whatever runs at that instant: a "
                  "one-second measurement resolves about 1 %, and a periodic task locked to the tick (a 1 kHz loop) "
                  "can show as almost 0 % or 100 % busy. The loads' achieved figures come from their own CPU-time "

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from rtvbench.analysis.histogram import Histogram
-from rtvbench.units import size_axis_label
+from rtvbench.units import significant, size_axis_label
 
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "rtvbench", "font.size": 9,
        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False}
@@ -101,7 +101,8 @@ def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str
             counts = np.array([b[2] for b in buckets], dtype=float)
             binned, _ = np.histogram(np.clip(mids, edges[0], edges[-1]), bins=edges, weights=counts)
             top = h.highest() / 1000
-            ax.stairs(binned, edges, label=_label(f"{name} (max {top:.4g} us)"), linewidth=1.2, color=f"C{i % 10}")
+            ax.stairs(binned, edges, label=_label(f"{name} (max {significant(top)} us)"), linewidth=1.2,
+                      color=f"C{i % 10}")
             ax.axvline(top, color=f"C{i % 10}", linestyle="--", linewidth=0.8)
         ax.set_yscale("log", nonpositive="clip")
         ax.set_xlim(0, edges[-1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from rtvbench.analysis.compare import Comparison
+from rtvbench.analysis.kind import Kind
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
 from rtvbench.units import format_percent, significant
@@ -25,8 +26,12 @@ _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 _PREFIXES = (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
 
 
-def row_unit(kind: QuantityKind, stem: str, values: list[float]) -> tuple[str, float]:
-    """(unit label, divisor from the base unit) that suits the magnitude of a row's values."""
+def row_unit(kind: Kind, stem: str, values: list[float]) -> tuple[str, float]:
+    """(unit label, divisor from the base unit) that suits the magnitude of a row's values; a kind whose
+    figure names carry their unit (`max_us`) keeps that unit."""
+    if not isinstance(kind, QuantityKind):
+        unit = kind.unit(stem)
+        return ("" if unit == "count" else unit), 1.0
     fam = kind.split(stem)[1]
     ref = sorted(abs(v) for v in values if v is not None and math.isfinite(v))
     ref = ref[len(ref) // 2] if ref else 0.0
@@ -69,47 +74,71 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
                  note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest.")
 
 
-def overhead_tables(ev: Evaluation, bench: str, kind: QuantityKind, stems: list[str]) -> list[Table]:
-    comps: dict[tuple, Comparison] = {}
+def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) -> list[Table]:
+    """One table per compared pair (a candidate environment against the baseline under one load, or a
+    load against the baseline load in one environment), environment comparisons first, each axis in
+    the campaign's order: per figure the baseline's and the candidate's mean ± sd, the difference of
+    the medians, the percent overhead with its bootstrap 95 % interval, the Mann-Whitney p and the
+    verdict. The numbers are the comparison machinery's (analysis.compare), not recomputed here."""
+    data = ev.data
+    comps: dict[tuple, dict[str, Comparison]] = {}
     for c in ev.comparisons:
         if c.benchmark == bench:
-            comps[(c.axis, c.context, c.baseline, c.candidate, c.figure)] = c
-    pairs = list(dict.fromkeys(k[:4] for k in comps))
-    out = []
-    for axis, context, baseline, candidate in pairs:
+            comps.setdefault((c.axis, c.context, c.baseline, c.candidate), {})[c.figure] = c
+
+    def place(names: list[str], name: str) -> int:
+        return names.index(name) if name in names else len(names)
+
+    def key(pair):
+        axis, context, _, candidate = pair
         if axis == "environment":
-            base_cell, cand_cell = (baseline, context), (candidate, context)
+            return (0, place(data.loads, context), place(data.environments, candidate))
+        return (1, place(data.environments, context), place(data.loads, candidate))
+
+    out = []
+    for pair in sorted(comps, key=key):
+        axis, context, baseline, candidate = pair
+        first = next(iter(comps[pair].values()))
+        base_cell = (first.baseline_environment, first.baseline_load)
+        cand_cell = (first.candidate_environment, first.candidate_load)
+        if axis == "environment":
             caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
         else:
-            base_cell, cand_cell = (context, baseline), (context, candidate)
             caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
         header = ["Figure", "Unit", f"{base_cell[0]} / {base_cell[1]} (mean ± sd)",
-                  f"{cand_cell[0]} / {cand_cell[1]} (mean ± sd)", "Δ median", "Overhead", "95 % CI", "Verdict"]
+                  f"{cand_cell[0]} / {cand_cell[1]} (mean ± sd)", "Δ median", "Overhead", "95 % CI",
+                  "p (Mann-Whitney)", "n", "Verdict"]
         rows = []
-        for stem in stems:
-            c = comps.get((axis, context, baseline, candidate, stem))
-            b = ev.summary(*base_cell, bench, stem)
-            a = ev.summary(*cand_cell, bench, stem)
-            if c is None and b is None and a is None:
+        for figure in figures:
+            c = comps[pair].get(figure)
+            if c is None:
                 continue
-            unit, scale = row_unit(kind, stem, [s.median for s in (b, a) if s])
-            t = c.test if c else None
-            delta = (t.candidate_median - t.baseline_median) if t and t.baseline_median is not None \
-                and t.candidate_median is not None else None
-            ci = t.ci_percent if t else None
-            rows.append(Row([f"{kind.label(stem)} `{stem}`", unit, _mean_sd(b, scale), _mean_sd(a, scale),
-                             ("+" if delta and delta > 0 else "") + _num(delta, scale) if delta is not None else "–",
-                             format_percent(t.overhead_percent) if t else "–",
+            t = c.test
+            b = ev.summary(*base_cell, bench, figure)
+            a = ev.summary(*cand_cell, bench, figure)
+            unit, scale = row_unit(kind, figure, [s.median for s in (b, a) if s])
+            delta = (t.candidate_median - t.baseline_median
+                     if t.baseline_median is not None and t.candidate_median is not None else None)
+            ci = t.ci_percent
+            rows.append(Row([_figure_label(kind, figure), unit, _mean_sd(b, scale), _mean_sd(a, scale),
+                             "–" if delta is None else ("+" if delta > 0 else "") + _num(delta, scale),
+                             format_percent(t.overhead_percent),
                              f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                             t.verdict if t else "–"],
-                            t.verdict.replace(" ", "-") if t else ""))
+                             f"{t.p_value:.3g}" if t.p_value is not None else "–",
+                             f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
+                            t.verdict.replace(" ", "-")))
         if rows:
-            out.append(Table(caption, header, rows, numeric_from=2,
-                             note="Mean ± sample standard deviation over repetitions. Δ and overhead "
-                                  "compare the medians (overhead = median ratio - 1; for bandwidths and rates a "
-                                  "negative overhead is a loss); 95 % CI by bootstrap; significant when "
-                                  "Mann-Whitney p < 0.05 and the CI excludes 0 %."))
+            out.append(Table(caption, header, rows, numeric_from=2, numeric_to=9,
+                             note="Mean ± sample standard deviation over repetitions. Δ and overhead compare the "
+                                  "medians (overhead = median(candidate) / median(baseline) - 1; for bandwidths "
+                                  "and rates a negative overhead is a loss); 95 % CI by bootstrap; significant "
+                                  "when Mann-Whitney p < 0.05 and the CI excludes 0 %."))
     return out
+
+
+def _figure_label(kind: Kind, figure: str) -> str:
+    label = kind.label(figure)
+    return f"{label} `{figure}`" if label != figure else f"`{figure}`"
 
 
 def _mean_sd(s, scale: float) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rtvbench.analysis.kind import register
+from rtvbench.analysis.histogram import result_histogram
+from rtvbench.analysis.kind import Result, register
 from rtvbench.analysis.quantities import COUNT, TIME, QuantityKind, number
 from rtvbench.catalog import IPC_STATS, IPC_TRANSPORTS
 from rtvbench.results import Measurement
@@ -37,6 +38,16 @@ class IpcKind(QuantityKind):
     def _client_results(self, m: Measurement) -> list[dict[str, Any]]:
         return [r for r in m.results if r.get("role") == "client" and r.get("transport") in IPC_TRANSPORTS
                 and isinstance(r.get("size_bytes"), int) and r.get("verified") is not False]
+
+    def decode(self, m: Measurement) -> Result:
+        """Figures as every measurement-suite kind has them, and each (transport, size)'s round trips as
+        a distribution of its own, from the histogram the probe keeps of them."""
+        out = super().decode(m)
+        for r in self._client_results(m):
+            hist = result_histogram(r)
+            if hist is not None and hist.total:
+                out.distributions[f"{r['transport']} {r['size_bytes']} B"] = hist
+        return out
 
     def quantities(self, m: Measurement) -> dict[str, tuple[str, float]]:
         out = {}

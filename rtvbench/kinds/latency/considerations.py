@@ -9,17 +9,16 @@ from collections import defaultdict
 
 from rtvbench.analysis.compare import INSUFFICIENT, SIGNIFICANT, UNDEFINED, Comparison
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.analysis.findings import INFO, WARNING, Finding
-from rtvbench.analysis.quantities import NEGLIGIBLE_PERCENT, NOISY_CV
+from rtvbench.analysis.findings import INFO, NEGLIGIBLE_PERCENT, WARNING, Finding, noise
 from rtvbench.analysis.stats import summarize
-from rtvbench.units import format_percent, format_value, suffix_unit as unit_of
 from rtvbench.kinds.latency.names import over_threshold_ns
+from rtvbench.units import format_percent, format_value, suffix_unit as unit_of
 
 
 def considerations(data: RunData, bench: str, kind, comps: list[Comparison]) -> list[Finding]:
     tail = _tail_figure(data, bench, kind)
     return (_results(data, bench, kind, tail) + _effects(comps, tail, kind) + _deadlines(data, bench)
-            + _missed(data, bench) + _noise(data, bench, kind))
+            + _missed(data, bench) + noise(data, bench, kind))
 
 
 def _tail_figure(data: RunData, bench: str, kind) -> str | None:
@@ -149,20 +148,4 @@ def _missed(data: RunData, bench: str) -> list[Finding]:
                                f"In `{env}` under `{load}`, {total:,} period{'s' if total != 1 else ''} were missed "
                                f"entirely (a wake-up later than a whole interval) in "
                                f"{sum(1 for v in missed if v)} of {len(missed)} repetitions."))
-    return out
-
-
-def _noise(data: RunData, bench: str, kind) -> list[Finding]:
-    out = []
-    for env, load in data.cells(bench):
-        noisy = []
-        for figure in kind.stability_figures:
-            s = summarize(data.values(env, load, bench, figure))
-            if s.cv is not None and s.cv > NOISY_CV:
-                noisy.append(f"{kind.label(figure)} varies by {s.cv * 100:.0f} %")
-        if noisy:
-            out.append(Finding(WARNING, "noise",
-                               f"Repetitions in `{env}` under `{load}` are noisy ({', '.join(noisy)}, coefficient "
-                               f"of variation, above {NOISY_CV * 100:.0f} %): something else disturbed the runs, "
-                               "so comparisons involving them are less certain."))
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.histogram import Histogram, HistogramError
+from rtvbench.analysis.histogram import Histogram, result_histogram
 from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
 from rtvbench.units import exact_duration
 from rtvbench.kinds.latency import considerations, interference
@@ -21,7 +21,6 @@ class LatencyKind(Kind):
     table_figures = ("count", "missed", "min_us", "avg_us", "p99_us", "p9999_us", "max_us")
     comparison_figures = ("min_us", "avg_us", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us")
     # The max is one sample and legitimately jumpy; the body of the distribution should not be.
-    stability_figures = ("avg_us", "p99_us")
     tail_figures = ("p99_us", "p999_us", "p9999_us", "p99999_us", "p999999_us")
 
     def is_figure(self, figure: str) -> bool:
@@ -31,6 +30,10 @@ class LatencyKind(Kind):
             figure = figure[len(RESPONSE):]
         stem, _, unit = figure.rpartition("_")
         return stem in TIME_STEMS and unit in TIME_UNITS
+
+    def stable_figures(self, present: list[str]) -> list[str]:
+        # The body of the distribution should not move between repetitions; the tail legitimately does.
+        return ["avg_us", "p99_us"]
 
     def compared_figures(self, present: list[str]) -> list[str]:
         return list(self.comparison_figures) + [f for f in RESPONSE_COMPARED if f in present]
@@ -54,14 +57,14 @@ class LatencyKind(Kind):
             if cpu == "all":
                 out.figures.update(self._result_figures(r))
                 out.samples = _count(r)
-                for name, hist in (("wake-up", _histogram(r)), ("response", _histogram(r.get("response")))):
+                for name, hist in (("wake-up", result_histogram(r)), ("response", result_histogram(r.get("response")))):
                     if hist is not None and hist.total:
                         out.distributions[name] = hist
             elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
                 out.figures.update({cpu_figure(cpu, k): v for k, v in self._result_figures(r).items()})
                 if _count(r) is not None:
                     out.cpu_samples[cpu] = _count(r)
-                hist = _histogram(r)
+                hist = result_histogram(r)
                 if hist is not None and hist.total:
                     out.cpu_distributions[cpu] = hist
         for key, name in (("max_ns", "max_us"), ("response_max_ns", "response_max_us")):
@@ -90,10 +93,10 @@ class LatencyKind(Kind):
             out["deadline_misses"] = r["deadline_misses"]
         if not out.get("count"):
             return out      # no samples: every time figure would be null
-        self._times(out, r, _histogram(r), "")
+        self._times(out, r, result_histogram(r), "")
         if isinstance(response, dict) and response.get("count"):
             out[RESPONSE + "count"] = response["count"]
-            self._times(out, response, _histogram(response), RESPONSE)
+            self._times(out, response, result_histogram(response), RESPONSE)
         return out
 
     @staticmethod
@@ -179,15 +182,6 @@ class LatencyKind(Kind):
         text += ("Percentiles come from the probe's log-linear histogram (within 1 % of exact); "
                  "min, max and mean are exact.")
         return text
-
-
-def _histogram(r: dict[str, Any] | None) -> Histogram | None:
-    if not isinstance(r, dict) or not r.get("histogram"):
-        return None
-    try:
-        return Histogram.from_record(r["histogram"], r.get("min_ns"), r.get("max_ns"))
-    except HistogramError:
-        return None
 
 
 def _count(r: dict[str, Any] | None) -> int | None:

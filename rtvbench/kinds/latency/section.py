@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.cpu_usage import cell_usage
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.analysis.stats import summarize
-from rtvbench.units import format_percent, format_time, format_value, suffix_unit
+from rtvbench.units import format_time, format_value, suffix_unit
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
-from rtvbench.report import plots
+from rtvbench.report import plots, suite
 from rtvbench.report.loads import (cell_achieved_text, load_kind_words, measurement_achieved_text,
                                    measurement_busy_text)
 from rtvbench.report.section import Parts, Section, register
@@ -37,7 +36,8 @@ class LatencySection(Section):
         results = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)]
         results += [t for t in (_cpu_table(ev, bench),) if t]
         per_env = latency_environment_table(ev, bench)
-        comparisons = ([per_env] if per_env else []) + overhead_tables(ev, bench, kind)
+        figures = kind.compared_figures(data.figure_names(bench))
+        comparisons = ([per_env] if per_env else []) + suite.overhead_tables(ev, bench, kind, figures)
         rankings = [ranking_table(ev, rk, kind) for rk in ev.extras.get(bench, {}).get("rankings", [])]
         figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
         return Parts(results, comparisons, figures, rankings)
@@ -72,22 +72,17 @@ class LatencySection(Section):
 
 
 def _how(ev: Evaluation, bench: str) -> str:
-    """How the benchmark ran, from the parameters the probe echoed (its defaults included)."""
-    first = next((m for m in ev.data.measurements(benchmark=bench) if m.meta), None)
-    p = ((first.meta or {}).get("params") or {}) if first else {}
+    """How the benchmark ran, from the run's resolved campaign (its defaults included)."""
+    p = ev.data.benchmark_params(bench)
     how = []
     if p.get("loops"):
         how.append(f"{p['loops']:,} loops per CPU")
-    elif p.get("duration_ns"):
-        how.append(f"{p['duration_ns'] / 1e9:g} s per repetition")
-    if p.get("interval_ns"):
-        how.append(f"an interval of {p['interval_ns'] / 1000:g} us")
-    policy = p.get("policy")
-    if policy == "other":
-        how.append("normal priority")
-    elif policy:
-        how.append(f"priority {p.get('priority')} ({policy})")
-    return ", ".join(how) or "as the campaign set it"
+    elif p.get("duration_s"):
+        how.append(f"{p['duration_s']:g} s per repetition")
+    if p.get("interval_us"):
+        how.append(f"an interval of {p['interval_us']:g} us")
+    how.append(_sched_words(p, long=True))
+    return ", ".join(x for x in how if x)
 
 
 def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
@@ -98,11 +93,10 @@ def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
     for env, load in data.cells(bench):
         ms = data.measurements(env, load, bench, COMPLETE)
         cpus = sorted({c for m in ms for c in data.result(m).cpus})
-        params = next(((m.meta or {}).get("params") or {} for m in ms if m.meta), {})
-        interval = params.get("interval_ns")
-        interval = f"{interval / 1000:g}" if isinstance(interval, (int, float)) else "–"
+        params = data.benchmark_params(bench)
+        interval = f"{params['interval_us']:g}" if params.get("interval_us") else "–"
         for cpu in cpus:
-            cells = [env, load, str(cpu), _sched_words(params), interval]
+            cells = [env, load, str(cpu), _sched_words(params) or "–", interval]
             for figure in CPU_TABLE:
                 s = ev.summary(env, load, bench, cpu_figure(cpu, figure))
                 cells.append("–" if s is None else _cell(s.median, figure))
@@ -119,11 +113,13 @@ def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
                       f"`{bench}.cpu0.max_us`.")
 
 
-def _sched_words(params: dict) -> str:
+def _sched_words(params: dict, long: bool = False) -> str:
     policy = params.get("policy")
     if not policy:
-        return "–"
-    return "other" if policy == "other" else f"{policy} {params.get('priority', '')}".strip()
+        return ""
+    if policy == "other":
+        return "normal priority" if long else "other"
+    return f"priority {params.get('priority')} ({policy})" if long else f"{policy} {params.get('priority')}"
 
 
 def _cpu_plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
@@ -136,7 +132,7 @@ def _cpu_plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
         curves = [(f"CPU {c}", ev.merged_distribution(env, load, bench, "wake-up", cpu=c)) for c in cpus]
         svg = plots.per_cpu_histogram_svg(curves, f"{bench}: {env} under {load}, latency per CPU", f"{id_prefix}p{i}")
         if svg:
-            out.append(Plot(f"Latency per CPU in `{env}` under `{load}`: linear latency axis, log count, one curve "
+            out.append(Plot(f"Latency per CPU in {env} under {load}: linear latency axis, log count, one curve "
                             "per CPU, each CPU's maximum marked (all completed repetitions merged)", svg))
     return out
 
@@ -217,77 +213,6 @@ def _us(v: float | None) -> str:
         return "–"
     # Whole microseconds with separators from 1000 us on, as evaluation reports print 50,835.
     return f"{v:,.0f}" if abs(v) >= 1000 else format_time(v, "us")
-
-
-def overhead_tables(ev: Evaluation, bench: str, kind) -> list:
-    """One table per compared pair (a candidate environment against the baseline under one load, or a load
-    against the baseline load in one environment): per figure the baseline and candidate mean ± sd, the
-    difference of the medians, the percent overhead with its bootstrap 95 % interval, the Mann-Whitney p and
-    the verdict."""
-    comps: dict[tuple, list[Comparison]] = {}
-    for c in ev.comparisons:
-        if c.benchmark == bench:
-            comps.setdefault((c.axis, c.context, c.baseline, c.candidate), []).append(c)
-    order = list(kind.comparison_figures) if kind is not None else []
-    out = []
-    data = ev.data
-
-    def place(names: list[str], name: str) -> int:
-        return names.index(name) if name in names else len(names)
-
-    def key(kv):
-        axis, context, _, candidate = kv[0]
-        # Environment comparisons first, each axis in the campaign's declared order.
-        if axis == "environment":
-            return (0, place(data.loads, context), place(data.environments, candidate))
-        return (1, place(data.environments, context), place(data.loads, candidate))
-    for (axis, context, baseline, candidate), cs in sorted(comps.items(), key=key):
-        first = cs[0]
-        base_cell = (first.baseline_environment, first.baseline_load)
-        cand_cell = (first.candidate_environment, first.candidate_load)
-        if axis == "environment":
-            caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
-        else:
-            caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
-        header = ["Figure", f"{base_cell[0]} / {base_cell[1]} (us, mean ± sd)",
-                  f"{cand_cell[0]} / {cand_cell[1]} (us, mean ± sd)", "Δ median (us)", "Overhead", "95 % CI",
-                  "p (Mann-Whitney)", "n", "Verdict"]
-        rows = []
-        for c in sorted(cs, key=lambda c: order.index(c.figure) if c.figure in order else 99):
-            t = c.test
-            b = ev.summary(*base_cell, bench, c.figure)
-            a = ev.summary(*cand_cell, bench, c.figure)
-            delta = (t.candidate_median - t.baseline_median
-                     if t.baseline_median is not None and t.candidate_median is not None else None)
-            ci = t.ci_percent
-            rows.append(Row([kind.label(c.figure) if kind else c.figure, _mean_sd(b, c.figure),
-                             _mean_sd(a, c.figure),
-                             "–" if delta is None else ("+" if delta > 0 else "") + format_time(delta, _unit(c.figure)),
-                             format_percent(t.overhead_percent),
-                             f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                             f"{t.p_value:.3g}" if t.p_value is not None else "–",
-                             f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
-                            t.verdict.replace(" ", "-")))
-        out.append(Table(caption, header, rows, numeric_from=1, numeric_to=8,
-                         note="Mean ± sample standard deviation over repetitions. Δ and "
-                              "overhead compare the medians (overhead = median(candidate) / median(baseline) - 1); "
-                              "95 % CI by bootstrap (5000 resamples); significant when Mann-Whitney p < 0.05 and "
-                              "the CI excludes 0 %."))
-    return out
-
-
-def _unit(figure: str) -> str:
-    unit = figure.rpartition("_")[2]
-    return unit if unit in ("ns", "us", "ms") else "us"
-
-
-def _mean_sd(s, figure: str) -> str:
-    if s is None or s.mean is None:
-        return "–"
-    unit = _unit(figure)
-    if s.stddev is None:
-        return format_time(s.mean, unit)
-    return f"{format_time(s.mean, unit)} ± {format_time(s.stddev, unit)}"
 
 
 def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:

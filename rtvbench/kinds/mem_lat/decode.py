@@ -13,9 +13,10 @@ from typing import Any
 from rtvbench.analysis.cache_levels import Level, detect_levels, levels_sentence
 from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import TIME, QuantityKind, number
-from rtvbench.units import human_duration, human_size, parse_size_token, size_token
+from rtvbench.analysis.stats import summarize
 from rtvbench.catalog import MEM_LAT_MODES
 from rtvbench.results import Measurement
+from rtvbench.units import human_duration, human_size, parse_size_token, size_token
 
 _STEM = re.compile(r"^lat\.([0-9]+(?:B|KiB|MiB|GiB))_(seq|random)$")
 _MODE_WORDS = {"random": "random-access curve", "seq": "sequential curve (prefetchers follow it)"}
@@ -39,8 +40,6 @@ Curve = list[tuple[int, float, float, float]]     # (size, median, min, max) ove
 
 def curves(data, bench: str) -> dict[tuple[str, str, str], Curve]:
     """(environment, load, mode) -> the latency curve over the completed repetitions."""
-    from rtvbench.analysis.stats import summarize
-
     points = sorted((p, f) for f in data.figure_names(bench) if (p := parse_stem(f)) is not None)
     out: dict[tuple[str, str, str], Curve] = {}
     for env, load in data.cells(bench):
