@@ -274,8 +274,22 @@ def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
     return EXIT_OK
 
 
-from rtvbench.targets.qemu.kernels import kernel as _kernel_group  # noqa: E402
-cli.add_command(_kernel_group)
+class _KernelGroup(click.Group):
+    """`rtvbench kernel`: its commands live with the qemu target's tooling, imported (with pydantic
+    and every target) only when a kernel command runs, so `--help`, `list` and `report` stay quick."""
+
+    def _group(self) -> click.Group:
+        from rtvbench.targets.qemu.kernels import kernel
+        return kernel
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return self._group().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return self._group().get_command(ctx, name)
+
+
+cli.add_command(_KernelGroup(name="kernel", help="Kernel images for QEMU guests, from Debian's archive."))
 
 # ---------------------------------------------------------------------------
 
