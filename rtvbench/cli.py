@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, RtvbenchError)
+from rtvbench.terminal import plain
 
 EXIT_INTERNAL = 70
 FORMATS = ("html", "md", "csv", "json")       # report formats, also their file extensions
@@ -103,8 +103,8 @@ def _verdicts(run) -> int:
         table.add_column(col)
     colours = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
     for v in verdicts:
-        table.add_row(escape(getattr(v, "title", None) or _requirement_text(v.requirement)),
-                      f"[{colours.get(v.status, 'white')}]{v.status}[/]", escape(v.reason))
+        table.add_row(plain(getattr(v, "title", None) or _requirement_text(v.requirement)),
+                      f"[{colours.get(v.status, 'white')}]{v.status}[/]", plain(v.reason))
     out.print(table)
     counts = {s: sum(v.status == s for v in verdicts) for s in colours}
     out.print(", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -138,17 +138,17 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
         if campaign:
             again.append(campaign)
         err.print(f"Interrupted: run {outcome.run_id} is saved with every finished measurement; "
-                  f"continue it with `{shlex.join(again)}`.")
+                  f"continue it with `{plain(shlex.join(again))}`.")
         return EXIT_INTERRUPTED
 
     result = load_run(engine, outcome.run_id)
     statuses = [m.status for m in result.measurements]
     ok = statuses.count("ok")
-    out.print(f"Run {result.id} of {c.name} finished: {ok} of {len(statuses)} measurements ok"
+    out.print(f"Run {result.id} of {plain(c.name)} finished: {ok} of {len(statuses)} measurements ok"
               + ("." if ok == len(statuses) else
                  f"; see `rtvbench show {result.id}` for the others."))
     path = _write_report(result, "html", None)
-    out.print(f"Report: {path}")
+    out.print(f"Report: {plain(path)}")
     if ok == 0:
         err.print(f"rtvbench: no measurement of run {result.id} succeeded; "
                   f"`rtvbench show {result.id}` lists their errors.")
@@ -168,7 +168,7 @@ def validate(campaign: str, store_url: str | None) -> int:
 
     c = load_campaign(campaign, known_figure)
     eta = eta_text(expected_seconds(c, plan(c)))
-    out.print(f"{campaign} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
+    out.print(f"{plain(campaign)} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
               f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
               f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
     return EXIT_OK
@@ -190,7 +190,7 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
     engine = _store(ctx, store_url)
     result = load_run(engine, resolve_run(engine, ref))
     path = _write_report(result, fmt, output)
-    out.print(f"Report: {path}")
+    out.print(f"Report: {plain(path)}")
     return _verdicts(result)
 
 
@@ -212,7 +212,7 @@ def list_(ctx: click.Context, store_url: str | None) -> int:
         duration = ""
         if r["finished_at"]:
             duration = f"{(r['finished_at'] - r['started_at']).total_seconds():.0f} s"
-        table.add_row(str(r["id"]), escape(r["campaign_name"]), r["status"],
+        table.add_row(str(r["id"]), plain(r["campaign_name"]), r["status"],
                       f"{r['ok']}/{r['measurements']}",
                       r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration)
     out.print(table)
@@ -246,14 +246,14 @@ def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
     engine = _store(ctx, store_url)
     r = load_run(engine, resolve_run(engine, run_id))
     finished = r.finished_at.strftime("%Y-%m-%d %H:%M:%S") if r.finished_at else "-"
-    out.print(f"Run {r.id}: campaign [bold]{escape(r.campaign_name)}[/], {r.status}, "
+    out.print(f"Run {r.id}: campaign [bold]{plain(r.campaign_name)}[/], {r.status}, "
               f"started {r.started_at:%Y-%m-%d %H:%M:%S} UTC, finished {finished}.")
     envs = Table(title="Environments", title_justify="left")
     envs.add_column("Environment")
     for key in _SHOW_SYSINFO:
         envs.add_column(key)
     for name, info in r.fingerprints.items():
-        envs.add_row(escape(name), *(escape(str(info.get(k, ""))) for k in _SHOW_SYSINFO))
+        envs.add_row(plain(name), *(plain(str(info.get(k, ""))) for k in _SHOW_SYSINFO))
     out.print(envs)
     ms = Table(title="Measurements", title_justify="left")
     for col in ("#", "Environment", "Load", "Benchmark", "Rep", "Status", "Figures", "Note"):
@@ -261,13 +261,13 @@ def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
     colours = {"ok": "green", "error": "red", "interrupted": "yellow", "running": "yellow"}
     for i, m in enumerate(r.measurements, start=1):
         note = m.error or "; ".join(w.get("code", "") for w in m.warnings)
-        ms.add_row(str(i), escape(m.environment), escape(m.load), escape(m.benchmark),
+        ms.add_row(str(i), plain(m.environment), plain(m.load), plain(m.benchmark),
                    str(m.repetition + 1), f"[{colours.get(m.status, 'white')}]{m.status}[/]",
-                   _figures(m), escape(note or ""))
+                   _figures(m), plain(note or ""))
     out.print(ms)
     for m in r.failed_attempts:
-        out.print(f"[red]Failed attempt {m.attempt}[/] of {escape(m.environment)} / {escape(m.load)} / "
-                  f"{escape(m.benchmark)} rep {m.repetition + 1} (retried): {escape(m.error or '')}",
+        out.print(f"[red]Failed attempt {m.attempt}[/] of {plain(m.environment)} / {plain(m.load)} / "
+                  f"{plain(m.benchmark)} rep {m.repetition + 1} (retried): {plain(m.error or '')}",
                   highlight=False)
     if any(m.target_log for m in list(r.failed_attempts) + list(r.measurements)):
         out.print(f"The target's own log of each failure (a guest's console) is in `rtvbench report --campaign {r.id}`.")
@@ -308,12 +308,12 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
     except RtvbenchError as e:
         for line in e.lines():
-            err.print(escape(line))
+            err.print(plain(line))
         code = e.exit_code
     except Exception as e:                  # a bug: say so in one line, keep the trace on demand
         if os.environ.get("RTVBENCH_DEBUG"):
             traceback.print_exc()
-        err.print(f"rtvbench: internal error ({type(e).__name__}: {escape(str(e))}); rerun with "
+        err.print(f"rtvbench: internal error ({type(e).__name__}: {plain(str(e))}); rerun with "
                   "RTVBENCH_DEBUG=1 for the traceback and report it.")
         code = EXIT_INTERNAL
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -29,6 +29,7 @@ from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.targets import Background, Completed
+from rtvbench.terminal import plain
 from rtvbench.units import eta_text
 
 
@@ -98,13 +99,13 @@ class Runner:
         # What would make the figures mean less than they seem (no RT priority, a guest under TCG,
         # a load on the measured CPU ...): said before the first measurement, and in the report.
         for line in format_warnings(preflight_check(c.spec(), prints)):
-            self.console.print(f"[yellow]{line}[/]", highlight=False)
+            self.console.print(f"[yellow]{plain(line)}[/]", highlight=False)
 
         attempts = recorder.attempts()
         todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]
         outcome = Outcome(recorder.id)
         what = "Resuming" if resume else "Running"
-        self.console.print(f"{what} campaign [bold]{c.name}[/] (run {recorder.id}): "
+        self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
                            f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
                            highlight=False)
         with _sigterm_as_interrupt():
@@ -175,7 +176,7 @@ class Runner:
                 attempt = attempts.get(p.key, (0, ""))[0] + 1
                 status, error = self._measure(recorder, p, attempt, tick)
                 if status == "lost":
-                    progress.console.print(f"[red]target lost[/] {p.label()}: {error}; retrying.",
+                    progress.console.print(f"[red]target lost[/] {plain(p.label())}: {plain(error)}; retrying.",
                                            highlight=False)
                     self._reconnect()
                     status, error = self._measure(recorder, p, attempt + 1, tick)
@@ -184,7 +185,7 @@ class Runner:
                 done_s += expected
                 progress.update(task, completed=done_s)
                 if status != "ok":
-                    progress.console.print(f"[red]{status}[/] {p.label()}: {error}", highlight=False)
+                    progress.console.print(f"[red]{status}[/] {plain(p.label())}: {plain(error)}", highlight=False)
 
     def _focus(self, involved: set[str]) -> None:
         """Only the environments a measurement uses run: the guests of the others are paused (an
