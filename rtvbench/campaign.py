@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
-from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import to_jsonable_python
 
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
@@ -26,8 +26,7 @@ from rtvbench.errors import InputError
 from rtvbench.loads import LOADS, Load, kind_of
 from rtvbench.loads.base import NEIGHBOURS
 from rtvbench.loads.combine import CombinedLoad
-from rtvbench.params import (Name, NonNegativeInt, Number, PositiveInt, SizeRange, StrictModel,
-                             is_valid_name)
+from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target
 from rtvbench.tomlloc import TomlLocator, format_path
@@ -85,15 +84,27 @@ class CampaignError(InputError):
 # Models of the parts that are not a registered kind
 
 
+#: the most repetitions a campaign may ask for, and the largest seed the store keeps (a signed 64-bit
+#: integer); a campaign name is also a report's file name, so it stays well below file-name limits
+MAX_REPETITIONS, MAX_SEED, MAX_NAME = 100_000, 2**63 - 1, 100
+
+
 class TopLevel(StrictModel):
     name: Name
-    repetitions: PositiveInt = 1
-    seed: NonNegativeInt = 0
+    repetitions: int_range(1, MAX_REPETITIONS) = 1
+    seed: int_range(0, MAX_SEED) = 0
     # Checked entry by entry below, against the model of each entry's kind.
     environments: Optional[dict[str, Any]] = None      # required: reported by _table_of_tables
     loads: dict[str, Any] = {"idle": {}}
     benchmarks: Optional[dict[str, Any]] = None
     requirements: list[Any] = []
+
+    @field_validator("name")
+    @classmethod
+    def _short(cls, v):
+        if len(v) > MAX_NAME:
+            raise ValueError(f"must be at most {MAX_NAME} characters")
+        return v
 
 
 class AbsoluteRequirement(StrictModel):
@@ -421,7 +432,8 @@ class _Validator:
         for i, table in enumerate(raw):
             prefix = ("requirements", i)
             if not isinstance(table, dict):
-                continue                        # TopLevel reports it
+                self.add(prefix, f"must be a table ([[requirements]] with metric or overhead) (got {_show(table)})")
+                continue
             if "overhead" in table:
                 req = self.model(RelativeRequirement, table, prefix)
                 if req:

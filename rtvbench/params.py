@@ -7,6 +7,7 @@ The custom types raise errors whose message reads well after "file:line: key: ".
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterable
@@ -24,7 +25,8 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite number: TOML has nan and inf, and neither is a bound, a duration or a size anyone means."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
 
 
 def _positive_int(v: Any) -> int:
@@ -47,8 +49,18 @@ def _positive_number(v: Any) -> float | int:
 
 def _number(v: Any) -> float | int:
     if not _is_number(v):
-        raise PydanticCustomError("number", "must be a number")
+        raise PydanticCustomError("number", "must be a finite number")
     return v
+
+
+def int_range(lo: int, hi: int):
+    """A validator type for an integer from lo to hi: limits that keep the work a campaign asks for
+    finite and what the store and the probe can hold (a count, a seed, a number of guests)."""
+    def check(v: Any) -> int:
+        if not _is_int(v) or not lo <= v <= hi:
+            raise PydanticCustomError("int_range", "must be an integer from {lo} to {hi}", {"lo": lo, "hi": hi})
+        return v
+    return Annotated[int, PlainValidator(check)]
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -64,7 +64,7 @@ CASES = [
     ("wrong type", ('interval_us = 200', 'interval_us = "fast"'),
      'campaign.toml:14: benchmarks.wakeup.interval_us: must be a positive integer (got "fast")'),
     ("negative number", ("repetitions = 2", "repetitions = -1"),
-     "campaign.toml:2: repetitions: must be a positive integer (got -1)"),
+     "campaign.toml:2: repetitions: must be an integer from 1 to 100000 (got -1)"),
     ("unknown key with a close match", ("duration_s = 1", "duration_sec = 1"),
      'campaign.toml:15: benchmarks.wakeup.duration_sec: unknown key; did you mean "duration_s"?'),
     ("unknown top-level key", ("seed = 3", "seed = 3\ncolour = 3"),
@@ -149,7 +149,7 @@ def test_all_errors_are_reported_at_once_in_line_order(tmp_path, capsys, monkeyp
     code, _, err = cli("validate", "campaign.toml", capsys=capsys)
     assert code == 2
     assert err.splitlines() == [
-        "campaign.toml:2: repetitions: must be a positive integer (got 0)",
+        "campaign.toml:2: repetitions: must be an integer from 1 to 100000 (got 0)",
         "campaign.toml:6: environments.native.cpus: unknown key; allowed: target",
         "campaign.toml:10: benchmarks.wakeup.interval_us: must be a positive integer (got 0)",
         'campaign.toml:12: benchmarks.wakeup.thresholds_us[1]: must be a positive number (got "x")',

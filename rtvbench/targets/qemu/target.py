@@ -29,7 +29,7 @@ from rtvbench import probe as probe_mod
 from rtvbench.errors import InputError, TargetError, TargetLost
 from rtvbench.targets.qemu.initramfs import (build_initramfs, kernel_config_for, kernel_release,
                                              resolve_modules)
-from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel
+from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
@@ -45,6 +45,8 @@ HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64
 #: on a loaded 2-CPU host must not be declared failed, and a heartbeat can be late by seconds.
 BOOT_TIMEOUT_S = {"tcg": 120.0, "kvm": 30.0}
 HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
+#: guests one environment boots at once: each is a QEMU process with its own memory
+MAX_GUESTS = 64
 STOP_GRACE_S = 2.0                  # a load: SIGTERM -> SIGKILL, as for the local target
 PROBE_STOP_GRACE_S = 5.0            # after SIGINT, time for the probe to print its last records
 ABANDON_S = 5.0                     # wait for the `exit` of a command we killed
@@ -83,7 +85,7 @@ class QemuParams(StrictModel):
     kernel: str                                  # resolved to an absolute path
     modules: Optional[str] = None                # default: <kernel dir>/modules when it exists
     cpus: PositiveInt = 1
-    count: PositiveInt = 1          # before pin_vcpus, whose check needs it
+    count: int_range(1, MAX_GUESTS) = 1     # before pin_vcpus, whose check needs it
     memory_mb: PositiveInt = 512
     cmdline: str = ""
     accel: Literal["auto", "kvm", "tcg"] = "auto"
