@@ -1,12 +1,12 @@
 """The host's view of rtvb-probe: where the binary is, and what its output means.
 
-The output contract is docs/probe-output.md. Anything that does not follow it is
-rejected with a ProbeOutputError naming the line, never guessed at.
+The output contract is docs/probe-output.md. Anything that does not follow it (probe_schema's
+rules for every record, the record order here) is rejected with a ProbeOutputError naming the
+line, never guessed at, and never stored.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rtvbench.errors import ProbeOutputError, TargetError
+from rtvbench.probe_schema import RecordError, parse_record
 
 SCHEMA = 1
 RECORD_TYPES = frozenset({"meta", "warning", "window", "result", "end", "sysinfo"})
@@ -66,11 +67,9 @@ class ProbeStream:
     def feed(self, line: str) -> dict[str, Any]:
         self.count += 1
         try:
-            record = json.loads(line)
-        except ValueError:
-            raise self._error("not a JSON object", line) from None
-        if not isinstance(record, dict):
-            raise self._error("not a JSON object", line)
+            record = parse_record(line)
+        except RecordError as e:
+            raise self._error(str(e), line) from None
         rtype = record.get("type")
         if rtype not in RECORD_TYPES:
             raise self._error(f"unknown record type {rtype!r}", line)

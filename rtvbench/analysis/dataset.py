@@ -7,6 +7,7 @@ still analysed, in the order they were measured.
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Any
 
@@ -16,6 +17,10 @@ from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec
 
 #: measurements whose figures describe a complete run; interrupted ones cover only part of it
 COMPLETE = ("ok",)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _ordered(declared: list[str], seen: list[str]) -> list[str]:
@@ -33,6 +38,9 @@ class RunData:
         self.run = run
         self.spec = run.spec or CampaignSpec(run.campaign_name, 0, 0, {}, {}, {})
         self._results: dict[int, Result] = {}
+        #: measurement id -> why its records could not be decoded (a run stored before the host checked
+        #: every record, or a store edited by hand): such a measurement has no figures
+        self.unreadable: dict[int, str] = {}
 
     @cached_property
     def environments(self) -> list[str]:
@@ -113,7 +121,15 @@ class RunData:
         """The measurement decoded by its kind (empty for unknown kinds and for no results)."""
         if m.id not in self._results:
             kind = get_kind(m.kind)
-            self._results[m.id] = kind.decode(m) if kind is not None and m.results else Result()
+            try:
+                result = kind.decode(m) if kind is not None and m.results else Result()
+                odd = sorted(k for k, v in result.figures.items() if not _finite(v))
+                if odd:
+                    raise ValueError(f"{', '.join(odd[:3])} not a number")
+            except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as e:
+                result = Result()
+                self.unreadable[m.id] = f"{type(e).__name__}: {e}"
+            self._results[m.id] = result
         return self._results[m.id]
 
     def figures(self, m: Measurement) -> dict[str, float]:

@@ -92,6 +92,10 @@ def _failures(data: RunData, bench: str) -> list[Finding]:
     out = []
     for m in data.measurements(benchmark=bench):
         where = f"Repetition {m.repetition + 1} in `{m.environment}` under `{m.load}`"
+        data.result(m)
+        if m.id in data.unreadable:
+            out.append(Finding(WARNING, "failure", f"{where}: its stored records could not be read "
+                                                   f"({data.unreadable[m.id]}), so it has no figures."))
         if m.status == "error":
             out.append(Finding(WARNING, "failure", f"{where} failed: {m.error or 'no error message recorded'}."))
         elif m.status == "interrupted":

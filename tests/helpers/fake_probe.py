@@ -5,6 +5,7 @@
   schema2  every subcommand declares schema 2
   exit1    latency prints meta, then exits 1 with a message on stderr
   error    latency ends with end.status = "error"
+  hostile:<line>  latency prints meta, then <line> as its result, then end
 sysinfo works normally unless the mode is schema2.
 """
 
@@ -33,6 +34,10 @@ if mode == "garbage":
 if mode == "exit1":
     print("rtvb-probe latency: cannot lock memory.", file=sys.stderr)
     sys.exit(1)
+if mode.startswith("hostile:"):
+    print(mode[len("hostile:"):], flush=True)
+    emit(type="end", status="ok", elapsed_ns=1)
+    sys.exit(0)
 emit(type="result", cpu="all", count=1, min_ns=1, max_ns=1)
 if mode == "error":
     emit(type="end", status="error", elapsed_ns=1, error="clock_nanosleep failed: Invalid argument")
