@@ -11,6 +11,7 @@ was measured so far as interrupted, and leaves the run resumable.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,13 +22,14 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
 from sqlalchemy import Engine
 
 from rtvbench.campaign import Campaign
-from rtvbench.errors import InputError, ProbeOutputError, TargetError, TargetLost
+from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
 from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import RunRecorder, latest_unfinished_run
+from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
@@ -63,12 +65,37 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " / ".join(lines[-n:]) if lines else "no diagnostics"
 
 
+class _Heartbeat:
+    """Tells the store every few seconds that this runner still holds its run (store.lease), from a
+    thread of its own, so that a long measurement or a slow guest boot does not look like a dead runner."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, recorder: RunRecorder) -> None:
+        def beat() -> None:
+            while not self._stop.wait(HEARTBEAT_S):
+                try:
+                    recorder.beat()
+                except StoreError:
+                    pass            # a busy store: the next beat is in a few seconds
+        self._thread = threading.Thread(target=beat, name="rtvbench-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2 * HEARTBEAT_S)
+
+
 class Runner:
     def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None) -> None:
         self.campaign = campaign
         self.engine = engine
         self.console = console or Console(stderr=True)
         self.probes: dict[str, str] = {}
+        self.heartbeat = _Heartbeat()
 
     # -- the run ------------------------------------------------------------
 
@@ -76,6 +103,7 @@ class Runner:
         try:
             return self._run(resume)
         finally:
+            self.heartbeat.stop()
             # Connections closed, guests powered off, deployed probes removed, however the run ended.
             for target in self.campaign.environments.values():
                 target.close()
@@ -90,10 +118,13 @@ class Runner:
             if bench.peer:
                 bench.check_reachable(c.environments)   # TargetError: two targets that cannot be joined
         recorder = self._resume() if resume else None
+        if recorder is not None:
+            self.heartbeat.start(recorder)
         have = recorder.fingerprinted() if recorder else set()
         prints = {name: self._fingerprint(name) for name in c.environments if name not in have}
         if recorder is None:
             recorder = RunRecorder.create(self.engine, c)
+            self.heartbeat.start(recorder)
         for name, (describe, sysinfo, meta) in prints.items():
             recorder.add_fingerprint(name, describe, sysinfo, meta)
         # What would make the figures mean less than they seem (no RT priority, a guest under TCG,
@@ -131,9 +162,7 @@ class Runner:
         if last["campaign_hash"] != c.hash:
             raise InputError(f"{c.filename} changed since run {last['id']} started; restore it to "
                              "resume that run, or start a new run without --resume.")
-        recorder = RunRecorder(self.engine, last["id"])
-        recorder.set_status("running")
-        return recorder
+        return RunRecorder.claim(self.engine, last["id"], c.name)     # InputError: another runner has it
 
     def _fingerprint(self, env: str) -> tuple[dict, dict, dict]:
         """The environment's `rtvb-probe sysinfo` record (once per run)."""

@@ -29,7 +29,7 @@ def test_migrations_match_the_schema_and_are_idempotent(tmp_path):
         version = conn.exec_driver_sql("select version_num from alembic_version").scalar()
         journal = conn.exec_driver_sql("pragma journal_mode").scalar()
     assert diff == []
-    assert version == "0004"
+    assert version == "0005"
     assert journal == "wal"
 
 

@@ -34,6 +34,10 @@ runs = Table(
     Column("rtvbench_version", String(40), nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
+    # The runner that holds the run ("host:pid:start", null when none does) and when it last said it
+    # is alive: a second runner resumes the run only once that one is gone (store.writer).
+    Column("runner", String(200)),
+    Column("heartbeat_at", DateTime(timezone=True)),
 )
 
 # Each environment's `rtvb-probe sysinfo` record, once per run.

@@ -13,7 +13,8 @@ from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench import __version__
-from rtvbench.errors import StoreError
+from rtvbench.errors import InputError, StoreError
+from rtvbench.store.lease import holder_alive, this_runner
 from rtvbench.store.schema import (cpu_samples, fingerprints, load_records, measurements, records,
                                    runs)
 
@@ -83,15 +84,48 @@ class RunRecorder:
             run_id = conn.execute(insert(runs).values(
                 campaign_name=campaign.name, campaign_text=campaign.text, campaign=campaign.data,
                 spec=campaign.spec().to_json(), campaign_hash=campaign.hash, seed=campaign.seed, status="running",
-                rtvbench_version=__version__, started_at=now())).inserted_primary_key[0]
+                rtvbench_version=__version__, started_at=now(), runner=this_runner(),
+                heartbeat_at=now())).inserted_primary_key[0]
+        return cls(engine, run_id)
+
+    @classmethod
+    @_guard
+    def claim(cls, engine: Engine, run_id: int, campaign_name: str) -> "RunRecorder":
+        """Take over an unfinished run to resume it, unless another runner still holds it (InputError).
+        The row is updated only if its holder is still the one judged gone: two runners resuming at
+        once cannot both win."""
+        me = this_runner()
+        with engine.begin() as conn:
+            row = conn.execute(select(runs.c.runner, runs.c.heartbeat_at).where(runs.c.id == run_id)).first()
+            holder = row.runner if row else None
+            alive = holder_alive(holder, row.heartbeat_at) if holder and holder != me else None
+            if alive is not None:
+                raise InputError(f'run {run_id} of campaign "{campaign_name}" is being run by another rtvbench '
+                                 f"({alive.words()}); wait for it to end or stop it, then resume.")
+            taken = conn.execute(update(runs).where(
+                runs.c.id == run_id, runs.c.runner.is_(None) if holder is None else runs.c.runner == holder)
+                .values(runner=me, heartbeat_at=now(), status="running", finished_at=None)).rowcount
+        if taken != 1:
+            raise InputError(f'run {run_id} of campaign "{campaign_name}" was just taken over by another '
+                             "rtvbench; wait for it to end, then resume.")
         return cls(engine, run_id)
 
     @_guard
-    def set_status(self, status: str) -> None:
-        finished = now() if status in ("finished", "interrupted") else None
+    def beat(self) -> None:
+        """Say that this runner is alive and still holds the run."""
         with self.engine.begin() as conn:
-            conn.execute(update(runs).where(runs.c.id == self.id).values(
-                status=status, finished_at=finished))
+            conn.execute(update(runs).where(runs.c.id == self.id, runs.c.runner == this_runner())
+                         .values(heartbeat_at=now()))
+
+    @_guard
+    def set_status(self, status: str) -> None:
+        """The run's status; a finished or interrupted run is released for another runner to resume."""
+        ended = status in ("finished", "interrupted")
+        values = dict(status=status, finished_at=now() if ended else None)
+        if ended:
+            values.update(runner=None, heartbeat_at=None)
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == self.id).values(**values))
 
     @_guard
     def fingerprinted(self) -> set[str]:

@@ -1,0 +1,86 @@
+"""One runner per run: `run --resume` refuses a run whose runner is alive (two real-time probes on one CPU,
+a cell stored twice), and takes over one whose runner is gone — at once when it ran on this machine and
+its process is dead, after its heartbeat went stale when it ran elsewhere (a shared store)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sqlite3
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from host_helpers import busy_command, cli_env, kill_all, latency_campaign, run_cli, start_cli, wait_for
+from rtvbench.store import open_store
+from rtvbench.store.lease import HEARTBEAT_STALE_S
+
+
+@pytest.fixture
+def marker():
+    m = f"rtvb-test-{uuid.uuid4().hex}"
+    yield m
+    kill_all(m)
+
+
+def _runs(db):
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("select id, status, runner, heartbeat_at from runs").fetchall()
+    except sqlite3.OperationalError:            # the store is being created
+        return []
+
+
+def test_a_live_run_is_not_resumed_and_a_killed_one_is(tmp_path, probe, marker):
+    (tmp_path / "c.toml").write_text(latency_campaign("lease", busy_command(marker, tmp_path / "load.log"),
+                                                      repetitions=3, duration_s=1))
+    env = cli_env(probe)
+    db = tmp_path / "s.db"
+    runner = start_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+    try:
+        wait_for(lambda: db.exists() and _runs(db) and _runs(db)[0][2], 60, "the run to be claimed")
+        [(run_id, status, owner, beat)] = _runs(db)
+        assert status == "running" and owner.startswith(f"{socket.gethostname()}:{runner.pid}:")
+        r = run_cli("run", "--resume", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip().splitlines()[-1] == (
+            f"rtvbench: run {run_id} of campaign \"lease\" is being run by another rtvbench (process "
+            f"{runner.pid} on {socket.gethostname()}); wait for it to end or stop it, then resume.")
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(10)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    kill_all(marker)
+    # Its process is gone: the run is taken over at once and finished, each cell once.
+    r = run_cli("run", "--resume", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    [(_, status, owner, _)] = _runs(db)
+    assert status == "finished" and owner is None
+    with sqlite3.connect(db) as conn:
+        ok = conn.execute("select load, repetition, count(*) from measurements where status = 'ok' "
+                          "group by load, repetition").fetchall()
+    assert sorted(ok) == [(ld, rep, 1) for ld in ("busy", "idle") for rep in range(3)]
+
+
+def test_a_run_held_elsewhere_is_taken_over_only_when_its_heartbeat_is_stale(tmp_path):
+    from rtvbench.campaign import parse_campaign
+    from rtvbench.errors import InputError
+    from rtvbench.store.writer import RunRecorder
+
+    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+    c = parse_campaign('name = "shared"\n[environments.n]\ntarget = "local"\n'
+                       '[benchmarks.w]\nkind = "latency"\nloops = 10\n')
+    rec = RunRecorder.create(engine, c)
+    other = "board-farm-7:4242:99"
+    fresh = datetime.now(timezone.utc)
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("update runs set runner = ?, heartbeat_at = ?", (other, fresh.isoformat(sep=" ")))
+    with pytest.raises(InputError, match="process 4242 on board-farm-7"):
+        RunRecorder.claim(engine, rec.id, c.name)
+    stale = fresh - timedelta(seconds=HEARTBEAT_STALE_S + 5)
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("update runs set heartbeat_at = ?", (stale.isoformat(sep=" "),))
+    taken = RunRecorder.claim(engine, rec.id, c.name)
+    assert taken.id == rec.id and _runs(tmp_path / "s.db")[0][2] != other
