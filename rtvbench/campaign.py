@@ -12,6 +12,7 @@ import difflib
 import hashlib
 import json
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -37,6 +38,8 @@ else:                                   # pragma: no cover
     import tomli as tomllib
 
 
+#: far more than any campaign: a bigger file is something else (a log, an image, a device)
+MAX_CAMPAIGN_BYTES = 1 << 20
 #: (benchmark kind, figure name) -> whether the kind yields that figure
 FigureCheck = Callable[[str, str], bool]
 
@@ -182,6 +185,15 @@ def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = No
         filename = str(path)
     path = Path(path)
     try:
+        # A device or a FIFO would be read forever (/dev/zero) or block (a pipe nobody writes).
+        info = path.stat()
+        if path.is_dir():
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{filename} is not a regular file; name the campaign's .toml file.")
+        if info.st_size > MAX_CAMPAIGN_BYTES:
+            raise InputError(f"{filename} is {info.st_size:,} bytes, more than a campaign file has "
+                             f"({MAX_CAMPAIGN_BYTES:,}); name the campaign's .toml file.")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{filename}: no such campaign file; check the path.") from None
@@ -229,6 +241,8 @@ def parse_campaign(text: str, filename: str = "<campaign>", base_dir: Path | Non
     from base_dir, the campaign file's directory (default: the working directory)."""
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise CampaignError(filename, [Issue((), "invalid TOML: nested too deeply")]) from None
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _TOML_POS.search(msg)

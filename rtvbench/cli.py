@@ -68,10 +68,14 @@ def _write_report(run, fmt: str, path: Path | None) -> Path:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{fmt}"
     text = render(run, fmt)
+    # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
     except OSError as e:
+        tmp.unlink(missing_ok=True)
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
                             "choose another path with -o.") from None
     return path
@@ -311,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
             err.print(plain(line))
         code = e.exit_code
     except Exception as e:                  # a bug: say so in one line, keep the trace on demand
-        if os.environ.get("RTVBENCH_DEBUG"):
+        if os.environ.get("RTVBENCH_DEBUG", "0") not in ("", "0"):
             traceback.print_exc()
         err.print(f"rtvbench: internal error ({type(e).__name__}: {plain(str(e))}); rerun with "
                   "RTVBENCH_DEBUG=1 for the traceback and report it.")

@@ -60,6 +60,16 @@ def _load_environments(load) -> set[str]:
     return {part.where for part in parts if part.where not in ("same", "neighbours")}
 
 
+def _exit_words(returncode: int) -> str:
+    """"exited with status 3", or "was killed by SIGKILL" for a process a signal ended."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
 def _last_lines(text: str, n: int = 3) -> str:
     lines = [x for x in text.strip().splitlines() if x.strip()]
     return " / ".join(lines[-n:]) if lines else "no diagnostics"
@@ -333,7 +343,7 @@ class Runner:
             # verification) says more than "status 3" and an empty stderr.
             status, error = "error", f"the probe reported an error: {stream.end.get('error')}"
         elif done.returncode != 0:
-            status, error = "error", f"the probe exited with status {done.returncode}: {_last_lines(done.stderr)}"
+            status, error = "error", f"the probe {_exit_words(done.returncode)}: {_last_lines(done.stderr)}"
         elif stream.end is None:
             status, error = "error", "the probe ended without its `end` record"
         elif stream.end["status"] == "interrupted":
