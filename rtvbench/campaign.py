@@ -478,6 +478,8 @@ class _Validator:
               and not self.known_figure(benches[bench].kind, figure)):
             self.add(path, f'"{figure}" is not a figure of a {benches[bench].kind} benchmark '
                            "(see the metrics reference in docs/)")
+        elif benches[bench] is not None and (problem := benches[bench].figure_problem(figure)):
+            self.add(path, f'"{figure}" {problem}')
 
     def _refs(self, path: tuple, names: list[str] | None, what: str, defined: dict) -> None:
         for j, name in enumerate(names or []):

@@ -104,3 +104,16 @@ def test_the_largest_plan_validates_in_little_memory_and_time(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "= 200000 measurements" in r.stdout
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("metric,said", [
+    ("wakeup.over_5us", '"over_5us" counts samples over 5 us, but the benchmark\'s thresholds_us are none: '
+                        "add 5 to thresholds_us"),
+    ("wakeup.cpu0.deadline_misses", '"cpu0.deadline_misses" exists only with a work budget: set work_us'),
+])
+def test_a_requirement_on_a_figure_the_benchmark_never_yields(tmp_path, metric, said):
+    # Either would be INCONCLUSIVE forever: the probe is never asked for it.
+    (tmp_path / "campaign.toml").write_text(GOOD.replace('metric = "wakeup.max_us"', f'metric = "{metric}"'))
+    r = run_cli("validate", "campaign.toml", cwd=tmp_path, env=cli_env(), timeout=60)
+    assert r.returncode == 2
+    assert f"campaign.toml:20: requirements[0].metric: {said}" in r.stderr.splitlines(), r.stderr

@@ -38,7 +38,8 @@ STAGE_OF_PREFIX = {
     "rtvbench.cli": "cli",
     "rtvbench.__main__": "cli",
 }
-KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "report"}
+# names.py: a kind's figure names, a leaf its campaign stage (requirements) and its decoder both read.
+KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "report", "names": "base"}
 
 # What each stage may import besides itself. Analysis and report read stored runs (results, spec)
 # and never the store, the runner or a target; the campaign stage never reads analysis or the store.

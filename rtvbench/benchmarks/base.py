@@ -33,6 +33,11 @@ class Benchmark(ABC):
         with a peer also has check_reachable(environments) and start_server(sites, measured)."""
         return None
 
+    def figure_problem(self, figure: str) -> str | None:
+        """Why this benchmark, as configured, can never yield `figure` (a figure of its kind), or None;
+        a requirement on such a figure would be INCONCLUSIVE forever."""
+        return None
+
     def placement(self) -> Placement:
         """Where its measuring threads run (pinned CPUs, threads, real-time priority), for preflight;
         by default one thread wherever the scheduler puts it."""

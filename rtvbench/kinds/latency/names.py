@@ -21,6 +21,12 @@ RESPONSE = "response_"
 RESPONSE_COMPARED = ("response_avg_us", "response_p99_us", "response_p999_us", "response_max_us")
 
 
+def split_cpu_figure(figure: str) -> str:
+    """The figure without a `cpu<N>.` prefix (the per-CPU figures are named like the merged ones)."""
+    head, dot, rest = figure.partition(".")
+    return rest if dot and head.startswith("cpu") and head[3:].isdigit() else figure
+
+
 def over_figure(threshold_ns: int) -> str:
     """Figure name for the count of samples above a threshold given in ns."""
     us = threshold_ns / 1000

@@ -8,6 +8,7 @@ from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.cpulist import CpuList, parse_cpu_list
+from rtvbench.kinds.latency.names import RESPONSE, over_threshold_ns, split_cpu_figure
 from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, number_arg
 from rtvbench.spec import Placement
 
@@ -75,6 +76,18 @@ class LatencyParams(StrictModel):
 class LatencyBenchmark(Benchmark):
     kind = "latency"
     Params = LatencyParams
+
+    def figure_problem(self, figure: str) -> str | None:
+        p: LatencyParams = self.params
+        base = split_cpu_figure(figure)
+        threshold = over_threshold_ns(base)
+        if threshold is not None and threshold / 1000 not in [float(t) for t in p.thresholds_us]:
+            have = ", ".join(f"{t:g}" for t in p.thresholds_us) or "none"
+            return (f"counts samples over {threshold / 1000:g} us, but the benchmark's thresholds_us are {have}: "
+                    f"add {threshold / 1000:g} to thresholds_us")
+        if (base.startswith(RESPONSE) or base == "deadline_misses") and p.work_us is None:
+            return "exists only with a work budget: set work_us"
+        return None
 
     def placement(self) -> Placement:
         p: LatencyParams = self.params
