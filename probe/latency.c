@@ -31,6 +31,18 @@
 #define STACK_PREFAULT (64 * 1024)
 
 static atomic_int stop_requested;
+
+/* A worker asleep until a deadline seconds away would notice a stop only at that
+ * deadline, after the host has given up waiting and killed the probe with its
+ * results. The main thread wakes each one with WAKE_SIGNAL instead: its handler does
+ * nothing, but without SA_RESTART it ends clock_nanosleep with EINTR, and the loop
+ * sees the stop. */
+#define WAKE_SIGNAL SIGUSR1
+
+static void on_wake(int sig)
+{
+    (void)sig;
+}
 static uint64_t start_ns;                  /* common origin of all workers */
 static pthread_barrier_t ready, go;
 
@@ -460,6 +472,9 @@ int cmd_latency(int argc, char **argv)
     sigaddset(&stopsigs, SIGINT);
     sigaddset(&stopsigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
+    struct sigaction wake = {.sa_handler = on_wake};
+    sigemptyset(&wake.sa_mask);
+    sigaction(WAKE_SIGNAL, &wake, NULL);
 
     acquire_privileges(&o, &priv, &dma_fd);
     uint64_t t0 = mono_ns();
@@ -512,6 +527,9 @@ int cmd_latency(int argc, char **argv)
         if (sig == SIGINT || sig == SIGTERM) {
             interrupted = 1;
             atomic_store(&stop_requested, 1);
+            for (int i = 0; i < o.ncpus; i++)
+                if (!atomic_load(&workers[i].done))
+                    pthread_kill(workers[i].thread, WAKE_SIGNAL);
         }
         if (o.format == FORMAT_JSONL)
             drain_windows(workers, o.ncpus);

@@ -187,6 +187,21 @@ def test_signal_ends_run_with_full_result(probe, sig):
     assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
 
 
+def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
+    """With a 30 s interval the threads sleep most of a run; a SIGINT must end them at once (the host
+    kills a probe that has not ended 5 s after it asked), and the samples measured so far are kept."""
+    proc = subprocess.Popen([str(probe), "latency", "--interval-us", "30000000", "--policy", "other"],
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert time.monotonic() - asked < 2.0
+    recs = records(out)
+    assert proc.returncode == 0 and recs[-1]["status"] == "interrupted"
+    assert merged(recs)["count"] == 0 and merged(recs)["missed"] == 0     # no deadline came, none was missed
+
+
 def _as_nobody(*cmd: str, memlock: int | None = None, rtprio: str = "0") -> list[str]:
     prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     if memlock is not None:
