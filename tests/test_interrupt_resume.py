@@ -92,6 +92,9 @@ def test_sigkill_then_resume(tmp_path, probe, marker):
     after = statuses(db)
     assert len(after) == 2 * REPS + 1
     assert [r[3] for r in after].count(2) == 1
+    # The attempt the kill cut short is no longer "running" for ever: it is an error, retried.
+    [cut] = [r for r in after if r[3] == 1 and r[4] != "ok"]
+    assert cut[4] == "error" and [f.attempt for f in run.failed_attempts] == [1]
     assert len(run.fingerprints) == 1
     with sqlite3.connect(db) as conn:
         assert conn.execute("select count(*) from runs").fetchone() == (1,)

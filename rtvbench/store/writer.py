@@ -105,6 +105,12 @@ class RunRecorder:
             taken = conn.execute(update(runs).where(
                 runs.c.id == run_id, runs.c.runner.is_(None) if holder is None else runs.c.runner == holder)
                 .values(runner=me, heartbeat_at=now(), status="running", finished_at=None)).rowcount
+            if taken == 1:
+                # What its runner was measuring when it died ended then: said so, and measured again.
+                conn.execute(update(measurements).where(measurements.c.run_id == run_id,
+                                                        measurements.c.status == "running")
+                             .values(status="error", finished_at=now(),
+                                     error="its runner stopped while it measured (killed or lost); measured again"))
         if taken != 1:
             raise InputError(f'run {run_id} of campaign "{campaign_name}" was just taken over by another '
                              "rtvbench; wait for it to end, then resume.")
