@@ -189,6 +189,29 @@ def test_the_wrapper_forwards_signals_and_kills_the_group_when_the_host_goes(she
         kill_all(marker)
 
 
+@pytest.mark.parametrize("shell", ["dash", "busybox"])
+def test_end_of_file_before_the_command_started_still_stops_it(shell, tmp_path):
+    """The host may be gone before the command is even running (stdin at end of file from the start):
+    the wrapper's stop must not miss a command whose process group does not exist yet."""
+    env = dict(os.environ)
+    sh = "sh"
+    if shell == "busybox":
+        env["PATH"] = str(_busybox_bin(tmp_path))
+    else:
+        sh = shutil.which("dash") or pytest.skip("dash is not installed")
+    marker = f"rtvb-race-{uuid.uuid4().hex}"
+    try:
+        procs = [subprocess.Popen([sh, "-c", SCRIPT, "wrap", "1", sh, "-c", "while :; do sleep 1; done", marker],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=env, start_new_session=True) for _ in range(40)]
+        for p in procs:
+            p.wait(20)
+        time.sleep(0.5)
+        assert processes_with(marker) == []
+    finally:
+        kill_all(marker)
+
+
 def test_exit_status_is_read_from_the_wrappers_last_line():
     assert split_exit("warning: x\n\n@rtvb-exit=3\n") == (3, "warning: x")
     assert split_exit("Connection closed by remote host\r\n") == (None, "Connection closed by remote host")

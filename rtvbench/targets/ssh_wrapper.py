@@ -9,8 +9,9 @@ kill what the session started. So the command runs under this script, which
 - reads requests from ssh's stdin, one per line: INT (to the command itself: the probe prints
   its results so far and `end`), TERM and KILL (to its whole group),
 - on end of file on stdin (the host went away: connection dropped, rtvbench killed) sends
-  TERM to the group, then KILL after GRACE seconds, so that no real-time probe or load
-  spins on the target with nobody listening,
+  TERM to the group (to the command's process while its group does not exist yet) every
+  second while the command lives, then KILL after GRACE seconds, so that no real-time probe
+  or load spins on the target with nobody listening,
 - when the command ends, kills what it left behind in its group, and prints the command's
   exit status on stderr as its last line, `@rtvb-exit=N`: an ssh exit status alone cannot
   tell "the command exited 255" from "the connection was lost".
@@ -39,8 +40,11 @@ SCRIPT = "; ".join([
     "else \"$@\" 3<&- & p=$!; t=$p; fi",
     "{ while read -r c <&3; do case $c in INT) kill -INT $p;; TERM) kill -TERM $t;; "
     "KILL) kill -KILL $t;; esac; done; "
-    "kill -TERM $t; i=0; while [ $i -lt $g ] && kill -0 $t; do sleep 1; i=$((i+1)); done; "
-    "kill -KILL $t; } >/dev/null 2>&1 & w=$!",
+    # Until setsid has run, the group -$p does not exist: signal it, or else the process itself,
+    # for as long as the process lives (a stop that found no group used to end here, and the
+    # command then ran on with nobody listening).
+    "i=0; while kill -0 $p && [ $i -lt $g ]; do kill -TERM $t || kill -TERM $p; sleep 1; i=$((i+1)); done; "
+    "kill -KILL $t; kill -KILL $p; } >/dev/null 2>&1 & w=$!",
     "exec 3<&-",
     "wait $p 2>/dev/null",     # no "Killed" job report among the command's own stderr
     "s=$?",
