@@ -126,6 +126,8 @@ static void buf_reserve(struct buf *b, size_t extra)
 
 static void buf_put(struct buf *b, const void *s, size_t n)
 {
+    if (n == 0)
+        return;     /* an empty frame: s may be NULL, which memcpy may not be given even for 0 bytes */
     buf_reserve(b, n);
     memcpy(b->p + b->len, s, n);
     b->len += n;

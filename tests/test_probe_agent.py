@@ -22,6 +22,8 @@ import pytest
 
 from probe_records import of_type, records
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 def hexarg(arg: str | bytes) -> str:
     data = arg.encode() if isinstance(arg, str) else arg
@@ -317,3 +319,34 @@ def test_usage_errors(probe):
         proc = subprocess.run([str(probe), *args], capture_output=True, text=True, timeout=10)
         assert proc.returncode == 2 and phrase in proc.stderr, (args, proc.stderr)
         assert proc.stderr.count("\n") == 1
+
+
+@pytest.fixture(scope="module")
+def ubsan_probe(tmp_path_factory):
+    """The probe built with the undefined-behaviour sanitizer, aborting at the first report."""
+    out = tmp_path_factory.mktemp("ubsan") / "rtvb-probe"
+    sources = sorted(str(p) for p in (REPO / "probe").glob("*.c")) + sorted(
+        str(p) for p in (REPO / "probe" / "work").glob("*.c"))
+    cc = subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-D_FILE_OFFSET_BITS=64", "-O1", "-g", "-pthread",
+                         "-fsanitize=undefined", "-fno-sanitize-recover=undefined", "-o", str(out), *sources,
+                         "-lm"], capture_output=True, text=True)
+    if cc.returncode != 0:
+        pytest.skip(f"no UBSan build here: {cc.stderr.strip()[-200:]}")
+    return out
+
+
+def test_an_agent_session_has_no_undefined_behaviour(ubsan_probe):
+    # Empty output frames, arguments and reads are where a NULL pointer met memcpy.
+    a = Agent(ubsan_probe)
+    try:
+        a.run(1, "/bin/sh", "-c", "printf ''; printf '\\n'; echo x")
+        a.run(2, "/bin/true")
+        assert a.wait_exit(1) == 0 and a.wait_exit(2) == 0
+        assert a.out[1] == [b"", b"x"]
+        a.send("poweroff")
+        assert a.proc.wait(timeout=10) == 0
+        a.console.seek(0)
+        console = a.console.read().decode(errors="replace")
+        assert "runtime error" not in console, console
+    finally:
+        a.close()
