@@ -84,3 +84,23 @@ def test_a_run_held_elsewhere_is_taken_over_only_when_its_heartbeat_is_stale(tmp
         conn.execute("update runs set heartbeat_at = ?", (stale.isoformat(sep=" "),))
     taken = RunRecorder.claim(engine, rec.id, c.name)
     assert taken.id == rec.id and _runs(tmp_path / "s.db")[0][2] != other
+
+
+def test_resume_measures_again_what_failed_in_a_finished_run(tmp_path, probe):
+    # The load fails the first time it starts (no flag file yet) and works from then on.
+    flag = tmp_path / "flag"
+    script = tmp_path / "load.sh"
+    script.write_text(f'if [ -e {flag} ]; then exec sleep 30; fi\ntouch {flag}\necho "not ready" >&2\nexit 1\n')
+    (tmp_path / "c.toml").write_text(
+        'name = "again"\n[environments.native]\ntarget = "local"\n'
+        f'[loads.idle]\n[loads.flaky]\ncommand = "sh {script}"\n'
+        '[benchmarks.w]\nkind = "latency"\nloops = 50\npolicy = "other"\n')
+    env = cli_env(probe)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+    assert "1 of 2 measurements ok" in r.stdout, r.stdout + r.stderr
+    r = run_cli("run", "--resume", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Resuming campaign again (run 1): 1 measurement(s)" in r.stderr
+    assert "Run 1 of again finished: 2 of 2 measurements ok." in r.stdout
+    r = run_cli("run", "--resume", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+    assert r.returncode == 2 and "has no unfinished run to resume" in r.stderr

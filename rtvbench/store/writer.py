@@ -176,11 +176,23 @@ class RunRecorder:
 
 @_guard
 def latest_unfinished_run(engine: Engine, campaign_name: str) -> dict[str, Any] | None:
-    """The most recent run of a campaign that did not finish (running: its runner was
-    killed; interrupted: stopped by the user), as {id, status, campaign_hash}, or None."""
+    """The most recent run of a campaign if it is not done, as {id, status, campaign_hash}, else None:
+    it did not finish (running: its runner was killed; interrupted: stopped by the user), or it finished
+    with measurements that failed, which resuming measures again."""
     with engine.connect() as conn:
         row = conn.execute(select(runs.c.id, runs.c.status, runs.c.campaign_hash)
-                           .where(runs.c.campaign_name == campaign_name,
-                                  runs.c.status.in_(("running", "interrupted")))
+                           .where(runs.c.campaign_name == campaign_name)
                            .order_by(runs.c.id.desc()).limit(1)).mappings().first()
-    return dict(row) if row else None
+        if row is None:
+            return None
+        if row["status"] in ("running", "interrupted"):
+            return dict(row)
+        latest: dict[tuple, tuple[int, str]] = {}
+        for env, load, bench, rep, attempt, status in conn.execute(
+                select(measurements.c.environment, measurements.c.load, measurements.c.benchmark,
+                       measurements.c.repetition, measurements.c.attempt, measurements.c.status)
+                .where(measurements.c.run_id == row["id"])):
+            key = (env, load, bench, rep)
+            if key not in latest or attempt > latest[key][0]:
+                latest[key] = (attempt, status)
+    return dict(row) if any(status != "ok" for _, status in latest.values()) else None
