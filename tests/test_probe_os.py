@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -198,14 +199,16 @@ def test_pipe_round_trip_beats_a_python_ping_pong_and_is_in_a_sane_band(probe):
     CPU as the probe's with --pair-cpus, alternating three times. The interpreter adds
     its own cost to each of the four calls, so ours must be faster, yet not by more than
     a factor 2: the switches and pipe operations that dominate are the same (measured on
-    this VM: probe 5.85-6.06 us, Python 6.85-6.94 us, ratio 0.85-0.88)."""
+    this VM: probe 5.85-6.06 us, Python 6.85-6.94 us, ratio 0.85-0.88). On a busy machine one
+    side's single fast round can swing a ratio of minimums, so the verdict is the median of the
+    ratios of alternating pairs."""
     ours, theirs = [], []
-    for _ in range(3):
+    for _ in range(5):
         res = one(run_os(probe, "--tests", "pipe_lat", "--pair-cpus", str(CPU), "--quick"), "pipe_lat")
         assert res["transport"] == "pipe" and res["msg_bytes"] == 1 and res["cpus"] == [CPU, CPU]
         ours.append(res["min_ns"])
         theirs.append(min(python_pipe_round_trips(CPU)))
-    ratio = min(ours) / min(theirs)
+    ratio = statistics.median(a / b for a, b in zip(ours, theirs))
     assert 0.5 < ratio < 1.0, (ours, theirs, ratio)
     assert 500 < min(ours) < 200_000
 
