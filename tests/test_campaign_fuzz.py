@@ -1,0 +1,144 @@
+"""Mutated and hostile campaign files, generated with a fixed seed from the examples: validation either
+accepts the campaign (and can plan it) or raises CampaignError / InputError with FILE:LINE: key lines —
+never another exception, never a hang, never a plan that does not fit in memory."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from rtvbench.analysis.metrics import known_figure
+from rtvbench.campaign import CampaignError, default_campaign_path, parse_campaign, tomllib
+from rtvbench.errors import InputError
+from rtvbench.plan import plan
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 1123
+CASES = 360
+HOSTILE = [float("nan"), float("inf"), -float("inf"), 10**30, -(10**30), 2**63, -1, 0, 1e-300, 1e308, "",
+           "x" * 5000, "[/x]", "\x1b]0;t\x07", "0-99999999999", "3-1", [], [1, "x"], [[1]], {}, {"a": {"b": 1}},
+           True, "all", "..", "/dev/zero", "ü€😀", 99999, "1e400"]
+
+
+def _sources() -> list[tuple[str, dict]]:
+    paths = sorted((ROOT / "examples").glob("*.toml")) + [default_campaign_path()]
+    return [(p.name, tomllib.loads(p.read_text(encoding="utf-8"))) for p in paths]
+
+
+# -- a small TOML writer: what the mutated data must become again ------------------------------
+
+def _key(k: str) -> str:
+    return k if k and all(c.isalnum() or c in "_-" for c in k) else _value(k)
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+    if isinstance(v, str):
+        return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 0x10000
+                             else f"\\U{ord(c):08x}" for c in v) + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(v)
+
+
+def to_toml(data: dict) -> str:
+    lines = [f"{_key(k)} = {_value(v)}" for k, v in data.items()
+             if not isinstance(v, dict) and not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            for name, table in v.items():
+                if isinstance(table, dict):
+                    lines.append(f"[{_key(k)}.{_key(name)}]")
+                    lines += [f"{_key(a)} = {_value(b)}" for a, b in table.items()]
+                else:
+                    lines.append(f"[{_key(k)}]\n{_key(name)} = {_value(table)}")
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for table in v:
+                lines.append(f"[[{_key(k)}]]")
+                lines += [f"{_key(a)} = {_value(b)}" for a, b in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def mutate(rng: random.Random, data: dict) -> dict:
+    data = copy.deepcopy(data)
+    for _ in range(rng.randint(1, 3)):
+        tables = [(data, None)] + [(t, s) for s in ("environments", "loads", "benchmarks")
+                                   for t in (data.get(s) or {}).values() if isinstance(t, dict)]
+        tables += [(r, "requirements") for r in data.get("requirements", []) if isinstance(r, dict)]
+        table, _ = rng.choice(tables)
+        how = rng.randrange(5)
+        keys = [k for k in table if not isinstance(table[k], dict) or table is not data]
+        if how == 0 and keys:                       # a hostile value
+            table[rng.choice(keys)] = copy.deepcopy(rng.choice(HOSTILE))
+        elif how == 1 and keys:                     # a key gone
+            del table[rng.choice(keys)]
+        elif how == 2:                              # an unknown or misspelt key
+            table[rng.choice(["colour", "interval_ms", "kind ", "count", "cpus", "where", "peer"])] = \
+                copy.deepcopy(rng.choice(HOSTILE))
+        elif how == 3:                              # another kind, target or section name
+            section = rng.choice(["environments", "loads", "benchmarks"])
+            names = list((data.get(section) or {}))
+            if names and isinstance(data[section][names[0]], dict):
+                data[section][names[0]][rng.choice(["kind", "target"])] = rng.choice(
+                    ["latency", "qemu", "ssh", "labgrid", "combine", "command", "os", "nope", 1])
+        else:                                       # a requirement on anything
+            data.setdefault("requirements", []).append(
+                {rng.choice(["metric", "overhead"]): rng.choice(["wakeup.max_us", "x.y", "mem.lat.4KiB_seq",
+                                                                 "wakeup.cpu1.over_5us", "", "a.b.c"]),
+                 rng.choice(["max", "min", "max_percent"]): rng.choice(HOSTILE[:12]),
+                 "baseline": "native", "candidate": rng.choice(["guest", "native"])})
+    return data
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Hang
+
+
+def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path):
+    rng = random.Random(SEED)
+    sources = _sources()
+    outcome = {"valid": 0, "invalid": 0}
+    worst = 0.0
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for i in range(CASES):
+            name, data = rng.choice(sources)
+            text = to_toml(mutate(rng, data))
+            start = time.monotonic()
+            signal.alarm(10)
+            try:
+                c = parse_campaign(text, f"case{i}.toml", ROOT / "examples", known_figure)
+                assert len(plan(c)) == c.measurement_count
+                outcome["valid"] += 1
+            except CampaignError as e:
+                assert all(line.startswith(f"case{i}.toml") for line in e.issue_lines()), e.issue_lines()
+                outcome["invalid"] += 1
+            except InputError as e:
+                assert str(e), text
+                outcome["invalid"] += 1
+            except _Hang:
+                pytest.fail(f"validation of a mutation of {name} took more than 10 s:\n{text[:2000]}")
+            finally:
+                signal.alarm(0)
+            worst = max(worst, time.monotonic() - start)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert outcome["invalid"] > CASES // 2 and outcome["valid"] > 0, outcome
+    assert worst < 5, worst
