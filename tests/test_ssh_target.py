@@ -364,7 +364,8 @@ def test_a_changed_host_key_or_a_refused_key_is_a_clear_error(sshd, tmp_path):
     with pytest.raises(TargetError) as e:
         t.describe()
     assert f"the host key of environment board ({ALIAS}) has CHANGED" in str(e.value)
-    assert f"ssh-keygen -R [127.0.0.1]:{sshd.port}" in str(e.value)
+    # Quoted (the brackets are a shell glob) and with the known_hosts file ssh reads here.
+    assert f"ssh-keygen -R '[127.0.0.1]:{sshd.port}' -f {kh}`" in str(e.value)
     t.close()
 
     config = sshd.write_client_config(tmp_path / "ssh_config")

@@ -379,7 +379,7 @@ class SshTarget(Target):
                 return TargetError(
                     f"the host key of {where} has CHANGED since it was recorded in known_hosts "
                     "(a reinstalled target, or someone in between): if you know why, remove the "
-                    f"old key with `ssh-keygen -R {_known_hosts_name(s)}` and connect once by hand "
+                    f"old key with `{_forget_key_command(s, known_hosts)}` and connect once by hand "
                     f"with `{self._by_hand()}` to check and record the new one.")
             return TargetError(
                 f"the host key of {where} is not known (ssh verifies it and rtvbench never "
@@ -590,5 +590,13 @@ def _alive(pid: int) -> bool:
 def _known_hosts_name(settings: dict[str, str]) -> str:
     host, port = settings.get("hostname", "HOST"), settings.get("port", "22")
     return host if port == "22" else f"[{host}]:{port}"
+
+
+def _forget_key_command(settings: dict[str, str], known_hosts: str) -> str:
+    """ssh-keygen -R for the file ssh really reads, quoted for a shell (a `[host]:port` name is a glob)."""
+    command = f"ssh-keygen -R {shlex.quote(_known_hosts_name(settings))}"
+    if known_hosts != "~/.ssh/known_hosts":
+        command += f" -f {shlex.quote(known_hosts)}"
+    return command
 
 
