@@ -117,3 +117,14 @@ def test_a_requirement_on_a_figure_the_benchmark_never_yields(tmp_path, metric, 
     r = run_cli("validate", "campaign.toml", cwd=tmp_path, env=cli_env(), timeout=60)
     assert r.returncode == 2
     assert f"campaign.toml:20: requirements[0].metric: {said}" in r.stderr.splitlines(), r.stderr
+
+
+def test_a_command_load_longer_than_any_argument_is_refused_quickly(tmp_path):
+    text = GOOD.replace('[loads.cpu]\nkind = "cpu"\npercent = 50', f'[loads.cpu]\ncommand = "echo {"x" * (500 << 10)}"')
+    (tmp_path / "campaign.toml").write_text(text)
+    start = time.monotonic()
+    r = run_cli("validate", "campaign.toml", cwd=tmp_path, env=cli_env(), timeout=60)
+    assert r.returncode == 2
+    assert any(line.startswith("campaign.toml:10: loads.cpu.command: must be at most 131,072 characters "
+                               "(got 512,005)") for line in r.stderr.splitlines()), r.stderr
+    assert time.monotonic() - start < 10

@@ -12,6 +12,10 @@ from rtvbench.params import Name, Number, StrictModel
 from rtvbench.targets.base import Background
 
 
+#: the longest single argument Linux passes to a program (MAX_ARG_STRLEN)
+MAX_COMMAND = 128 * 1024
+
+
 class CommandParams(StrictModel):
     command: str
     where: Name = "same"
@@ -24,6 +28,9 @@ class CommandParams(StrictModel):
     def _splits(cls, v: str) -> str:
         # No shell: the command is split like a shell would, but run directly;
         # whoever wants pipes or `&` writes `sh -c "..."` explicitly.
+        if len(v) > MAX_COMMAND:
+            # Linux passes no argument longer than this; and shlex takes quadratic time on long words.
+            raise ValueError(f"must be at most {MAX_COMMAND:,} characters (got {len(v):,})")
         try:
             argv = shlex.split(v)
         except ValueError as e:
