@@ -97,3 +97,15 @@ def test_a_probe_killed_by_a_signal_says_which(tmp_path):
 def _real_probe():
     from rtvbench.probe import locate_probe
     return locate_probe()
+
+
+def test_a_store_row_that_is_not_json_is_one_sentence(tmp_path, probe):
+    (tmp_path / "c.toml").write_text(CAMPAIGN.replace("loops = 20", 'loops = 20\npolicy = "other"'))
+    env = cli_env(probe)
+    assert run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env).returncode == 0
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("update records set data = '{not json' where type = 'result'")
+    for command in (["report"], ["show", "1"]):
+        r = run_cli(*command, "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
+        assert r.returncode == 3, r.stderr
+        assert r.stderr.strip().startswith("rtvbench: the store holds a row that is not valid JSON"), r.stderr

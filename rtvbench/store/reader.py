@@ -28,6 +28,11 @@ def _guard(fn):
         except SQLAlchemyError as e:
             raise StoreError(f"reading the store failed ({e.__class__.__name__}: "
                              f"{getattr(e, 'orig', e)}); check the --store database.") from None
+        except ValueError as e:
+            # JSON columns are decoded as rows are read: text that is not JSON was written by
+            # something else than rtvbench.
+            raise StoreError(f"the store holds a row that is not valid JSON ({e}); it was changed outside "
+                             "rtvbench: restore the database from a copy, or remove that run.") from None
     return wrapper
 
 
