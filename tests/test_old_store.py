@@ -1,12 +1,12 @@
 """A store written before typed results and the resolved campaign (schema 0003, made by that version
-of rtvbench from tests/fixtures/store-0003.toml) still reports: the store is migrated, the run's spec
-is rebuilt from its stored campaign text, and the JSON export keeps every figure the old one had,
-with the same value."""
+of rtvbench from tests/fixtures/store-0003.toml, kept as its SQL dump) still reports: the store is
+migrated, the run's spec is rebuilt from its stored campaign text, and the JSON export keeps every
+figure the old one had, with the same value."""
 
 from __future__ import annotations
 
 import json
-import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,8 @@ def _report(store: Path, fmt: str, out: Path, capsys) -> str:
 
 def test_an_old_store_reports_and_keeps_every_figure(tmp_path, capsys):
     store = tmp_path / "old.db"
-    shutil.copy(FIXTURES / "store-0003.db", store)
+    with sqlite3.connect(store) as conn:
+        conn.executescript((FIXTURES / "store-0003.sql").read_text(encoding="utf-8"))
     old = json.loads((FIXTURES / "store-0003.figures.json").read_text(encoding="utf-8"))
 
     doc = json.loads(_report(store, "json", tmp_path / "r.json", capsys))
