@@ -146,14 +146,18 @@ def _busybox_bin(tmp_path: Path) -> Path:
     return bin_dir
 
 
-@pytest.mark.parametrize("shell", ["dash", "busybox"])
-def test_the_wrapper_forwards_signals_and_kills_the_group_when_the_host_goes(shell, tmp_path, probe):
+def _shell(shell: str, tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """(the sh to run the wrapper with, its environment): dash, or busybox applets alone on PATH."""
     env = dict(os.environ)
-    sh = "sh"
     if shell == "busybox":
         env["PATH"] = str(_busybox_bin(tmp_path))
-    else:
-        sh = shutil.which("dash") or pytest.skip("dash is not installed")
+        return "sh", env
+    return shutil.which("dash") or pytest.skip("dash is not installed"), env
+
+
+@pytest.mark.parametrize("shell", ["dash", "busybox"])
+def test_the_wrapper_forwards_signals_and_kills_the_group_when_the_host_goes(shell, tmp_path, probe):
+    sh, env = _shell(shell, tmp_path)
     marker = f"rtvb-wrap-{uuid.uuid4().hex}"
     try:
         # SIGINT reaches the probe: it prints its results and `end`, the status comes back.
@@ -193,12 +197,7 @@ def test_the_wrapper_forwards_signals_and_kills_the_group_when_the_host_goes(she
 def test_end_of_file_before_the_command_started_still_stops_it(shell, tmp_path):
     """The host may be gone before the command is even running (stdin at end of file from the start):
     the wrapper's stop must not miss a command whose process group does not exist yet."""
-    env = dict(os.environ)
-    sh = "sh"
-    if shell == "busybox":
-        env["PATH"] = str(_busybox_bin(tmp_path))
-    else:
-        sh = shutil.which("dash") or pytest.skip("dash is not installed")
+    sh, env = _shell(shell, tmp_path)
     marker = f"rtvb-race-{uuid.uuid4().hex}"
     try:
         procs = [subprocess.Popen([sh, "-c", SCRIPT, "wrap", "1", sh, "-c", "while :; do sleep 1; done", marker],

@@ -57,4 +57,4 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     for bench in data.benchmarks:
         kind = data.kind(bench)
         extras[bench] = kind.analyse(data, bench) if kind is not None else {}
-    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps), extras)
+    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps, extras), extras)

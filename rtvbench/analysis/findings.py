@@ -30,19 +30,22 @@ class Finding:
     text: str
 
 
-def considerations(data: RunData, comps: list[Comparison]) -> dict[str, list[Finding]]:
-    """Findings per benchmark, in the order a reader wants them: result, effects, deadlines, caveats."""
-    return {bench: _benchmark_findings(data, bench, [c for c in comps if c.benchmark == bench])
+def considerations(data: RunData, comps: list[Comparison],
+                   extras: dict[str, dict] | None = None) -> dict[str, list[Finding]]:
+    """Findings per benchmark, in the order a reader wants them: result, effects, deadlines, caveats.
+    `extras`: each benchmark's Kind.analyse, when already computed, so that no analysis runs twice."""
+    return {bench: _benchmark_findings(data, bench, [c for c in comps if c.benchmark == bench],
+                                       (extras or {}).get(bench))
             for bench in data.benchmarks}
 
 
-def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison]) -> list[Finding]:
+def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison], extras: dict | None) -> list[Finding]:
     kind = data.kind(bench)
     out: list[Finding] = []
     if kind is None:
         return [Finding(WARNING, "result", f"Benchmark `{bench}` has kind `{data.kind_name(bench)}`, "
                                           "which this version of rtvbench cannot analyse.")]
-    out += [Finding(*f) for f in kind.considerations(data, bench, comps)]
+    out += [Finding(*f) for f in kind.considerations(data, bench, comps, extras)]
     return out + _probe_warnings(data, bench) + _failures(data, bench)
 
 

@@ -137,11 +137,13 @@ class Kind(ABC):
         """Whether a smaller value of the figure is the better one (times: yes; bandwidths: no)."""
         return True
 
-    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+    def considerations(self, data, bench: str, comps: list,
+                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
         """The kind's own findings as (severity, topic, text).
 
-        `data` is the run's RunData, `comps` the benchmark's comparisons; the findings module adds
-        the probe's warnings and the failed measurements to whatever this returns."""
+        `data` is the run's RunData, `comps` the benchmark's comparisons, `extras` this kind's `analyse`
+        of the benchmark when already computed; the findings module adds the probe's warnings and the
+        failed measurements to whatever this returns."""
         return []
 
     def analyse(self, data, bench: str) -> dict[str, Any]:

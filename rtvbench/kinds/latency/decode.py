@@ -110,9 +110,11 @@ class LatencyKind(Kind):
             for unit, scale in TIME_UNITS.items():
                 out[f"{prefix}{stem}_{unit}"] = ns / scale
 
-    def considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+    def considerations(self, data, bench: str, comps: list,
+                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
         found = considerations.considerations(data, bench, self, comps)
-        found += interference.ranking_findings(interference.rankings(data, bench), self.label)
+        ranked = extras["rankings"] if extras and "rankings" in extras else interference.rankings(data, bench)
+        found += interference.ranking_findings(ranked, self.label)
         return [(f.severity, f.topic, f.text) for f in found]
 
     def analyse(self, data, bench: str) -> dict[str, Any]:
