@@ -195,7 +195,7 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
         {OPT_NS("timeout-s", &o->timeout_ns, 1e9, 0.001, 1e6, "seconds", "S",
                 "give up when the peer is silent this long (default 10)")},
         {OPT_C("cpus", tp_parse_cpu_pair, o->cpus, "A[,B]", "A or A,B with CPUs in this process's affinity mask",
-               "pin this end to CPU A and the local peer to B (default: not pinned)")},
+               "pin this end to CPU A and the local peer to B (default: not pinned)"), TP_CPU_PAIR_RANGE},
         /* Test hooks (docs/probe/os-ipc.md): corrupt one message on purpose. */
         {OPT_I("x-corrupt-reply", &o->corrupt_reply, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
         {OPT_I("x-corrupt-request", &o->corrupt_request, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
@@ -307,7 +307,7 @@ static void print_meta(int argc, char **argv, const struct ipc_opts *o)
 int cmd_ipc(int argc, char **argv)
 {
     struct ipc_opts o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 

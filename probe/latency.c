@@ -54,9 +54,9 @@ static int parse_threshold(const struct opt *t, const char *arg)
 {
     struct lat_options *o = t->field;
     double d;
-    if (o->nthresholds == LAT_MAX_THRESHOLDS)
-        return usage_error(SUB, "at most %d --threshold-us options are supported.", LAT_MAX_THRESHOLDS);
-    if (parse_double(arg, 0.001, 3.6e9, &d))
+    if (o->nthresholds == t->cap)
+        return usage_error(SUB, "at most %d --threshold-us options are supported.", t->cap);
+    if (parse_double(arg, t->dmin, t->dmax, &d))
         return -1;
     o->thresholds_ns[o->nthresholds++] = (uint64_t)(d * 1000.0 + 0.5);
     return 0;
@@ -80,7 +80,7 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
                "scheduling policy (default fifo)")},
         {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus, "CPUs to measure, e.g. 0-3,6 (default: all allowed)")},
         {OPT_C("threshold-us", parse_threshold, o, "T", "a positive number of microseconds",
-               "count samples above T us; repeatable")},
+               "count samples above T us; repeatable"), .dmin = 0.001, .dmax = 3.6e9, .cap = LAT_MAX_THRESHOLDS},
         /* Below 10 ms the printing thread could not keep up on a slow board. */
         {OPT_NS("window-s", &o->window_ns, 1e9, 0.01, 1e6, "seconds", "W",
                 "print a window record per CPU every W seconds")},
@@ -461,7 +461,7 @@ int cmd_latency(int argc, char **argv)
     struct lat_options o;
     struct lat_privileges priv;
     int dma_fd;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 

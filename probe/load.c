@@ -104,9 +104,9 @@ static int parse_buffer(const struct opt *t, const char *arg)
         o->buffer_source = BS_LLC;
         return 0;
     }
-    if (parse_size(arg, 8192, MEM_MAX_BYTES, &o->buffer_bytes))
-        return usage_error(SUB, "--buffer-size must be a size from 8K to %lluM such as 64M (cache also takes auto), "
-                           "got '%s'.", (unsigned long long)(MEM_MAX_BYTES >> 20), arg);
+    if (parse_size(arg, (uint64_t)t->min, t->max, &o->buffer_bytes))
+        return usage_error(SUB, "--buffer-size must be a size from %lluK to %lluM such as 64M (cache also takes auto), "
+                           "got '%s'.", (unsigned long long)(t->min >> 10), (unsigned long long)(t->max >> 20), arg);
     o->buffer_source = BS_OPTION;
     return 0;
 }
@@ -114,7 +114,7 @@ static int parse_buffer(const struct opt *t, const char *arg)
 static int parse_dir(const struct opt *t, const char *arg)
 {
     struct stat st;
-    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (opts_mode == OPTS_RUN && (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)))
         return usage_error(SUB, "--dir '%s' is not an existing directory; create it or pick another.", arg);
     *(const char **)t->field = arg;
     return 0;
@@ -157,7 +157,7 @@ static int parse_options(int argc, char **argv, struct load_options *o)
         {OPT_TEXT("mem, cache:")},
         {OPT_C("buffer-size", parse_buffer, o, "SIZE|auto", NULL,
                "per worker (mem: default 64M; cache: default auto = 2 x LLC, 32M if unknown)"),
-         .tag = K(LK_MEM) | K(LK_CACHE)},
+         .tag = K(LK_MEM) | K(LK_CACHE), .min = 8192, .max = MEM_MAX_BYTES},
         {OPT_E("op", &o->mem_op, mem_op_names, NULL, 3, "mem: what each pass does (default copy)"), .tag = K(LK_MEM)},
         {OPT_SZ("bps-limit", &o->limit_bps, 0, 1ull << 40, "mem, cache, io, net: bytes/s over all workers\n(default 0 = no limit)"),
          .expect = "bytes per second such as 100M (0 = no limit)", .meta = "B",
@@ -544,7 +544,7 @@ int cmd_load(int argc, char **argv)
 {
     static struct load_ctx ctx;   /* large (the CPU list); not on the stack */
     struct load_ctx *c = &ctx;
-    int rc = parse_options(argc, argv, &c->opt);
+    int rc = opts_done(parse_options(argc, argv, &c->opt));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     c->kind = kinds[c->opt.kind];

@@ -7,26 +7,28 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "probe.h"
 
 struct subcommand {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    int campaign;   /* run by a campaign: --check-args and --describe-options apply */
 };
 
 static const struct subcommand subcommands[] = {
-    {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)"},
-    {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record"},
-    {"work", cmd_work, "self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)"},
-    {"mem-lat", cmd_mem_lat, "memory read latency by pointer chasing over working-set sizes"},
-    {"mem-bw", cmd_mem_bw, "memory bandwidth: read, write, rmw, memcpy, memset, copy loop"},
-    {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses"},
-    {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets"},
-    {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes"},
-    {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net"},
-    {"agent", cmd_agent, "serve the host's agent protocol (run, signal, read) on a socket or port"},
-    {"init", cmd_init, "PID 1 of an rtvbench guest: mount, load modules, serve the agent protocol"},
+    {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)", 1},
+    {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record", 0},
+    {"work", cmd_work, "self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)", 1},
+    {"mem-lat", cmd_mem_lat, "memory read latency by pointer chasing over working-set sizes", 1},
+    {"mem-bw", cmd_mem_bw, "memory bandwidth: read, write, rmw, memcpy, memset, copy loop", 1},
+    {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses", 1},
+    {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets", 1},
+    {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes", 1},
+    {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net", 1},
+    {"agent", cmd_agent, "serve the host's agent protocol (run, signal, read) on a socket or port", 0},
+    {"init", cmd_init, "PID 1 of an rtvbench guest: mount, load modules, serve the agent protocol", 0},
 };
 
 static void usage(FILE *f)
@@ -42,6 +44,22 @@ static const struct subcommand *find_subcommand(const char *name)
         if (!strcmp(name, subcommands[i].name))
             return &subcommands[i];
     return NULL;
+}
+
+/* `--check-args SUB ARGS...`: exit 0 when SUB would accept ARGS on any machine,
+ * else its usage error (exit 2); `--describe-options SUB`: SUB's option table as
+ * JSON Lines. Neither measures anything; the host's tests use both to hold a
+ * campaign's validation to the probe's own ranges. */
+static int check_or_describe(int argc, char **argv)
+{
+    const struct subcommand *sub = argc > 2 ? find_subcommand(argv[2]) : NULL;
+    if (!sub || !sub->campaign) {
+        fprintf(stderr, "rtvb-probe: %s needs a subcommand a campaign runs (latency, work, mem-lat, mem-bw, "
+                        "mem-alloc, os, ipc or load).\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    opts_mode = !strcmp(argv[1], "--check-args") ? OPTS_CHECK : OPTS_DESCRIBE;
+    return sub->run(argc - 2, argv + 2);
 }
 
 int main(int argc, char **argv)
@@ -62,6 +80,8 @@ int main(int argc, char **argv)
         printf("rtvb-probe %s (schema %d)\n", RTVB_PROBE_VERSION, RTVB_SCHEMA_VERSION);
         return EXIT_OK;
     }
+    if (!strcmp(argv[1], "--check-args") || !strcmp(argv[1], "--describe-options"))
+        return check_or_describe(argc, argv);
     const struct subcommand *sub = find_subcommand(argv[1]);
     if (sub)
         return sub->run(argc - 1, argv + 1);

@@ -78,7 +78,7 @@ static int parse_options(int argc, char **argv, struct alloc_opts *o)
     o->page = (size_t)sysconf(_SC_PAGESIZE);
     struct opt table[] = {
         {OPT_L("tests", &o->tests, test_names, TEST_COUNT, "alloc,tlb (default both)")},
-        {MEM_OPT_SIZES(&sizes, "block sizes, suffixes K, M, G (default 2M,4M,8M,16M,32M,48M,64M)")},
+        {MEM_OPT_SIZES(&sizes, o->page, "block sizes, suffixes K, M, G (default 2M,4M,8M,16M,32M,48M,64M)")},
         {OPT_L("methods", &o->methods, method_names, M_COUNT, "malloc,mmap,reuse (default all)")},
         {OPT_L("touch", &o->touches, touch_names, T_COUNT, "page (one store per page), memset (every byte) (default both)")},
         {OPT_I("iterations", &o->iterations, 1, MAX_ITER, "N", "allocate/touch/free cycles per size, each reported (default 10)")},
@@ -98,7 +98,8 @@ static int parse_options(int argc, char **argv, struct alloc_opts *o)
     int lines_set = opts_seen(table, "tlb-lines");
 
     const char *def = o->quick ? "2M,16M" : "2M,4M,8M,16M,32M,48M,64M";
-    o->nsizes = mem_parse_size_list(sizes ? sizes : def, o->page, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
+    const struct opt *so = opts_find(table, "sizes");
+    o->nsizes = mem_parse_size_list(sizes ? sizes : def, (uint64_t)so->min, so->max, o->sizes, so->cap);
     if (o->nsizes <= 0)
         return usage_error(SUB, "--sizes must be a list of sizes from one page (%zu) to %lluM such as 2M,64M "
                            "(at most %d sizes), got '%s'.", o->page,
@@ -404,7 +405,7 @@ int cmd_mem_alloc(int argc, char **argv)
 {
     uint64_t t0 = mono_ns();
     struct alloc_opts o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 

@@ -80,7 +80,7 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
 
     *o = (struct bw_opts){.ops = (1u << OP_COUNT) - 1, .threads = 1, .hugepages = HP_OFF};
     struct opt table[] = {
-        {MEM_OPT_SIZES(&sizes, "buffer sizes per thread, multiples of 64 from 1K: 16K,64M or ranges\n"
+        {MEM_OPT_SIZES(&sizes, 1024, "buffer sizes per thread, multiples of 64 from 1K: 16K,64M or ranges\n"
                                "4K-64M; suffixes K, M, G (default 4K,16K,64K,256K,1M,4M,16M,64M)")},
         {OPT_L("ops", &o->ops, op_names, OP_COUNT, "read,write,rmw,memcpy,memset,copyloop (default: all)")},
         {OPT_I("threads", &o->threads, 1, MAX_THREADS, "N", "threads, each with its own buffers (default 1)")},
@@ -95,7 +95,8 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
         return rc;
 
     const char *def = o->quick ? "16K,1M,64M" : "4K,16K,64K,256K,1M,4M,16M,64M";
-    o->nsizes = mem_parse_size_list(sizes ? sizes : def, 1024, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
+    const struct opt *so = opts_find(table, "sizes");
+    o->nsizes = mem_parse_size_list(sizes ? sizes : def, (uint64_t)so->min, so->max, o->sizes, so->cap);
     if (o->nsizes <= 0)
         return usage_error(SUB, "--sizes must be a list of sizes or ranges from 1K to %lluM such as 16K,64M "
                            "or 4K-64M (at most %d sizes), got '%s'.",
@@ -355,7 +356,7 @@ int cmd_mem_bw(int argc, char **argv)
 {
     uint64_t t0 = mono_ns();
     static struct bw_opts o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     opts = &o;

@@ -52,7 +52,7 @@ static const int mode_values[] = {MODE_SEQ, MODE_RANDOM, MODE_SEQ | MODE_RANDOM}
 static int parse_stride(const struct opt *t, const char *arg)
 {
     uint64_t u;
-    if (parse_size(arg, sizeof(void *), 1ull << 30, &u) || u % sizeof(void *))
+    if (parse_size(arg, (uint64_t)t->min, t->max, &u) || u % sizeof(void *))
         return -1;
     *(uint64_t *)t->field = u;
     return 0;
@@ -64,11 +64,12 @@ static int parse_options(int argc, char **argv, struct lat_opts *o)
     *o = (struct lat_opts){.stride = 64, .modes = MODE_SEQ | MODE_RANDOM, .repetitions = 1,
                            .hugepages = HP_OFF, .seed = 1, .cpu = -1};
     struct opt table[] = {
-        {MEM_OPT_SIZES(&sizes, "working-set sizes: 16K,64M or ranges 512-256M (powers of two\n"
+        {MEM_OPT_SIZES(&sizes, 1, "working-set sizes: 16K,64M or ranges 512-256M (powers of two\n"
                                "and 1.5x points); suffixes K, M, G (default 512-256M)")},
         {OPT_C("stride", parse_stride, &o->stride, "N",
                sizeof(void *) == 8 ? "a multiple of 8 bytes up to 1G" : "a multiple of 4 bytes up to 1G",
-               "bytes between slots, and slot size of the random chain (default 64)")},
+               "bytes between slots, and slot size of the random chain (default 64)"),
+         .min = sizeof(void *), .max = 1ull << 30},
         {OPT_E("mode", &o->modes, mode_names, mode_values, 3, "chain order (default both)")},
         {MEM_OPT_REPETITIONS(&o->repetitions, "fresh buffer and chain per repetition, each value reported (default 1)")},
         {MEM_OPT_HUGEPAGES(&o->hugepages)},
@@ -78,10 +79,11 @@ static int parse_options(int argc, char **argv, struct lat_opts *o)
         {OPTS_END},
     };
     int rc = opts_parse(SUB, table, argc, argv);
+    const struct opt *so = opts_find(table, "sizes");
     if (rc)
         return rc;
     if (sizes) {
-        o->nsizes = mem_parse_size_list(sizes, 1, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
+        o->nsizes = mem_parse_size_list(sizes, (uint64_t)so->min, so->max, o->sizes, so->cap);
         if (o->nsizes <= 0)
             return usage_error(SUB, "--sizes must be a list of sizes or ranges from 1 byte to %lluM such as "
                                "16K,64M or 512-256M (at most %d sizes), got '%s'.",
@@ -92,7 +94,7 @@ static int parse_options(int argc, char **argv, struct lat_opts *o)
         o->nsizes = (int)(sizeof q / sizeof *q);
         memcpy(o->sizes, q, sizeof q);
     } else {
-        o->nsizes = mem_parse_size_list("512-256M", 1, MEM_MAX_BYTES, o->sizes, MEM_MAX_SIZES);
+        o->nsizes = mem_parse_size_list("512-256M", (uint64_t)so->min, so->max, o->sizes, so->cap);
     }
     if (!sizes) {
         /* The default sweep simply starts where two slots fit. */
@@ -236,7 +238,7 @@ int cmd_mem_lat(int argc, char **argv)
 {
     uint64_t t0 = mono_ns();
     struct lat_opts o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 

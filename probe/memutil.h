@@ -24,7 +24,9 @@
 
 /* The options the memory subcommands share, each defined once: entries of
  * their opts.h tables ({MEM_OPT_SEED(&o->seed)}). */
-#define MEM_OPT_SIZES(f, h) OPT_S("sizes", f, "LIST", h)
+/* The range and count of --sizes are in the entry (min, max, cap), for --describe-options and for
+ * mem_parse_size_list() after opts_parse(). */
+#define MEM_OPT_SIZES(f, lo, h) OPT_S("sizes", f, "LIST", h), .min = (lo), .max = MEM_MAX_BYTES, .cap = MEM_MAX_SIZES
 #define MEM_OPT_HUGEPAGES(f) \
     OPT_E("hugepages", f, mem_hugepage_names, NULL, 3, "page kind of the buffers (default off: base pages)")
 #define MEM_OPT_REPETITIONS(f, h) OPT_I("repetitions", f, 1, MEM_MAX_REPS, "N", h)

@@ -1,12 +1,16 @@
 #include "opts.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonw.h"
 #include "probe.h"
 
 #define HELP_COLUMN 25
+
+enum opts_mode opts_mode = OPTS_RUN;
 
 /* Integers go into fields of whatever width the subcommand chose (int,
  * unsigned, uint64_t, an enum); the range check has already made the value
@@ -142,7 +146,7 @@ static int parse_cpus(const char *sub, const struct opt *o, const char *arg)
     int n = parse_cpu_list(arg, cpus, o->cap);
     if (n <= 0)
         return bad_value(sub, o, arg);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && opts_mode == OPTS_RUN; i++)
         if (!cpu_allowed(cpus[i]))
             return usage_error(sub, "CPU %d is offline or not in this process's affinity mask; pick CPUs with --%s.",
                                cpus[i], o->name);
@@ -247,10 +251,67 @@ static struct opt *lookup(struct opt *t, const char *name, size_t len, int *help
     return matches == 1 ? found : NULL;
 }
 
+static const char *const kind_names[] = {
+    [OPT_FLAG] = "flag", [OPT_INT] = "int", [OPT_DOUBLE] = "number", [OPT_SCALED] = "number",
+    [OPT_SIZE] = "size", [OPT_STRING] = "string", [OPT_ENUM] = "enum", [OPT_NAMES] = "names",
+    [OPT_SIZE_LIST] = "size-list", [OPT_CPUS] = "cpus", [OPT_CUSTOM] = "custom",
+};
+
+/* One line per option: {"option":..., "kind":..., and its range}: min and max
+ * (numbers for the decimal kinds), cap for lists. A custom or string option
+ * states the range its parser applies in the same members (max or dmax set).
+ * Test hooks (no --help line) are left out. */
+static void describe_options(const struct opt *t)
+{
+    struct jw w = {0};
+    for (const struct opt *o = t; o->kind != OPT_END; o++) {
+        if (!is_option(o) || !o->help)
+            continue;
+        int decimal = o->kind == OPT_DOUBLE || o->kind == OPT_SCALED || (o->kind == OPT_CUSTOM && o->dmax > 0);
+        int integral = o->kind == OPT_INT || o->kind == OPT_SIZE || o->kind == OPT_SIZE_LIST ||
+                       ((o->kind == OPT_CUSTOM || o->kind == OPT_STRING) && o->max > 0);
+        jw_record(&w, "option");
+        jw_str(&w, "option", o->name);
+        jw_str(&w, "kind", kind_names[o->kind]);
+        if (decimal) {
+            jw_double(&w, "min", o->dmin);
+            jw_double(&w, "max", o->dmax);
+            jw_bool(&w, "zero_ok", o->zero_ok);
+        } else if (integral) {
+            jw_int(&w, "min", o->min);
+            jw_uint(&w, "max", o->max);
+        }
+        if (o->kind == OPT_CPUS) {
+            jw_int(&w, "min", 0);
+            jw_int(&w, "max", CPU_SETSIZE - 1);
+        }
+        if (o->kind == OPT_ENUM || o->kind == OPT_NAMES) {
+            jw_arr(&w, "names");
+            for (int i = 0; i < o->nnames; i++)
+                jw_str(&w, NULL, o->names[i]);
+            jw_end(&w);
+        }
+        if (o->cap > 0)
+            jw_int(&w, "cap", o->cap);
+        jw_emit(&w);
+    }
+    jw_free(&w);
+}
+
+int opts_done(int rc)
+{
+    return rc == 0 && opts_mode == OPTS_CHECK ? -1 : rc;
+}
+
 int opts_parse(const char *sub, struct opt *t, int argc, char **argv)
 {
     const char *stray = NULL;   /* reported after the options, as getopt_long did */
     int i;
+
+    if (opts_mode == OPTS_DESCRIBE) {
+        describe_options(t);
+        return -1;
+    }
 
     for (struct opt *o = t; o->kind != OPT_END; o++)
         o->seen = 0;

@@ -87,10 +87,26 @@ struct opt {
 #define OPT_TEXT(h) .kind = OPT_NOTE, .help = (h)
 #define OPTS_END .kind = OPT_END
 
+/* What opts_parse does with a table. Set once by main() from its first argument:
+ * `rtvb-probe --check-args SUB ...` and `rtvb-probe --describe-options SUB` let
+ * the host check a campaign's commands against the probe's own tables without
+ * measuring anything (tests/test_probe_ranges.py). */
+enum opts_mode {
+    OPTS_RUN,       /* parse and go on to measure */
+    OPTS_CHECK,     /* parse with every check that does not depend on this machine (no
+                     * affinity mask, no directory lookup); the subcommand then exits */
+    OPTS_DESCRIBE,  /* print the table as JSON Lines, one option per line, and return -1 */
+};
+extern enum opts_mode opts_mode;
+
 /* Parse argv[1..argc) into the table's fields. Returns 0; EXIT_USAGE after
  * printing "rtvb-probe <sub>: <sentence>" on stderr; or -1 after printing
  * --help (-h too) on stdout, which the subcommand turns into EXIT_OK. */
 int opts_parse(const char *sub, struct opt *table, int argc, char **argv);
+
+/* The subcommand's verdict after its own checks: in OPTS_CHECK mode, 0 (the
+ * arguments are good) becomes -1 so that it exits with EXIT_OK there. */
+int opts_done(int rc);
 
 /* --help from the table, as opts_parse prints it. */
 void opts_help(const char *sub, const struct opt *table);

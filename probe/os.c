@@ -245,6 +245,8 @@ static int parse_tests(const struct opt *t, const char *s)
 }
 
 /* "2p/16k,8p/64k": processes, then the working set of each. */
+#define CTX_MAX_WS (64ull << 20)   /* working set of a ring process */
+
 static int parse_ctx(const char *s, struct os_ctx_size *out)
 {
     char buf[512];
@@ -259,7 +261,7 @@ static int parse_ctx(const char *s, struct os_ctx_size *out)
         if (!slash || n == OS_MAX_LIST)
             return -1;
         *slash = '\0';
-        if (parse_u64(t, 2, OS_MAX_PROCS, &procs) || parse_size(slash + 2, 0, 64ull << 20, &ws))
+        if (parse_u64(t, 2, OS_MAX_PROCS, &procs) || parse_size(slash + 2, 0, CTX_MAX_WS, &ws))
             return -1;
         out[n++] = (struct os_ctx_size){.procs = (int)procs, .ws_bytes = ws};
     }
@@ -275,7 +277,7 @@ static int parse_ctx_opt(const struct opt *t, const char *arg)
 
 static int parse_dir(const struct opt *t, const char *arg)
 {
-    if (access(arg, W_OK | X_OK))
+    if (opts_mode == OPTS_RUN && access(arg, W_OK | X_OK))
         return usage_error(SUB, "--dir '%s' is not a writable directory.", arg);
     *(const char **)t->field = arg;
     return 0;
@@ -289,7 +291,7 @@ static int parse_ctx_cpu(const struct opt *t, const char *arg)
         *cpu = -1;
         return 0;
     }
-    if (parse_u64(arg, 0, CPU_SETSIZE - 1, &u))
+    if (parse_u64(arg, (uint64_t)t->min, t->max, &u))
         return -1;
     if (!cpu_allowed((int)u))
         return usage_error(SUB, "--ctx-cpu %d is offline or not in this process's affinity mask.", (int)u);
@@ -316,11 +318,13 @@ static int parse_options(int argc, char **argv, struct os_opts *o)
         {OPT_SZ_LIST("fds", o->fds, &o->nfds, 1, 1000, "descriptor counts for select and poll (default 10,100)"),
          .expect = "a list of descriptor counts from 1 to 1000"},
         {OPT_C("ctx", parse_ctx_opt, o, "LIST", "a list like 2p/0k,8p/16k (2 to 64 processes, working set up to 64m)",
-               "context-switch rings, processes p / working set each\n(default " DEFAULT_CTX ")")},
+               "context-switch rings, processes p / working set each\n(default " DEFAULT_CTX ")"),
+         .min = 2, .max = OS_MAX_PROCS, .cap = OS_MAX_LIST},
         {OPT_C("ctx-cpu", parse_ctx_cpu, &o->ctx_cpu, "N|none", "a CPU number or 'none'",
-               "CPU every ring process runs on (default: first allowed CPU)")},
+               "CPU every ring process runs on (default: first allowed CPU)"), .min = 0, .max = CPU_SETSIZE - 1},
         {OPT_C("pair-cpus", tp_parse_cpu_pair, o->pair_cpus, "A[,B]", "A or A,B with CPUs in this process's affinity mask",
-               "*_lat and *_bw: run this end on CPU A, the peer on B\n(B = A when omitted; default: not pinned)")},
+               "*_lat and *_bw: run this end on CPU A, the peer on B\n(B = A when omitted; default: not pinned)"),
+         TP_CPU_PAIR_RANGE},
         {OPT_SZ_LIST("mmap-sizes", o->mmap_sizes, &o->nmmap, 1, 1ull << 30,
                      "file sizes mapped by mmap (default 64k,1m,16m)")},
         {OPT_SZ_LIST("file-sizes", o->file_sizes, &o->nfile, 0, 1 << 30,
@@ -483,7 +487,7 @@ int cmd_os(int argc, char **argv)
         return EXIT_OK;
 
     struct os_opts o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 

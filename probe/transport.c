@@ -571,7 +571,7 @@ int tp_parse_cpu_pair(const struct opt *t, const char *s)
         return -1;
     memcpy(first, s, len);
     first[len] = '\0';
-    if (parse_u64(first, 0, CPU_SETSIZE - 1, &a) || (comma && parse_u64(comma + 1, 0, CPU_SETSIZE - 1, &b)))
+    if (parse_u64(first, (uint64_t)t->min, t->max, &a) || (comma && parse_u64(comma + 1, (uint64_t)t->min, t->max, &b)))
         return -1;
     if (!comma)
         b = a;

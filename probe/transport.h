@@ -16,6 +16,7 @@
 #ifndef RTVB_TRANSPORT_H
 #define RTVB_TRANSPORT_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -88,5 +89,7 @@ int tp_pin_cpu(int cpu);
  * against the affinity mask. 0, or -1. */
 struct opt;
 int tp_parse_cpu_pair(const struct opt *t, const char *s);
+/* The range of its table entry: two CPU numbers below CPU_SETSIZE. */
+#define TP_CPU_PAIR_RANGE .min = 0, .max = CPU_SETSIZE - 1, .cap = 2
 
 #endif

@@ -1,3 +1,4 @@
+#include "opts.h"
 #include "probe.h"
 
 #include <ctype.h>
@@ -215,6 +216,9 @@ int allowed_cpus(int *cpus, int max_cpus)
 int cpu_allowed(int cpu)
 {
     cpu_set_t set;
+    /* Checking a campaign's arguments: the machine that will run them is not this one. */
+    if (opts_mode == OPTS_CHECK)
+        return cpu >= 0 && cpu < CPU_SETSIZE;
     return cpu >= 0 && cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof set, &set) == 0 && CPU_ISSET(cpu, &set);
 }
 

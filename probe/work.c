@@ -381,7 +381,7 @@ static int run_one(const struct work_options *o, int k, int s, uint64_t *times)
 int cmd_work(int argc, char **argv)
 {
     struct work_options o;
-    int rc = parse_options(argc, argv, &o);
+    int rc = opts_done(parse_options(argc, argv, &o));
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 
