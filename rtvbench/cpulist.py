@@ -13,6 +13,8 @@ from typing import Annotated, Any, Iterable
 from pydantic import PlainValidator
 from pydantic_core import PydanticCustomError
 
+from rtvbench.params import ProbeRange
+
 #: CPUs 0 .. MAX_CPUS - 1 exist for the probe (glibc's and musl's CPU_SETSIZE)
 MAX_CPUS = 1024
 
@@ -86,3 +88,29 @@ def _cpu_pair(v: Any) -> tuple[int, ...]:
 CpuList = Annotated[str, PlainValidator(_cpu_list)]
 #: the CPUs of the two ends of a round trip: [this end, peer]
 CpuPair = Annotated[tuple, PlainValidator(_cpu_pair)]
+
+
+def _entries(text: str) -> int:
+    """CPUs a valid list names as the probe counts them: every item, repeats included."""
+    n = 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def probe_cpus(option: str, cap: int):
+    """A CpuList the probe takes as --OPTION into an array of `cap` CPUs."""
+    r = ProbeRange(option, 0, MAX_CPUS - 1, cap=cap)
+
+    def check(v: Any) -> str:
+        text = _cpu_list(v)
+        if _entries(text) > cap:
+            raise PydanticCustomError("cpus", "must name at most {cap} CPUs", {"cap": cap})
+        return text
+    return Annotated[str, PlainValidator(check), r]
+
+
+def probe_cpu_pair(option: str):
+    """A CpuPair the probe takes as --OPTION A,B."""
+    return Annotated[tuple, PlainValidator(_cpu_pair), ProbeRange(option, 0, MAX_CPUS - 1, cap=2)]

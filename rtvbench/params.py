@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterable
 
-from pydantic import BaseModel, ConfigDict, PlainValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator
 from pydantic_core import PydanticCustomError
 
 
@@ -61,6 +61,74 @@ def int_range(lo: int, hi: int):
             raise PydanticCustomError("int_range", "must be an integer from {lo} to {hi}", {"lo": lo, "hi": hi})
         return v
     return Annotated[int, PlainValidator(check)]
+
+
+# ---------------------------------------------------------------------------
+# Keys that become probe options take the probe's own range: each type carries a ProbeRange
+# naming the option, and tests/test_probe_ranges.py holds every ProbeRange equal to what
+# `rtvb-probe --describe-options SUB` prints, so a value `validate` accepts is one the probe
+# accepts (on any machine: CPU masks and directories are the target's to check).
+
+
+@dataclass(frozen=True)
+class ProbeRange:
+    """The probe option a campaign key becomes and the values the probe accepts for it."""
+    option: str
+    lo: float
+    hi: float
+    zero_ok: bool = False           # numbers: 0 is accepted besides [lo, hi]
+    cap: int | None = None          # lists: at most this many values
+
+
+def _in_range(v: float, r: ProbeRange) -> bool:
+    return r.lo <= v <= r.hi or (r.zero_ok and v == 0)
+
+
+def _limit_text(x: float) -> str:
+    """A limit as the probe's messages write it: 1e7 rather than 1e+07, 0.5 and 100 as they are."""
+    if isinstance(x, int):
+        return str(x)
+    mantissa, e, exponent = f"{x:g}".partition("e")
+    return mantissa + (e + str(int(exponent)) if e else "")
+
+
+def _range_text(r: ProbeRange, what: str) -> str:
+    return f"{'0 or ' if r.zero_ok else ''}{what} from {_limit_text(r.lo)} to {_limit_text(r.hi)}"
+
+
+def probe_int(option: str, lo: int, hi: int):
+    """An integer the probe takes as --OPTION, from lo to hi."""
+    r = ProbeRange(option, lo, hi)
+
+    def check(v: Any) -> int:
+        if not _is_int(v) or not _in_range(v, r):
+            raise PydanticCustomError("int_range", "must be {what}", {"what": _range_text(r, "an integer")})
+        return v
+    return Annotated[int, PlainValidator(check), r]
+
+
+def probe_number(option: str, lo: float, hi: float, what: str, zero_ok: bool = False):
+    """A finite number the probe takes as --OPTION, from lo to hi (or 0 when zero_ok); `what` names
+    it in the message ("a number of seconds")."""
+    r = ProbeRange(option, float(lo), float(hi), zero_ok)
+
+    def check(v: Any) -> float:
+        if not _is_number(v) or not _in_range(v, r):
+            raise PydanticCustomError("range", "must be {what}", {"what": _range_text(r, what)})
+        return v
+    return Annotated[float, PlainValidator(check), r]
+
+
+def probe_list(item, option: str, cap: int):
+    """A list of at most `cap` values of the probe_int/probe_number type `item`, for a
+    repeatable option or a comma-separated one."""
+    (base,) = [m for m in item.__metadata__ if isinstance(m, ProbeRange)]
+
+    def at_most(v: list) -> list:
+        if len(v) > cap:
+            raise PydanticCustomError("list", "must be a list of at most {cap} values", {"cap": cap})
+        return v
+    return Annotated[list[item], AfterValidator(at_most), ProbeRange(option, base.lo, base.hi, base.zero_ok, cap)]
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -184,6 +252,47 @@ Size = Annotated[int, PlainValidator(_size)]
 Sizes = Annotated[tuple, PlainValidator(_sizes)]
 #: sizes only: a tuple of int (bytes)
 SizeList = Annotated[tuple, PlainValidator(_plain_sizes)]
+
+
+def size_text(n: int) -> str:
+    """A byte count as it is typed: the largest binary suffix that divides it ("64K", "1G", "1000")."""
+    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
+
+
+def probe_size(option: str, lo: int, hi: int):
+    """A size in bytes the probe takes as --OPTION, from lo to hi."""
+    r = ProbeRange(option, lo, hi)
+
+    def check(v: Any) -> int:
+        n = _size(v)
+        if not lo <= n <= hi:
+            raise PydanticCustomError("size", "must be a size from {lo} to {hi}",
+                                      {"lo": size_text(lo), "hi": size_text(hi)})
+        return n
+    return Annotated[int, PlainValidator(check), r]
+
+
+def probe_sizes(option: str, lo: int, hi: int, cap: int, sweeps: bool = True):
+    """Sizes (and, when `sweeps`, ranges "A-B") the probe takes as --OPTION: every size from lo
+    to hi and at most `cap` sizes, counted as the probe counts them (each item's sizes, repeats
+    across items included)."""
+    r = ProbeRange(option, lo, hi, cap=cap)
+
+    def check(v: Any) -> tuple:
+        sizes = _sizes(v) if sweeps else _plain_sizes(v)
+        points = [p for s in sizes for p in (s.points() if isinstance(s, SizeRange) else [s])]
+        bad = [p for p in points if not lo <= p <= hi]
+        if bad:
+            raise PydanticCustomError("sizes", "every size must be from {lo} to {hi} ({bad} is not)",
+                                      {"lo": size_text(lo), "hi": size_text(hi), "bad": size_text(bad[0])})
+        if len(points) > cap:
+            raise PydanticCustomError("sizes", "must stand for at most {cap} sizes, not {n}",
+                                      {"cap": cap, "n": len(points)})
+        return sizes
+    return Annotated[tuple, PlainValidator(check), r]
 
 
 def size_points(sizes: Iterable[int | SizeRange]) -> list[int]:

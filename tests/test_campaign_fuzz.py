@@ -1,6 +1,7 @@
 """Mutated and hostile campaign files, generated with a fixed seed from the examples: validation either
-accepts the campaign (and can plan it) or raises CampaignError / InputError with FILE:LINE: key lines —
-never another exception, never a hang, never a plan that does not fit in memory."""
+accepts the campaign (and can plan it, and the probe accepts every command it would run) or raises
+CampaignError / InputError with FILE:LINE: key lines — never another exception, never a hang, never a
+plan that does not fit in memory."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 import math
 import random
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from rtvbench.analysis.metrics import known_figure
 from rtvbench.campaign import CampaignError, default_campaign_path, parse_campaign, tomllib
 from rtvbench.errors import InputError
+from rtvbench.loads.probe_load import ProbeLoad
 from rtvbench.plan import plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +26,9 @@ SEED = 1123
 CASES = 360
 HOSTILE = [float("nan"), float("inf"), -float("inf"), 10**30, -(10**30), 2**63, -1, 0, 1e-300, 1e308, "",
            "x" * 5000, "[/x]", "\x1b]0;t\x07", "0-99999999999", "3-1", [], [1, "x"], [[1]], {}, {"a": {"b": 1}},
-           True, "all", "..", "/dev/zero", "ü€😀", 99999, "1e400"]
+           True, "all", "..", "/dev/zero", "ü€😀", 99999, "1e400",
+           # the ends of the probe's ranges, where validate and the probe must agree
+           3600000000, 1023, 1024, 1e7, 0.001, 0.01, 16, 256, 257, 100000, "16G", "0-1023", [0, 1023], 2**63 - 1]
 
 
 def _sources() -> list[tuple[str, dict]]:
@@ -77,7 +82,9 @@ def mutate(rng: random.Random, data: dict) -> dict:
     for _ in range(rng.randint(1, 3)):
         tables = [(data, None)] + [(t, s) for s in ("environments", "loads", "benchmarks")
                                    for t in (data.get(s) or {}).values() if isinstance(t, dict)]
-        tables += [(r, "requirements") for r in data.get("requirements", []) if isinstance(r, dict)]
+        requirements = data.get("requirements")
+        if isinstance(requirements, list):          # a mutation may have replaced the list itself
+            tables += [(r, "requirements") for r in requirements if isinstance(r, dict)]
         table, _ = rng.choice(tables)
         how = rng.randrange(5)
         keys = [k for k in table if not isinstance(table[k], dict) or table is not data]
@@ -95,7 +102,9 @@ def mutate(rng: random.Random, data: dict) -> dict:
                 data[section][names[0]][rng.choice(["kind", "target"])] = rng.choice(
                     ["latency", "qemu", "ssh", "labgrid", "combine", "command", "os", "nope", 1])
         else:                                       # a requirement on anything
-            data.setdefault("requirements", []).append(
+            if not isinstance(data.get("requirements"), list):
+                data["requirements"] = []
+            data["requirements"].append(
                 {rng.choice(["metric", "overhead"]): rng.choice(["wakeup.max_us", "x.y", "mem.lat.4KiB_seq",
                                                                  "wakeup.cpu1.over_5us", "", "a.b.c"]),
                  rng.choice(["max", "min", "max_percent"]): rng.choice(HOSTILE[:12]),
@@ -111,8 +120,22 @@ def _alarm(signum, frame):
     raise _Hang
 
 
-def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path):
+def probe_commands(c) -> list[tuple[str, ...]]:
+    """Every probe command line a campaign runs: its benchmarks (both ends of an ipc round trip
+    between environments) and its probe loads."""
+    out = []
+    for b in c.benchmarks.values():
+        if b.peer is not None:
+            out += [tuple(b.server_args()), tuple(b.client_args("127.0.0.1", 5000))]
+        else:
+            out.append(tuple(b.probe_args()))
+    out += [tuple(load.probe_args()) for load in c.loads.values() if isinstance(load, ProbeLoad)]
+    return out
+
+
+def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path, probe):
     rng = random.Random(SEED)
+    commands: dict[tuple[str, ...], str] = {}
     sources = _sources()
     outcome = {"valid": 0, "invalid": 0}
     worst = 0.0
@@ -126,6 +149,7 @@ def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path):
             try:
                 c = parse_campaign(text, f"case{i}.toml", ROOT / "examples", known_figure)
                 assert len(plan(c)) == c.measurement_count
+                commands.update((argv, text) for argv in probe_commands(c))
                 outcome["valid"] += 1
             except CampaignError as e:
                 assert all(line.startswith(f"case{i}.toml") for line in e.issue_lines()), e.issue_lines()
@@ -142,3 +166,9 @@ def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path):
         signal.signal(signal.SIGALRM, old)
     assert outcome["invalid"] > CASES // 2 and outcome["valid"] > 0, outcome
     assert worst < 5, worst
+    # What validate accepted, the probe accepts (on any machine: CPU masks and directories are
+    # the target's to check at run time).
+    assert len(commands) >= 20, len(commands)
+    for argv, text in commands.items():
+        proc = subprocess.run([str(probe), "--check-args", *argv], capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 0, f"rtvb-probe {' '.join(argv)}: {proc.stderr}\ncampaign:\n{text[:3000]}"

@@ -41,9 +41,9 @@ max = 100
 CASES = [
     ("nan bound", ("max = 100", "max = nan"), "campaign.toml:21: requirements[0].max: must be a finite number (got NaN)"),
     ("inf duration", ("duration_s = 1", "duration_s = inf"),
-     "campaign.toml:16: benchmarks.wakeup.duration_s: must be a positive number (got Infinity)"),
+     "campaign.toml:16: benchmarks.wakeup.duration_s: must be a number of seconds from 0.001 to 1e7 (got Infinity)"),
     ("nan duration", ("duration_s = 1", "duration_s = nan"),
-     "campaign.toml:16: benchmarks.wakeup.duration_s: must be a positive number (got NaN)"),
+     "campaign.toml:16: benchmarks.wakeup.duration_s: must be a number of seconds from 0.001 to 1e7 (got NaN)"),
     ("huge CPU range", ('cpus = "0"', 'cpus = "0-99999999999"'),
      'campaign.toml:17: benchmarks.wakeup.cpus: must be a list of CPU numbers or a CPU list such as "0-3,6", '
      'CPUs from 0 to 1023, ranges from low to high (got "0-99999999999")'),

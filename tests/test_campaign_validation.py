@@ -62,7 +62,7 @@ def replace_line(text: str, old: str, new: str) -> str:
 # (what is broken, the edit to GOOD, the exact expected message line)
 CASES = [
     ("wrong type", ('interval_us = 200', 'interval_us = "fast"'),
-     'campaign.toml:14: benchmarks.wakeup.interval_us: must be a positive integer (got "fast")'),
+     'campaign.toml:14: benchmarks.wakeup.interval_us: must be an integer from 1 to 3600000000 (got "fast")'),
     ("negative number", ("repetitions = 2", "repetitions = -1"),
      "campaign.toml:2: repetitions: must be an integer from 1 to 100000 (got -1)"),
     ("unknown key with a close match", ("duration_s = 1", "duration_sec = 1"),
@@ -151,8 +151,8 @@ def test_all_errors_are_reported_at_once_in_line_order(tmp_path, capsys, monkeyp
     assert err.splitlines() == [
         "campaign.toml:2: repetitions: must be an integer from 1 to 100000 (got 0)",
         "campaign.toml:6: environments.native.cpus: unknown key; allowed: target",
-        "campaign.toml:10: benchmarks.wakeup.interval_us: must be a positive integer (got 0)",
-        'campaign.toml:12: benchmarks.wakeup.thresholds_us[1]: must be a positive number (got "x")',
+        "campaign.toml:10: benchmarks.wakeup.interval_us: must be an integer from 1 to 3600000000 (got 0)",
+        'campaign.toml:12: benchmarks.wakeup.thresholds_us[1]: must be a number of microseconds from 0.001 to 3.6e9 (got "x")',
         'campaign.toml:18: requirements[1].metric: benchmark "other" is not defined (defined: "wakeup")',
         "rtvbench: 5 problems in campaign.toml; nothing was run. Fix them and check again with "
         "`rtvbench validate`.",
@@ -174,7 +174,7 @@ def test_dotted_and_inline_keys_are_located(tmp_path, capsys, monkeypatch):
     assert code == 2
     lines = err.splitlines()
     assert "campaign.toml:2: environments.native.colour: unknown key; allowed: target" in lines
-    assert 'campaign.toml:7: benchmarks.wakeup.interval_us: must be a positive integer (got "fast")' in lines
+    assert 'campaign.toml:7: benchmarks.wakeup.interval_us: must be an integer from 1 to 3600000000 (got "fast")' in lines
 
 
 def test_missing_sections_and_file(tmp_path, capsys, monkeypatch):

@@ -137,18 +137,18 @@ CASES = [
      "{L}: loads.forks: priority applies to policy \"fifo\" or \"rr\" (this load's policy is "
      "\"other\"); use nice for \"other\" and \"batch\""),
     ("nice out of range", 'nice = 25', ("nice = 5", "nice = 25"),
-     "{L}: loads.forks.nice: must be a nice value from -20 to 19 (got 25)"),
+     "{L}: loads.forks.nice: must be an integer from -20 to 19 (got 25)"),
     ("leak with two workers", '[loads.leak]', ('limit = "64M"', 'limit = "64M"\nworkers = 2'),
      "{L}: loads.leak: a leak load runs one worker; drop workers or use 1"),
     ("size below the probe's minimum", 'limit = "512K"', ('limit = "64M"', 'limit = "512K"'),
-     '{L}: loads.leak.limit: must be a size from 1M to 16G, such as "256M" (got "512K")'),
+     '{L}: loads.leak.limit: must be a size from 1M to 16G (got "512K")'),
     ("not a size", 'buffer_size = "lots"', ('buffer_size = "32M"', 'buffer_size = "lots"'),
      '{L}: loads.mem.buffer_size: must be a size in bytes: an integer or a string such as "4K", '
      '"64M", "1.5M" or "64MiB" (got "lots")'),
     ("io block larger than the file", '[loads.io]', ('block_size = "64K"', 'block_size = "2M"'),
      "{L}: loads.io: block_size (2M) must not exceed file_size (1M)"),
     ("window too short", 'window_s = 0.001', ("window_s = 0\n", "window_s = 0.001\n"),
-     "{L}: loads.net.window_s: must be 0 (no windows) or from 0.01 to 1e6 seconds (got 0.001)"),
+     "{L}: loads.net.window_s: must be 0 or a number of seconds from 0.01 to 1e6 (got 0.001)"),
     ("combine of an undefined load", 'combine = ["cpu50", "disk"]', ('combine = ["cpu50", "io"]', 'combine = ["cpu50", "disk"]'),
      '{L}: loads.both.combine[1]: load "disk" is not defined (defined: "idle", "cpu50", "mem", '
      '"cache", "io", "forks", "leak", "timer", "net", "both")'),

@@ -23,9 +23,10 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rtvbench.cpulist import CpuList
+from rtvbench.cpulist import probe_cpus
 from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite
-from rtvbench.params import Name, Number, StrictModel, number_arg, parse_size
+from rtvbench.params import (Name, Number, ProbeRange, StrictModel, number_arg, parse_size, probe_int, probe_number,
+                             probe_size, size_text)
 from rtvbench.probe import ProbeStream
 from rtvbench.targets.base import Background
 
@@ -39,65 +40,36 @@ K, M, G = 1 << 10, 1 << 20, 1 << 30
 MAX_BUFFER = 16 * G          # the probe's MEM_MAX_BYTES on 64-bit targets
 
 
-def _check_size(v: Any, lo: int, hi: int, example: str) -> int:
-    try:
-        n = parse_size(v)
-    except ValueError as e:
-        raise PydanticCustomError("size", str(e)) from None
-    if not lo <= n <= hi:
-        raise PydanticCustomError("size", "must be a size from {lo} to {hi}, such as {example}",
-                                  {"lo": _size_text(lo), "hi": _size_text(hi), "example": example})
-    return n
-
-
-def _sized(lo: int, hi: int, example: str):
-    """A size in bytes (4096, "64K", "1.5M" ...) from lo to hi, as the probe accepts it; it
-    reaches the probe as a byte count."""
-    return Annotated[int, PlainValidator(lambda v: _check_size(v, lo, hi, example))]
-
-
-def _size_text(n: int) -> str:
-    for suffix, scale in (("G", G), ("M", M), ("K", K)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{suffix}"
-    return str(n)
-
-
-def _ranged(lo: float, hi: float, what: str):
-    def check(v: Any) -> float:
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
-            raise PydanticCustomError("range", "must be {what} from {lo} to {hi}",
-                                      {"what": what, "lo": f"{lo:g}", "hi": f"{hi:g}"})
-        return v
-    return Annotated[float, PlainValidator(check)]
-
-
-def _int_in(v: Any, lo: int, hi: int, what: str = "an integer") -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-        raise PydanticCustomError("range", "must be {what} from {lo} to {hi}",
-                                  {"what": what, "lo": lo, "hi": hi})
-    return v
-
-
 def _auto_or_size(v: Any) -> int | str:
     if v == "auto":
         return v
-    return _check_size(v, 8 * K, MAX_BUFFER, '"32M" or "auto"')
+    try:
+        n = parse_size(v)
+    except ValueError:
+        n = -1
+    if not 8 * K <= n <= MAX_BUFFER:
+        raise PydanticCustomError("size", 'must be a size from 8K to {hi}, such as "32M", or "auto"',
+                                  {"hi": size_text(MAX_BUFFER)})
+    return n
 
 
-Workers = Annotated[int, PlainValidator(lambda v: _int_in(v, 1, 256))]
-Priority = Annotated[int, PlainValidator(lambda v: _int_in(v, 1, 99, "a real-time priority"))]
-Nice = Annotated[int, PlainValidator(lambda v: _int_in(v, -20, 19, "a nice value"))]
-Percent = _ranged(0, 100, "a duty cycle in percent")
-PeriodMs = _ranged(0.1, 60000, "milliseconds")
-ForkRate = _ranged(0, 1e6, "forks per second (0 = as fast as possible)")
-LeakRate = _ranged(0, 1e6, "MiB per second (0 = all at once)")
-TimerRate = _ranged(1, 1e6, "wake-ups per second")
-BufferSize = _sized(8 * K, MAX_BUFFER, '"64M"')
-BpsLimit = _sized(0, 1 << 40, '"100M" (bytes per second; 0 = no limit)')
-BlockSize = _sized(512, 64 * M, '"64K"')
-FileSize = _sized(4 * K, G, '"4M"')
-LeakLimit = _sized(M, MAX_BUFFER, '"256M"')
+# The probe's ranges (docs/probe/load.md); module level: pydantic reads annotations by name.
+Workers = probe_int("workers", 1, 256)
+Cpus = probe_cpus("cpus", 1024)
+Priority = probe_int("priority", 1, 99)
+Nice = probe_int("nice", -20, 19)
+WindowS = probe_number("window-s", 0.01, 1e6, "a number of seconds", zero_ok=True)
+Percent = probe_number("percent", 0, 100, "a duty cycle in percent")
+PeriodMs = probe_number("period-ms", 0.1, 60000, "a number of milliseconds")
+ForkRate = probe_number("rate", 0, 1e6, "forks per second (0 = as fast as possible)")
+LeakRate = probe_number("rate-mbps", 0, 1e6, "MiB per second (0 = all at once)")
+TimerRate = probe_number("rate-hz", 1, 1e6, "wake-ups per second")
+BufferSize = probe_size("buffer-size", 8 * K, MAX_BUFFER)
+AutoOrBufferSize = Annotated[Any, PlainValidator(_auto_or_size), ProbeRange("buffer-size", 8 * K, MAX_BUFFER)]
+BpsLimit = probe_size("bps-limit", 0, 1 << 40)
+BlockSize = probe_size("block-size", 512, 64 * M)
+FileSize = probe_size("file-size", 4 * K, G)
+LeakLimit = probe_size("limit", M, MAX_BUFFER)
 
 
 class ProbeLoadParams(StrictModel):
@@ -107,9 +79,9 @@ class ProbeLoadParams(StrictModel):
     # The probe prints `meta` before its workers prepare (buffers prefaulted, work calibrated);
     # a fifth of a second covers that for the default sizes. Larger buffers want more.
     settle_s: Number = 0.2
-    window_s: Number = 0.5              # achieved figures over time; 0 = result record only
+    window_s: WindowS = 0.5             # achieved figures over time; 0 = result record only
     workers: Workers | None = None
-    cpus: CpuList | None = None
+    cpus: Cpus | None = None
     policy: Literal["other", "batch", "idle", "fifo", "rr"] | None = None
     priority: Priority | None = None
     nice: Nice | None = None
@@ -122,13 +94,6 @@ class ProbeLoadParams(StrictModel):
     def _settle(cls, v: float) -> float:
         if not 0 <= v <= 60:
             raise ValueError("must be from 0 to 60 seconds")
-        return v
-
-    @field_validator("window_s")
-    @classmethod
-    def _window(cls, v: float) -> float:
-        if v != 0 and not 0.01 <= v <= 1e6:
-            raise ValueError("must be 0 (no windows) or from 0.01 to 1e6 seconds")
         return v
 
     @model_validator(mode="after")
@@ -192,7 +157,7 @@ class MemLoadParams(ProbeLoadParams):
 
 
 class CacheLoadParams(ProbeLoadParams):
-    buffer_size: Annotated[Any, PlainValidator(_auto_or_size)] | None = None
+    buffer_size: AutoOrBufferSize | None = None
     bps_limit: BpsLimit | None = None
     OPTIONS: ClassVar[dict[str, str]] = {"buffer_size": "--buffer-size", "bps_limit": "--bps-limit"}
 
@@ -219,8 +184,8 @@ class IoLoadParams(ProbeLoadParams):
     def _block_in_file(self):
         file_size = self.file_size if self.file_size is not None else 4 * M
         if self.block_size is not None and self.block_size > file_size:
-            raise ValueError(f"block_size ({_size_text(self.block_size)}) must not exceed file_size "
-                             f"({_size_text(file_size)})")
+            raise ValueError(f"block_size ({size_text(self.block_size)}) must not exceed file_size "
+                             f"({size_text(file_size)})")
         return self
 
 

@@ -19,11 +19,10 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import IPC_TRANSPORTS
-from rtvbench.cpulist import CpuPair
+from rtvbench.cpulist import probe_cpu_pair
 from rtvbench.errors import ProbeOutputError
 from rtvbench.loads.base import LoadError, LoadSite
-from rtvbench.params import (Name, NonNegativeInt, PositiveInt, PositiveNumber, SizeList, StrictModel,
-                             names_or_all, number_arg)
+from rtvbench.params import Name, StrictModel, names_or_all, number_arg, probe_int, probe_number, probe_sizes
 from rtvbench.probe import ProbeStream
 from rtvbench.spec import Placement
 from rtvbench.targets.base import Background, Target
@@ -44,18 +43,24 @@ SERVER_END_S = 5.0
 
 # Validated name lists (module level: pydantic reads annotations by name).
 Transports = names_or_all(IPC_TRANSPORTS, "transport")
+Sizes = probe_sizes("sizes", 16, 16 << 20, 32, sweeps=False)
+Count = probe_int("count", 1, 10**12)
+DurationS = probe_number("duration-s", 0.001, 1e6, "a number of seconds")
+Warmup = probe_int("warmup", 0, 10**9)
+TimeoutS = probe_number("timeout-s", 0.001, 1e6, "a number of seconds")
+Cpus = probe_cpu_pair("cpus")
 
 
 class IpcParams(StrictModel):
     # Before `transports`: its validator reads it.
     peer: Optional[Name] = None
     transports: Transports = IPC_TRANSPORTS
-    sizes: Optional[SizeList] = None
-    count: Optional[PositiveInt] = None
-    duration_s: Optional[PositiveNumber] = None
-    warmup: Optional[NonNegativeInt] = None
-    timeout_s: Optional[PositiveNumber] = None
-    cpus: Optional[CpuPair] = None
+    sizes: Optional[Sizes] = None
+    count: Optional[Count] = None
+    duration_s: Optional[DurationS] = None
+    warmup: Optional[Warmup] = None
+    timeout_s: Optional[TimeoutS] = None
+    cpus: Optional[Cpus] = None
     # The probe's own options for the two ends: rtvbench sets them itself from `peer`.
     serve: Optional[Any] = None
     connect: Optional[Any] = None
@@ -90,14 +95,6 @@ class IpcParams(StrictModel):
                              "measure tcp and udp as two benchmarks")
         return v
 
-    @field_validator("sizes")
-    @classmethod
-    def _range(cls, v):
-        if v is not None:
-            bad = [s for s in v if not 16 <= s <= 16 << 20]
-            if bad:
-                raise ValueError(f"message sizes must be from 16 B to 16 MiB ({bad[0]} B is not)")
-        return v
 
     @model_validator(mode="after")
     def _one_limit(self):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.cpulist import CpuList, parse_cpu_list
+from rtvbench.cpulist import parse_cpu_list, probe_cpus
 from rtvbench.kinds.latency.names import RESPONSE, over_threshold_ns, split_cpu_figure
-from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, number_arg
+from rtvbench.params import StrictModel, number_arg, probe_int, probe_list, probe_number
 from rtvbench.spec import Placement
 
 
@@ -19,19 +19,31 @@ DEFAULT_PRIORITY = 80
 RT_POLICIES = ("fifo", "rr")
 
 
+# The probe's ranges (module level: pydantic reads annotations by name).
+IntervalUs = probe_int("interval-us", 1, 3_600_000_000)
+DurationS = probe_number("duration-s", 0.001, 1e7, "a number of seconds")
+Loops = probe_int("loops", 1, 2**63 - 1)
+Priority = probe_int("priority", 0, 99)
+Cpus = probe_cpus("cpus", 1024)
+ThresholdUs = probe_number("threshold-us", 0.001, 3.6e9, "a number of microseconds")
+ThresholdsUs = probe_list(ThresholdUs, "threshold-us", 16)
+WindowS = probe_number("window-s", 0.01, 1e6, "a number of seconds")
+WorkUs = probe_number("work-us", 0.001, 3.6e9, "a number of microseconds")
+
+
 class LatencyParams(StrictModel):
-    interval_us: PositiveInt = 1000
-    duration_s: PositiveNumber | None = None
-    loops: PositiveInt | None = None
-    priority: NonNegativeInt | None = None          # DEFAULT_PRIORITY for fifo/rr; None for other
+    interval_us: IntervalUs = 1000
+    duration_s: DurationS | None = None
+    loops: Loops | None = None
+    priority: Priority | None = None          # DEFAULT_PRIORITY for fifo/rr; None for other
     policy: Literal["fifo", "rr", "other"] = "fifo"
-    cpus: CpuList | None = None             # None: every CPU the probe may run on
-    thresholds_us: list[PositiveNumber] = []
-    window_s: PositiveNumber | None = None
+    cpus: Cpus | None = None                # None: every CPU the probe may run on
+    thresholds_us: ThresholdsUs = []
+    window_s: WindowS | None = None
     mode: Literal["abstime", "relative"] = "abstime"
     # A fixed work budget after each wake-up (the "victim" of interference tests): adds
     # response times and deadline misses to the results.
-    work_us: PositiveInt | None = None
+    work_us: WorkUs | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -40,20 +52,6 @@ class LatencyParams(StrictModel):
                 data.get("policy", cls.model_fields["policy"].default) in RT_POLICIES:
             return {**data, "priority": DEFAULT_PRIORITY}
         return data
-
-    @field_validator("priority")
-    @classmethod
-    def _priority_range(cls, v):
-        if v is not None and v > 99:
-            raise ValueError("must be a real-time priority from 1 to 99")
-        return v
-
-    @field_validator("window_s")
-    @classmethod
-    def _window_min(cls, v):
-        if v is not None and v < 0.01:
-            raise ValueError("must be at least 0.01 seconds")
-        return v
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -113,7 +111,7 @@ class LatencyBenchmark(Benchmark):
             args += ["--window-s", number_arg(p.window_s)]
         args += ["--mode", p.mode]
         if p.work_us is not None:
-            args += ["--work-us", str(p.work_us)]
+            args += ["--work-us", number_arg(p.work_us)]
         return args
 
     def expected_seconds(self) -> float:

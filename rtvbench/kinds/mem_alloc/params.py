@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import model_validator
-
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import MEM_ALLOC_METHODS, MEM_ALLOC_TESTS, MEM_ALLOC_TOUCH
-from rtvbench.params import (NonNegativeInt, PositiveInt, Sizes, StrictModel, names_or_all, size_points,
-                             sizes_arg)
+from rtvbench.params import StrictModel, names_or_all, probe_int, probe_sizes, size_points, sizes_arg
 
 DEFAULT_SIZES = tuple(m << 20 for m in (2, 4, 8, 16, 32, 48, 64))
 QUICK_SIZES = (2 << 20, 16 << 20)
@@ -22,6 +19,14 @@ _S_PER_BYTE, _TLB_S = 2e-6 / 4096, 1.0
 Tests = names_or_all(MEM_ALLOC_TESTS, "test")
 Methods = names_or_all(MEM_ALLOC_METHODS, "method")
 TouchKinds = names_or_all(MEM_ALLOC_TOUCH, "touch kind")
+# The probe's ranges. The smallest size is one page, 4 KiB on most targets: a target with
+# larger pages refuses smaller sizes itself.
+Sizes = probe_sizes("sizes", 4096, 16 << 30, 128)
+Iterations = probe_int("iterations", 1, 1000)
+TlbLines = probe_int("tlb-lines", 128, 4_194_304)
+Repetitions = probe_int("repetitions", 1, 1000)
+Seed = probe_int("seed", 0, 2**64 - 1)
+Cpu = probe_int("cpu", 0, 1023)
 
 
 class MemAllocParams(StrictModel):
@@ -30,20 +35,12 @@ class MemAllocParams(StrictModel):
     methods: Methods = MEM_ALLOC_METHODS
     touch: TouchKinds = MEM_ALLOC_TOUCH
     # None: the probe's default, which --quick lowers (an explicit value wins over --quick)
-    iterations: Optional[PositiveInt] = None    # allocate/touch/free cycles per size (10; quick 5)
-    tlb_lines: Optional[PositiveInt] = None     # lines of the TLB chases (8192 with 4 KiB pages; quick 4096)
-    repetitions: Optional[PositiveInt] = None   # TLB chases per layout (3)
-    seed: NonNegativeInt = 1
-    cpu: Optional[NonNegativeInt] = None
+    iterations: Optional[Iterations] = None     # allocate/touch/free cycles per size (10; quick 5)
+    tlb_lines: Optional[TlbLines] = None        # lines of the TLB chases (8192 with 4 KiB pages; quick 4096)
+    repetitions: Optional[Repetitions] = None   # TLB chases per layout (3)
+    seed: Seed = 1
+    cpu: Optional[Cpu] = None
     quick: bool = False
-
-    @model_validator(mode="after")
-    def _whole_pages(self):
-        if self.sizes is not None:
-            bad = [s for s in size_points(self.sizes) if s < 4096]
-            if bad:
-                raise ValueError(f"sizes must be at least one page (size {bad[0]} is not)")
-        return self
 
 
 @BENCHMARKS.register("mem-alloc")

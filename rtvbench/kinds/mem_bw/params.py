@@ -8,8 +8,8 @@ from pydantic import model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import MEM_BW_OPS
-from rtvbench.cpulist import CpuList, parse_cpu_list
-from rtvbench.params import PositiveInt, Sizes, StrictModel, names_or_all, size_points, sizes_arg
+from rtvbench.cpulist import parse_cpu_list, probe_cpus
+from rtvbench.params import StrictModel, names_or_all, probe_int, probe_sizes, size_points, sizes_arg
 from rtvbench.spec import Placement
 
 DEFAULT_SIZES = tuple(4096 << (2 * i) for i in range(8))       # 4K, 16K, ... 64M
@@ -21,22 +21,25 @@ _POINT_S, _QUICK_POINT_S = 0.6, 0.15
 
 # Validated name lists (module level: pydantic reads annotations by name).
 Operations = names_or_all(MEM_BW_OPS, "operation")
+Sizes = probe_sizes("sizes", 1024, 16 << 30, 128)
+Threads = probe_int("threads", 1, 256)
+Cpus = probe_cpus("cpus", 256)
 
 
 class MemBwParams(StrictModel):
     operations: Operations = MEM_BW_OPS
     sizes: Optional[Sizes] = None           # per thread; None: the probe's default (or --quick's)
-    threads: PositiveInt = 1
-    cpus: Optional[CpuList] = None          # the threads are pinned to these in turn
+    threads: Threads = 1
+    cpus: Optional[Cpus] = None          # the threads are pinned to these in turn
     hugepages: Literal["off", "thp", "hugetlb"] = "off"
     quick: bool = False
 
     @model_validator(mode="after")
     def _multiples_of_64(self):
         if self.sizes is not None:
-            bad = [s for s in size_points(self.sizes) if s < 1024 or s % 64]
+            bad = [s for s in size_points(self.sizes) if s % 64]
             if bad:
-                raise ValueError(f"sizes must be multiples of 64 bytes from 1K (size {bad[0]} is not)")
+                raise ValueError(f"sizes must be multiples of 64 bytes (size {bad[0]} is not)")
         return self
 
 

@@ -7,8 +7,7 @@ from typing import Literal, Optional
 from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.params import (NonNegativeInt, PositiveInt, Size, SizeRange, Sizes, StrictModel, size_points,
-                             sizes_arg)
+from rtvbench.params import SizeRange, StrictModel, probe_int, probe_size, probe_sizes, size_points, sizes_arg
 
 DEFAULT_SIZES = (SizeRange(512, 256 << 20),)
 QUICK_SIZES = tuple(1024 << (2 * i) for i in range(9))        # 1K, 4K, ... 64M
@@ -17,21 +16,29 @@ QUICK_SIZES = tuple(1024 << (2 * i) for i in range(9))        # 1K, 4K, ... 64M
 _POINT_S, _QUICK_POINT_S = 0.35, 0.1
 
 
+# The probe's ranges (module level: pydantic reads annotations by name).
+Sizes = probe_sizes("sizes", 1, 16 << 30, 128)
+Stride = probe_size("stride", 8, 1 << 30)
+Repetitions = probe_int("repetitions", 1, 1000)
+Seed = probe_int("seed", 0, 2**64 - 1)
+Cpu = probe_int("cpu", 0, 1023)
+
+
 class MemLatParams(StrictModel):
     sizes: Optional[Sizes] = None           # None: the probe's default sweep (or --quick's)
-    stride: Size = 64
+    stride: Stride = 64
     mode: Literal["seq", "random", "both"] = "both"
-    repetitions: PositiveInt = 1
+    repetitions: Repetitions = 1
     hugepages: Literal["off", "thp", "hugetlb"] = "off"
-    seed: NonNegativeInt = 1
-    cpu: Optional[NonNegativeInt] = None
+    seed: Seed = 1
+    cpu: Optional[Cpu] = None
     quick: bool = False
 
     @field_validator("stride")
     @classmethod
     def _pointer_multiple(cls, v):
-        if v < 8 or v % 8:
-            raise ValueError("must be a multiple of 8 bytes (the pointer size), at least 8")
+        if v % 8:
+            raise ValueError("must be a multiple of 8 bytes (the pointer size)")
         return v
 
     @model_validator(mode="after")

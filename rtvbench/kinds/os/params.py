@@ -10,35 +10,51 @@ from pydantic_core import PydanticCustomError
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import OS_TESTS
-from rtvbench.cpulist import CpuPair
-from rtvbench.params import PositiveInt, PositiveNumber, Size, SizeList, StrictModel, names_or_all, number_arg
+from rtvbench.cpulist import MAX_CPUS, probe_cpu_pair
+from rtvbench.params import (ProbeRange, StrictModel, names_or_all, number_arg, probe_int, probe_list, probe_number,
+                             probe_size, probe_sizes)
 from rtvbench.spec import Placement
 
-_RING = re.compile(r"^(\d+)p/(\d+)k$")
+_RING = re.compile(r"^(\d{1,6})p/(\d{1,9})k$")
+#: the probe's rings: 2 to 64 processes with up to 64 MiB each, at most 16 rings
+RING_PROCESSES, RING_MAX_KIB, MAX_RINGS = (2, 64), 64 << 10, 16
 # For the progress bar: the default run of every test takes ~20 s, --quick ~3 s, and a figure's
 # time is bounded by max_time_s (2 s, 0.3 s with --quick) but usually ends at 1 % error sooner.
 _FULL_S, _QUICK_S, _FIGURES_IN_FULL = 20.0, 3.0, 40
 
 
 def _rings(v: Any) -> tuple[str, ...]:
-    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-        raise PydanticCustomError("rings", 'must be a list of rings such as ["2p/0k", "8p/16k"]')
+    if not isinstance(v, list) or not v or len(v) > MAX_RINGS or not all(isinstance(x, str) for x in v):
+        raise PydanticCustomError("rings", 'must be a list of at most {n} rings such as ["2p/0k", "8p/16k"]',
+                                  {"n": MAX_RINGS})
+    lo, hi = RING_PROCESSES
     for ring in v:
         m = _RING.match(ring)
-        if not m or not 2 <= int(m.group(1)) <= 64:
-            raise PydanticCustomError("rings", '"{ring}" must be <processes>p/<KiB>k with 2 to 64 processes, '
-                                               'e.g. "2p/0k"', {"ring": ring})
+        if not m or not lo <= int(m.group(1)) <= hi or int(m.group(2)) > RING_MAX_KIB:
+            raise PydanticCustomError("rings", '"{ring}" must be <processes>p/<KiB>k with {lo} to {hi} processes '
+                                               'of at most {kib}k, e.g. "2p/0k"',
+                                      {"ring": ring, "lo": lo, "hi": hi, "kib": RING_MAX_KIB})
     return tuple(v)
 
 
 def _ctx_cpu(v: Any) -> int | str:
-    if v == "none" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+    if v == "none" or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_CPUS):
         return v
-    raise PydanticCustomError("ctx_cpu", 'must be a CPU number or "none" (no pinning)')
+    raise PydanticCustomError("ctx_cpu", 'must be a CPU number below {n} or "none" (no pinning)', {"n": MAX_CPUS})
 
 
-Rings = Annotated[tuple, PlainValidator(_rings)]
-CtxCpu = Annotated[Any, PlainValidator(_ctx_cpu)]
+Rings = Annotated[tuple, PlainValidator(_rings), ProbeRange("ctx", *RING_PROCESSES, cap=MAX_RINGS)]
+CtxCpu = Annotated[Any, PlainValidator(_ctx_cpu), ProbeRange("ctx-cpu", 0, MAX_CPUS - 1)]
+PairCpus = probe_cpu_pair("pair-cpus")
+Fds = probe_list(probe_int("fds", 1, 1000), "fds", 16)
+MmapSizes = probe_sizes("mmap-sizes", 1, 1 << 30, 16, sweeps=False)
+FileSizes = probe_sizes("file-sizes", 0, 1 << 30, 16, sweeps=False)
+PagefaultSize = probe_size("pagefault-size", 64 << 10, 1 << 30)
+RereadSize = probe_size("reread-size", 4096, 1 << 30)
+BwChunk = probe_size("bw-chunk", 1, 64 << 20)
+MinSampleMs = probe_number("min-sample-ms", 0.01, 10000, "a number of milliseconds")
+MaxTimeS = probe_number("max-time-s", 0.001, 3600, "a number of seconds")
+TargetError = probe_number("target-error", 1e-6, 1, "a relative standard error")
 
 
 # Validated name lists (module level: pydantic reads annotations by name).
@@ -49,31 +65,24 @@ class OsParams(StrictModel):
     tests: Tests = tuple(OS_TESTS)
     quick: bool = False
     dir: Optional[str] = None                     # where file tests make their scratch directory
-    fds: Optional[list[PositiveInt]] = None
+    fds: Optional[Fds] = None
     ctx: Optional[Rings] = None
     ctx_cpu: Optional[CtxCpu] = None
-    pair_cpus: Optional[CpuPair] = None
-    mmap_sizes: Optional[SizeList] = None
-    file_sizes: Optional[SizeList] = None
-    pagefault_size: Optional[Size] = None
-    reread_size: Optional[Size] = None
-    bw_chunk: Optional[Size] = None
-    min_sample_ms: Optional[PositiveNumber] = None
-    max_time_s: Optional[PositiveNumber] = None
-    target_error: Optional[PositiveNumber] = None
+    pair_cpus: Optional[PairCpus] = None
+    mmap_sizes: Optional[MmapSizes] = None
+    file_sizes: Optional[FileSizes] = None
+    pagefault_size: Optional[PagefaultSize] = None
+    reread_size: Optional[RereadSize] = None
+    bw_chunk: Optional[BwChunk] = None
+    min_sample_ms: Optional[MinSampleMs] = None
+    max_time_s: Optional[MaxTimeS] = None
+    target_error: Optional[TargetError] = None
 
     @field_validator("fds")
     @classmethod
-    def _fd_count(cls, v):
-        if v is not None and (not v or max(v) > 1000):
+    def _some_fds(cls, v):
+        if v is not None and not v:
             raise ValueError("must be a non-empty list of descriptor counts from 1 to 1000")
-        return v
-
-    @field_validator("target_error")
-    @classmethod
-    def _fraction(cls, v):
-        if v is not None and v >= 1:
-            raise ValueError("must be a fraction below 1, e.g. 0.01 for 1 %")
         return v
 
 

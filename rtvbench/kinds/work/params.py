@@ -9,7 +9,7 @@ from pydantic import field_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
-from rtvbench.params import NonNegativeInt, PositiveInt, StrictModel, names_or_all
+from rtvbench.params import StrictModel, names_or_all, probe_int
 
 _EXPECT_VALUE = re.compile(r"^(0x)?[0-9a-fA-F]{1,16}$")
 
@@ -20,21 +20,16 @@ _RUN_S = {"small": 0.002, "large": 0.25}
 
 # Validated name lists (module level: pydantic reads annotations by name).
 Kernels = names_or_all(WORK_KERNELS, "kernel")
+Repetitions = probe_int("repetitions", 1, 100_000)
+Seed = probe_int("seed", 0, 2**64 - 1)
 
 
 class WorkParams(StrictModel):
     kernels: Kernels = tuple(WORK_KERNELS)
     size: Literal["small", "large", "both"] = "both"
-    repetitions: PositiveInt = 3            # timed runs inside one probe run, per kernel and size
-    seed: NonNegativeInt = 1
+    repetitions: Repetitions = 3            # timed runs inside one probe run, per kernel and size
+    seed: Seed = 1
     expect: dict[str, str] = {}             # "kernel.size" -> expected checksum (hex)
-
-    @field_validator("repetitions")
-    @classmethod
-    def _bounded(cls, v):
-        if v > 100_000:
-            raise ValueError("must be at most 100000 (the probe's limit)")
-        return v
 
     @field_validator("expect")
     @classmethod

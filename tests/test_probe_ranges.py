@@ -1,0 +1,209 @@
+"""`validate` applies exactly the probe's ranges.
+
+Every campaign key that becomes a probe option carries a ProbeRange (rtvbench/params.py). These
+tests hold each one equal to the probe's own option table (`rtvb-probe --describe-options SUB`),
+check that no ranged probe option a campaign could set is left without one, and that at both
+ends of every range the campaign value is accepted by `validate` and its command by the probe
+(`rtvb-probe --check-args`), while one step outside is refused by `validate`.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import typing
+from functools import cache
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from probe_records import records
+from rtvbench.benchmarks import BENCHMARKS
+from rtvbench.loads.probe_load import KINDS, ProbeLoadParams
+from rtvbench.params import ProbeRange, StrictModel
+
+#: probe options with a range that no campaign key sets, and why
+NOT_CAMPAIGN_KEYS = {
+    ("latency", "histogram-us"): "only for the cyclictest output formats, which rtvbench does not read",
+    ("latency", "cpu-dma-latency-us"): "rtvbench keeps the probe's default (0, as cyclictest)",
+    ("ipc", "port"): "rtvbench starts the server on port 0 and reads the port it got",
+    ("load", "duration-s"): "the runner stops a load at the end of each measurement",
+}
+
+
+def _range_in(tp) -> ProbeRange | None:
+    """The outermost ProbeRange of a (possibly Optional) annotation."""
+    if typing.get_origin(tp) is typing.Annotated:
+        found = [m for m in tp.__metadata__ if isinstance(m, ProbeRange)]
+        if found:
+            return found[0]
+    for arg in typing.get_args(tp):
+        r = _range_in(arg)
+        if r is not None:
+            return r
+    return None
+
+
+def _strip_optional(tp):
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is not typing.Annotated and type(None) in args:
+        (tp,) = [a for a in args if a is not type(None)]
+    return tp
+
+
+def ranged_fields(model: type[StrictModel]) -> dict[str, tuple[object, ProbeRange]]:
+    """field -> (its type without Optional, ProbeRange) for the keys of `model` that carry one."""
+    out = {}
+    for name, info in model.model_fields.items():
+        # pydantic keeps a field's Annotated metadata apart from its type: put them together again.
+        tp = typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        tp = _strip_optional(tp)
+        r = _range_in(tp)
+        if r is not None:
+            out[name] = (tp, r)
+    return out
+
+
+def models() -> list[tuple[str, str, type[StrictModel]]]:
+    """(probe subcommand, load kind or "", campaign model) for everything a campaign runs."""
+    out = [(name, "", BENCHMARKS.get(name).Params) for name in BENCHMARKS.names()]
+    out += [("load", kind, params) for kind, params in KINDS.items()]
+    return out
+
+
+@cache
+def probe_table(probe: Path, sub: str) -> dict[str, dict]:
+    proc = subprocess.run([str(probe), "--describe-options", sub], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 0, proc.stderr
+    return {r["option"]: r for r in records(proc.stdout)}
+
+
+def check_args(probe: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(probe), "--check-args", *argv], capture_output=True, text=True, timeout=10)
+
+
+def test_every_range_is_the_probes(probe):
+    checked = 0
+    for sub, _, model in models():
+        table = probe_table(probe, sub)
+        for field, (_, r) in ranged_fields(model).items():
+            where = f"{model.__name__}.{field} (--{r.option})"
+            assert r.option in table, f"{where}: the probe's {sub} has no such option"
+            t = table[r.option]
+            assert ("min" in t, "max" in t) == (True, True), f"{where}: the probe states no range: {t}"
+            assert (r.lo, r.hi) == (t["min"], t["max"]), f"{where}: {r.lo}..{r.hi} here, {t['min']}..{t['max']} in the probe"
+            assert r.zero_ok == t.get("zero_ok", False), where
+            assert r.cap == t.get("cap"), f"{where}: at most {r.cap} here, {t.get('cap')} in the probe"
+            checked += 1
+    assert checked >= 50, checked
+
+
+def test_every_ranged_probe_option_has_a_campaign_key(probe):
+    covered = {(sub, r.option) for sub, _, model in models() for _, r in ranged_fields(model).values()}
+    missing = []
+    for sub in {sub for sub, _, _ in models()}:
+        for option, t in probe_table(probe, sub).items():
+            ranged = "max" in t or "cap" in t
+            if ranged and (sub, option) not in covered and (sub, option) not in NOT_CAMPAIGN_KEYS:
+                missing.append(f"{sub} --{option}")
+    assert not missing, f"probe options with a range that no campaign key carries: {missing}"
+
+
+# ---------------------------------------------------------------------------
+# Both ends of every range: accepted by validate and by the probe; one step outside: refused.
+
+def edge_values(tp, r: ProbeRange) -> tuple[list, list]:
+    """Campaign values at the ends of `r` (to accept) and just outside (to refuse), in the form the
+    key takes (a number, a list, a CPU list string)."""
+    base = typing.get_args(tp)[0] if typing.get_origin(tp) is typing.Annotated else tp
+    lo, hi = r.lo, r.hi
+    if r.option == "ctx":
+        return [["2p/0k", "64p/65536k"], [f"{2 + k}p/{k}k" for k in range(r.cap)]], \
+               [["1p/0k"], ["65p/0k"], ["2p/65537k"], ["2p/0k"] * (r.cap + 1)]
+    if r.option == "ctx-cpu":
+        return [lo, hi, "none"], [lo - 1, hi + 1]
+    if r.option == "buffer-size" and base is not int:
+        return [lo, hi, "auto"], [lo - 1, hi + 1]
+    if base is str:                             # a CPU list
+        fill = f"0-{r.cap - 2},{int(hi)}" if r.cap <= hi else f"0-{int(hi)}"
+        return [fill, str(int(hi))], [f"0-{r.cap}", f"{int(hi) + 1}"]
+    if r.cap == 2 and base is tuple:            # a CPU pair
+        return [[lo, hi], [hi]], [[lo - 1], [hi + 1], [lo, lo, lo]]
+    if r.cap is not None:                       # a list of numbers or sizes
+        step = 64 if isinstance(lo, int) else (hi - lo) / (4 * r.cap)
+        full = [lo, hi] + [lo + step * k for k in range(1, r.cap - 1)]
+        outside = [[hi + (1 if isinstance(hi, int) else hi * 1e-9)], full + [lo]]
+        if lo > 0:
+            outside.append([lo - 1 if isinstance(lo, int) else lo / 2])
+        return [[lo], [hi], full], outside
+    if isinstance(lo, int):
+        return [lo, hi], [lo - 1, hi + 1]
+    below = [math.nextafter(lo, -math.inf)] if not (r.zero_ok and lo == 0) else [-1e-9]
+    return ([lo, hi] + ([0] if r.zero_ok else [])), below + [math.nextafter(hi, math.inf)]
+
+
+def _with(field: str, value) -> dict:
+    """Keys a value needs beside it: a real-time priority needs a real-time policy (and 0, none)."""
+    if field == "priority":
+        return {"policy": "fifo" if value else "other", "priority": value}
+    return {field: value}
+
+
+def cases():
+    seen = set()
+    for sub, kind, model in models():
+        for field, (tp, r) in ranged_fields(model).items():
+            # The keys every probe load shares are tried once, with the cpu kind.
+            if kind and field in ProbeLoadParams.model_fields and kind != "cpu":
+                continue
+            if (model, field) not in seen:
+                seen.add((model, field))
+                yield pytest.param(sub, kind, model, field, tp, r, id=f"{sub}{'-' + kind if kind else ''}.{field}")
+
+
+#: rules between keys that a campaign keeps and the probe does not, and why
+HOST_RULES = {
+    ("latency", "work_us"): "a work budget of a whole period misses every deadline: the probe runs it (its "
+                            "overrun accounting is tested so), a campaign asks for something else",
+}
+#: keys a benchmark needs to validate at all
+BASE = {"latency": {"loops": 1}}
+#: keys that replace the base (a latency run ends by loops or by duration, not both)
+BASE_CONFLICTS = {("latency", "loops"), ("latency", "duration_s")}
+
+
+@pytest.mark.parametrize("sub,kind,model,field,tp,r", list(cases()))
+def test_range_ends_are_accepted_and_outside_refused(probe, sub, kind, model, field, tp, r):
+    """One step outside the range, the key alone is refused. At the ends, the key alone is
+    accepted, and the whole campaign table is accepted exactly when the probe accepts its command:
+    some ends meet a rule between keys (a 1-byte chain holds no two slots; op "copy" needs 16K),
+    which both sides must then apply alike."""
+    adapter = TypeAdapter(tp)
+    inside, outside = edge_values(tp, r)
+    for value in outside:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value)
+    for value in inside:
+        base = {} if (sub, field) in BASE_CONFLICTS else BASE.get(sub, {})
+        keys = {**base, **_with(field, value)}
+        try:
+            params, host_ok = model.model_validate(keys), True
+        except ValidationError:
+            checked = {k: adapter.validate_python(v) if k == field else v for k, v in keys.items()}
+            params, host_ok = model.model_construct(**checked), False
+        argv = params.probe_args(kind) if kind else BENCHMARKS.get(sub)("b", params).probe_args()
+        proc = check_args(probe, argv)
+        if not host_ok and proc.returncode == 0 and (sub, field) in HOST_RULES:
+            continue
+        assert (proc.returncode == 0) == host_ok, \
+            f"{field} = {value!r}: validate {'accepts' if host_ok else 'refuses'}, the probe says: " \
+            f"{proc.stderr or 'fine'} ({' '.join(argv)})"
+
+
+def test_check_args_refuses_what_the_probe_refuses(probe):
+    # The mode's own ground truth: a value outside the table's range and a cross-option rule.
+    assert check_args(probe, ["latency", "--interval-us", "3600000001"]).returncode == 2
+    assert check_args(probe, ["load", "--kind", "cpu", "--priority", "5"]).returncode == 2
+    proc = check_args(probe, ["latency", "--interval-us", "3600000000", "--cpus", "1023"])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
