@@ -271,17 +271,23 @@ static void close_window(struct lat_worker *w, uint64_t index, uint64_t t_start,
 
 /* The victim's work: a chain of dependent integer operations, the same
  * instructions every time, so interference (caches, memory bandwidth, CPU
- * time stolen) shows as a longer execution rather than as less work. */
-static uint64_t run_work(uint64_t loops)
+ * time stolen) shows as a longer execution rather than as less work. A stop
+ * request ends it between chunks (a few microseconds apart), so that a long
+ * budget cannot outlast the host's stop grace; the check is part of what the
+ * calibration times. Returns 0 when stopped before the end. */
+static int run_work(uint64_t loops)
 {
+    const uint64_t chunk = 4096;
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (uint64_t i = 0; i < loops; i++) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         __asm__ volatile("" : "+r"(x));
+        if (i % chunk == chunk - 1 && atomic_load_explicit(&stop_requested, memory_order_relaxed))
+            return 0;
     }
-    return x;
+    return 1;
 }
 
 /* Iterations that take work_ns on this CPU, undisturbed: the fastest of a
@@ -379,7 +385,8 @@ static void *worker_main(void *arg)
          * time is completion - deadline, a miss when it exceeds the period. */
         uint64_t done = now;
         if (o->work_ns) {
-            run_work(w->work_loops);
+            if (!run_work(w->work_loops))
+                break;                  /* stopped mid-work: no response time to record */
             done = mono_ns();
             uint64_t response = done > deadline ? done - deadline : 0;
             hist_record(w->response, response);

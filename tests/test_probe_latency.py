@@ -210,6 +210,22 @@ def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
     assert merged(recs)["count"] == 0 and merged(recs)["missed"] == 0     # no deadline came, none was missed
 
 
+def test_a_stop_does_not_wait_for_a_long_work_budget(probe):
+    """A 30 s work budget after the first wake-up: the stop ends the work where it is, keeps the
+    wake-up measured before it and records no response time for the work it cut short."""
+    proc = subprocess.Popen([str(probe), "latency", "--interval-us", "1000", "--work-us", "30000000",
+                             "--cpus", "0", "--policy", "other"], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=40)
+    assert time.monotonic() - asked < 2.0
+    recs = records(out)
+    assert proc.returncode == 0 and recs[-1]["status"] == "interrupted"
+    res = merged(recs)
+    assert res["count"] == 1 and res["deadline_misses"] == 0, res
+
+
 def _as_nobody(*cmd: str, memlock: int | None = None, rtprio: str = "0") -> list[str]:
     prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     if memlock is not None:
