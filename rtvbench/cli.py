@@ -38,9 +38,9 @@ def _store_option(f):
                              "rtvbench-results/rtvbench.db in the working directory).")(f)
 
 
-def _store(ctx: click.Context, store_url: str | None):
+def _store(ctx: click.Context, store_url: str | None, write: bool = False):
     from rtvbench.store import open_store
-    return open_store(store_url or ctx.obj.get("store_url"))
+    return open_store(store_url or ctx.obj.get("store_url"), write=write)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -133,7 +133,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
     from rtvbench.store import load_run
 
     c = load_campaign(campaign, known_figure)
-    engine = _store(ctx, store_url)
+    engine = _store(ctx, store_url, write=True)
     outcome = Runner(c, engine, err).run(resume=resume)
     if outcome.interrupted:
         again = ["rtvbench", "run", "--resume"]

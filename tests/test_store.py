@@ -3,10 +3,19 @@ per measurement even when --resume re-ran it."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from rtvbench.campaign import parse_campaign
+from rtvbench.errors import StoreError
 from rtvbench.store import RunRecorder, list_runs, load_run, open_store
 from rtvbench.store.schema import metadata
 
@@ -70,3 +79,65 @@ def test_latest_attempt_wins_and_records_keep_their_order(tmp_path):
     assert run.attempts() == {("native", "idle", "w", 0): (2, "ok"), ("native", "idle", "w", 1): (1, "ok")}
     [row] = list_runs(engine)
     assert (row["measurements"], row["ok"], row["status"]) == (2, 2, "finished")
+
+
+def _read_only(directory: Path, *argv: str) -> subprocess.CompletedProcess:
+    """`rtvbench ARGV` with `directory` mounted read-only (a bind mount in a mount namespace of
+    its own: the test runs as root, for whom file modes do not make a file read-only)."""
+    script = f'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(directory),
+                           str(Path(sys.executable).parent / "rtvbench"), *argv],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _can_mount_read_only(tmp_path: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind "$0" "$0" && mount -o remount,bind,ro '
+                            '"$0" && ! touch "$0/x" 2>/dev/null', str(tmp_path)], capture_output=True)
+    return probe.returncode == 0
+
+
+def test_a_store_on_a_read_only_file_system_lists_shows_and_reports(tmp_path):
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("this machine cannot make a read-only mount (needs unshare and CAP_SYS_ADMIN)")
+    store = tmp_path / "store"
+    store.mkdir()
+    url = f"sqlite:///{store}/s.db"
+    engine = open_store(url)
+    run = RunRecorder.create(engine, parse_campaign(TEXT))
+    m = run.start_measurement(environment="native", load="idle", benchmark="w", kind="latency", command=["p"],
+                              load_commands=[], repetition=0, attempt=1, order_index=0)
+    for seq, rec in enumerate([{"type": "meta", "schema": 1, "subcommand": "latency", "params": {}},
+                               {"type": "result", "cpu": "all", "count": 10, "missed": 0, "min_ns": 1000,
+                                "avg_ns": 2000, "max_ns": 9000},
+                               {"type": "end", "status": "ok"}], start=1):
+        m.add_record(seq, rec)
+    m.finish("ok", 0)
+    run.set_status("finished")
+    engine.dispose()
+    before = sorted(p.name for p in store.iterdir())
+
+    listed = _read_only(store, "list", "--store", url)
+    assert listed.returncode == 0, listed.stderr
+    assert "store" in listed.stdout and "finished" in listed.stdout, listed.stdout
+    shown = _read_only(store, "show", "1", "--store", url)
+    assert shown.returncode == 0 and "w" in shown.stdout, shown.stderr
+    out = tmp_path / "r.json"
+    reported = _read_only(store, "report", "--campaign", "1", "--store", url, "--format", "json", "-o", str(out))
+    assert reported.returncode in (0, 1), reported.stderr      # 1: a requirement failed, not here
+    assert json.loads(out.read_text())["measurements"][0]["benchmark"] == "w"
+    assert sorted(p.name for p in store.iterdir()) == before
+
+
+def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("this machine cannot make a read-only mount (needs unshare and CAP_SYS_ADMIN)")
+    store = tmp_path / "store"
+    store.mkdir()
+    with sqlite3.connect(store / "old.db") as conn:
+        conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
+    listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
+    assert listed.returncode == StoreError.exit_code, listed.stderr
+    assert "is read-only and its schema is at revision 0003, not 0005" in listed.stderr
+    assert "Traceback" not in listed.stderr

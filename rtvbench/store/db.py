@@ -1,13 +1,12 @@
-"""Open the result store: resolve the URL, connect, bring the schema up to date."""
+"""Open the result store: resolve the URL, connect, bring the schema up to date when it is behind."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
@@ -27,43 +26,103 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def _alembic_config() -> Config:
+def _alembic_config():
+    from alembic.config import Config      # only when the schema must be checked or changed
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return cfg
 
 
-def open_store(url: str | None = None) -> Engine:
-    """An engine on the store at `url` (default: rtvbench-results/rtvbench.db in
-    the working directory), with every migration applied."""
+def _read_only_sqlite(url: URL) -> URL | None:
+    """For a store file this process cannot write (a read-only file system, a store of another
+    user): the URL that opens it read-only, or None when it can be written. Without a writable
+    directory SQLite cannot make the WAL index beside the file either, so the file is then
+    opened as immutable: nothing can be changing it."""
+    path = Path(url.database)
+    directory_writable = os.access(path.parent, os.W_OK) and not _read_only_mount(path.parent)
+    if path.exists() and os.access(path, os.W_OK) and directory_writable:
+        return None
+    if not path.exists():
+        return None
+    query = {"mode": "ro", "uri": "true"}
+    if not directory_writable:
+        query["immutable"] = "1"
+    return url.set(database=f"file:{path}", query=query)
+
+
+def _read_only_mount(path: Path) -> bool:
+    # os.access ignores a read-only mount for root; statvfs does not.
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _schema_state(conn) -> tuple[str | None, str]:
+    """(the store's revision, this rtvbench's head revision)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    current = MigrationContext.configure(conn).get_current_revision()
+    return current, ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+def open_store(url: str | None = None, write: bool = True) -> Engine:
+    """An engine on the store at `url` (default: rtvbench-results/rtvbench.db in the working
+    directory) whose schema is at this rtvbench's revision: migrations run only when the store is
+    behind. With write=False (list, show, report) a store file that cannot be written is opened
+    read-only, which works as long as its schema is current."""
     url = url or DEFAULT_URL
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise InputError(f"--store {url!r} is not a database URL; use e.g. "
                          "sqlite:///results.db or postgresql://user@host/db.") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        try:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot create the directory of store {parsed.database} "
-                             f"({e.strerror}); pass a writable --store.") from None
+    shown = parsed.render_as_string(hide_password=True)
+    read_only = None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+            and not parsed.database.startswith("file:"):
+        read_only = None if write else _read_only_sqlite(parsed)
+        if read_only is None:
+            try:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the directory of store {parsed.database} "
+                                 f"({e.strerror}); pass a writable --store.") from None
     try:
-        engine = create_engine(parsed)
+        engine = create_engine(read_only or parsed)
     except (NoSuchModuleError, ImportError) as e:
-        raise InputError(f"--store {parsed.render_as_string(hide_password=True)}: no driver "
-                         f"for this database ({e}); install it or use a sqlite:/// URL.") from None
+        raise InputError(f"--store {shown}: no driver for this database ({e}); install it or use a "
+                         "sqlite:/// URL.") from None
     if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        if read_only is None:
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            event.listen(engine, "connect", lambda c, _r: c.execute("PRAGMA foreign_keys=ON"))
     try:
-        with engine.begin() as conn:
-            cfg = _alembic_config()
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+        with engine.connect() as conn:
+            current, head = _schema_state(conn)
+        if current != head:
+            if read_only is not None:
+                raise StoreError(f"the store {shown} is read-only and its schema is at revision "
+                                 f"{current or 'none'}, not {head} as this rtvbench needs; open it once "
+                                 "where it can be written (any command) to bring it up to date.")
+            _upgrade(engine, current, head, shown)
     except SQLAlchemyError as e:
-        raise StoreError(f"cannot open the store {parsed.render_as_string(hide_password=True)} "
+        raise StoreError(f"cannot open the store {shown} "
                          f"({e.__class__.__name__}: {str(e.orig if hasattr(e, 'orig') else e).strip()}); "
                          "check the --store URL and that the database is reachable.") from None
     return engine
 
 
+def _upgrade(engine: Engine, current: str | None, head: str, shown: str) -> None:
+    from alembic import command
+    from alembic.util import CommandError
+    try:
+        with engine.begin() as conn:
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    except CommandError:
+        raise StoreError(f"the store {shown} has schema revision {current}, which this rtvbench does not "
+                         f"know (its newest is {head}): it was written by a newer rtvbench; use that "
+                         "one or another --store.") from None
