@@ -141,3 +141,12 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
     assert listed.returncode == StoreError.exit_code, listed.stderr
     assert "is read-only and its schema is at revision 0003, not 0005" in listed.stderr
     assert "Traceback" not in listed.stderr
+
+
+def test_a_store_from_a_newer_rtvbench_is_named_as_such(tmp_path):
+    url = f"sqlite:///{tmp_path}/s.db"
+    open_store(url).dispose()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("update alembic_version set version_num = '0099'")
+    with pytest.raises(StoreError, match="has schema revision 0099, which this rtvbench does not know"):
+        open_store(url)
