@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -274,6 +275,35 @@ HOSTILE = ["two words", "it's", '"double"', "$(touch {d}/dollar)", "`touch {d}/b
            "> {d}/redirect", "'; touch {d}/quote; '", "$HOME", "*", "", "\\", "-n", "\t", "~"]
 
 
+def test_a_killed_runners_probe_copy_and_connection_are_removed_by_the_next_runner(target, sshd):
+    """SIGKILL leaves a runner no time to clean up: the next runner of this machine removes the dead
+    one's probe copy on the target, tells its lingering master connection to exit and removes its
+    control directory — and leaves a live runner's alone."""
+    code = (f"import os, signal, sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "from pathlib import Path\nfrom test_ssh_target import make_target\n"
+            f"t = make_target(Path({str(sshd.root)!r}))\n"
+            "print(t.deploy_probe(), t._control_dir, t._master_pid(), flush=True)\n"
+            "if sys.argv[1] == 'kill':\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "sys.stdin.read()\nt.close()\n")
+    live = subprocess.Popen([sys.executable, "-c", code, "live"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        live_probe, live_control, _ = live.stdout.readline().split()
+        killed = subprocess.run([sys.executable, "-c", code, "kill"], capture_output=True, text=True, timeout=60)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        path, control, master = killed.stdout.split()
+        assert Path(path).exists() and Path(control).is_dir() and _alive(int(master))
+
+        target.deploy_probe()
+        assert not Path(path).parent.exists(), "the dead runner's probe copy is still there"
+        assert not Path(control).exists(), "the dead runner's control directory is still there"
+        wait_for(lambda: not _alive(int(master)), 10, "the dead runner's master connection to exit")
+        assert Path(live_probe).exists() and Path(live_control).is_dir()
+    finally:
+        live.communicate("", timeout=60)
+    assert not Path(live_probe).parent.exists()
+
+
 def test_arguments_reach_the_command_verbatim(target, tmp_path):
     witness = tmp_path / "witness"
     witness.mkdir()
@@ -317,7 +347,7 @@ def test_deploy_failures_name_the_workdir(sshd, tmp_path, monkeypatch):
     monkeypatch.setenv("RTVBENCH_PROBE", str(broken))
     t = make_target(sshd.root)
     try:
-        with pytest.raises(TargetError, match=r"the probe copied to /tmp/rtvb\.\w+/rtvb-probe does not run "
+        with pytest.raises(TargetError, match=r"the probe copied to /tmp/rtvb\.[\w.]+/rtvb-probe does not run "
                                               r"in environment board \(rtvb-test\) \(cannot execute binary "
                                               r"file\); if /tmp is mounted noexec, set `workdir`"):
             t.deploy_probe()

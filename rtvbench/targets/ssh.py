@@ -13,6 +13,7 @@ forwards the signal requests written on ssh's stdin, and kills them when the con
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import re
 import shlex
@@ -292,7 +293,9 @@ class SshTarget(Target):
         if self._control_dir is None:
             # Socket paths are limited to ~100 bytes: keep it short whatever TMPDIR is.
             base = tempfile.gettempdir()
-            self._control_dir = tempfile.mkdtemp(prefix="rtvb-ssh-", dir=base if len(base) < 60 else "/tmp")
+            base = base if len(base) < 60 else "/tmp"
+            _remove_dead_control_dirs(Path(base))
+            self._control_dir = tempfile.mkdtemp(prefix=f"{CONTROL_PREFIX}{os.getpid()}-", dir=base)
             _live_targets.add(self)
         s = self._settings_of()
         argv = self._common_argv() + ["-o", "BatchMode=yes",
@@ -441,7 +444,8 @@ class SshTarget(Target):
         arch = self._remote_facts()["arch"]
         local = probe.probe_for_arch(arch)
         parent = self.params.workdir or "/tmp"
-        r = self._exec(f"mktemp -d {q(parent.rstrip('/') or '/')}/rtvb.XXXXXX")
+        self._remove_dead_runners_probes(parent)
+        r = self._exec(f"mktemp -d {q(parent.rstrip('/') or '/')}/{_remote_prefix()}{os.getpid()}.XXXXXX")
         where = f"environment {self.name} ({self.params.host})"
         if r.returncode != 0:
             raise TargetError(f"cannot create a directory in {parent} in {where}: "
@@ -464,6 +468,20 @@ class SshTarget(Target):
                               "free space there, or set `workdir` to another directory.")
         self._probe_path = dest
         return dest
+
+    def _remove_dead_runners_probes(self, parent: str) -> None:
+        """Probe copies that runners of this machine left in `parent` when they were killed (SIGKILL
+        leaves no time to clean up): their directories name the runner's process, which is gone."""
+        prefix = _remote_prefix()
+        r = self._exec(f"cd {shlex.quote(parent)} 2>/dev/null && for d in {prefix}*.*; do "
+                       "[ -d \"$d\" ] && printf '%s\\n' \"$d\"; done; true")
+        stale = []
+        for name in r.stdout.decode(errors="replace").split():
+            pid = name[len(prefix):].partition(".")[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                stale.append(f"{parent.rstrip('/')}/{name}")
+        if stale:
+            self._exec("rm -rf -- " + " ".join(shlex.quote(d) for d in stale), timeout=60)
 
     def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
         self._connect()
@@ -567,6 +585,37 @@ class SshTarget(Target):
         self._control_dir = None
         self._remote_dir = self._probe_path = None
         _live_targets.discard(self)
+
+
+#: a runner's local directory of its master connection: rtvb-ssh-<pid>-XXXXXXXX
+CONTROL_PREFIX = "rtvb-ssh-"
+
+
+def _remote_prefix() -> str:
+    """The start of the probe directories that runners of this machine make on a target:
+    rtvb.<this machine>.<pid>.XXXXXX, so that a later runner here can tell a dead runner's copy."""
+    host = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+    return f"rtvb.{host}."
+
+
+def _remove_dead_control_dirs(base: Path) -> None:
+    """Control directories of runners of this user that were killed: their master connection is
+    told to exit (it would linger for ControlPersist) and the directory goes."""
+    for d in base.glob(f"{CONTROL_PREFIX}*-*"):
+        pid = d.name[len(CONTROL_PREFIX):].partition("-")[0]
+        try:
+            mine = d.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if not (mine and pid.isdigit()) or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        if (d / "master").exists():
+            try:
+                subprocess.run(["ssh", "-o", f"ControlPath={d}/master", "-O", "exit", "--", "rtvbench-stale"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
