@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from host_helpers import busy_command, cli_env, kill_all, latency_campaign, run_cli, start_cli, wait_for
-from rtvbench.store import open_store
+from rtvbench.store import list_runs, open_store
 from rtvbench.store.lease import HEARTBEAT_STALE_S
 
 
@@ -47,12 +47,15 @@ def test_a_live_run_is_not_resumed_and_a_killed_one_is(tmp_path, probe, marker):
         assert r.stderr.strip().splitlines()[-1] == (
             f"rtvbench: run {run_id} of campaign \"lease\" is being run by another rtvbench (process "
             f"{runner.pid} on {socket.gethostname()}); wait for it to end or stop it, then resume.")
+        assert list_runs(open_store(f"sqlite:///{db}", write=False))[0]["status"] == "running"
         runner.send_signal(signal.SIGKILL)
         runner.wait(10)
     finally:
         if runner.poll() is None:
             runner.kill()
     kill_all(marker)
+    # Until it is resumed, `list` says the run was abandoned rather than running for ever.
+    assert list_runs(open_store(f"sqlite:///{db}", write=False))[0]["status"] == "abandoned"
     # Its process is gone: the run is taken over at once and finished, each cell once.
     r = run_cli("run", "--resume", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 0, r.stderr

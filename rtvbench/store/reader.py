@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from rtvbench.errors import InputError, StoreError
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.spec import CampaignSpec, SpecVersionError
+from rtvbench.store.lease import holder_alive
 from rtvbench.store.schema import cpu_samples, fingerprints, load_records, measurements, records, runs
 
 
@@ -38,7 +39,9 @@ def _guard(fn):
 
 @_guard
 def list_runs(engine: Engine) -> list[dict[str, Any]]:
-    """Every run, newest first, with its measurement counts (latest attempts only)."""
+    """Every run, newest first, with its measurement counts (latest attempts only). A run whose
+    runner is gone (killed, its machine lost) without saying so has the status "abandoned":
+    `run --resume` continues it."""
     # Count only the latest attempt of each measurement (see schema.measurements).
     m = measurements.alias("m")
     m2 = measurements.alias("m2")
@@ -52,7 +55,7 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
                      func.sum(case((newest.c.status == "ok", 1), else_=0)).label("ok"))
               .group_by(newest.c.run_id).subquery())
     q = (select(runs.c.id, runs.c.campaign_name, runs.c.status, runs.c.seed, runs.c.started_at,
-                runs.c.finished_at, counts.c.measurements, counts.c.ok)
+                runs.c.finished_at, runs.c.runner, runs.c.heartbeat_at, counts.c.measurements, counts.c.ok)
          .outerjoin(counts, counts.c.run_id == runs.c.id)
          .order_by(runs.c.id.desc()))
     with engine.connect() as conn:
@@ -60,6 +63,8 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
     for r in rows:
         r["started_at"], r["finished_at"] = _aware(r["started_at"]), _aware(r["finished_at"])
         r["measurements"], r["ok"] = r["measurements"] or 0, r["ok"] or 0
+        if r["status"] == "running" and (not r["runner"] or holder_alive(r["runner"], r["heartbeat_at"]) is None):
+            r["status"] = "abandoned"
     return rows
 
 
