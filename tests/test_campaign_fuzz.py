@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import resource
 import signal
 import subprocess
 import time
@@ -15,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from campaign_ranges import edge_values, ranged_fields
 from rtvbench.analysis.metrics import known_figure
 from rtvbench.campaign import CampaignError, default_campaign_path, parse_campaign, tomllib
 from rtvbench.errors import InputError
+from rtvbench.benchmarks import BENCHMARKS
+from rtvbench.loads.probe_load import KINDS as LOAD_KINDS
 from rtvbench.loads.probe_load import ProbeLoad
 from rtvbench.plan import plan
 
@@ -133,17 +137,19 @@ def probe_commands(c) -> list[tuple[str, ...]]:
     return out
 
 
-def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path, probe):
-    rng = random.Random(SEED)
-    commands: dict[tuple[str, ...], str] = {}
+def _validate_cases(rng: random.Random, cases: int, mutator) -> tuple[dict, dict, float]:
+    """Validate `cases` campaigns made by mutator(rng, data) from the sources: each one valid (and
+    plannable) or FILE:LINE: key errors, each within 10 s. Returns the outcome counts, the probe
+    commands of the valid ones (-> a campaign text using each) and the slowest validation."""
     sources = _sources()
+    commands: dict[tuple[str, ...], str] = {}
     outcome = {"valid": 0, "invalid": 0}
     worst = 0.0
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
-        for i in range(CASES):
+        for i in range(cases):
             name, data = rng.choice(sources)
-            text = to_toml(mutate(rng, data))
+            text = to_toml(mutator(rng, data))
             start = time.monotonic()
             signal.alarm(10)
             try:
@@ -164,11 +170,60 @@ def test_mutated_campaigns_are_valid_or_file_line_key_errors(tmp_path, probe):
             worst = max(worst, time.monotonic() - start)
     finally:
         signal.signal(signal.SIGALRM, old)
-    assert outcome["invalid"] > CASES // 2 and outcome["valid"] > 0, outcome
-    assert worst < 5, worst
-    # What validate accepted, the probe accepts (on any machine: CPU masks and directories are
-    # the target's to check at run time).
-    assert len(commands) >= 20, len(commands)
+    return outcome, commands, worst
+
+
+def _probe_accepts(probe, commands: dict[tuple[str, ...], str]) -> None:
+    """What validate accepted, the probe accepts (on any machine: CPU masks and directories are
+    the target's to check at run time)."""
     for argv, text in commands.items():
         proc = subprocess.run([str(probe), "--check-args", *argv], capture_output=True, text=True, timeout=10)
         assert proc.returncode == 0, f"rtvb-probe {' '.join(argv)}: {proc.stderr}\ncampaign:\n{text[:3000]}"
+
+
+def test_mutated_campaigns_are_valid_or_file_line_key_errors(probe):
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    outcome, commands, worst = _validate_cases(random.Random(SEED), CASES, mutate)
+    assert outcome["invalid"] > CASES // 2 and outcome["valid"] > 0, outcome
+    assert worst < 5, worst
+    # ru_maxrss is a high-water mark in KiB: a campaign that made validation expand a range or a
+    # plan in memory would raise it by gigabytes.
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grown_mb < 500, grown_mb
+    assert len(commands) >= 20, len(commands)
+    _probe_accepts(probe, commands)
+    print(f"campaign fuzz: {CASES} cases, {outcome}, {len(commands)} probe commands, worst {worst:.3f} s, "
+          f"peak memory grown by {grown_mb:.0f} MB")
+
+
+EDGE_CASES = 240
+
+
+def edge_mutation(rng: random.Random, data: dict) -> dict:
+    """One or two benchmark or load keys set to an end of the probe's range for them, or just
+    beyond it (tests/test_probe_ranges.py names the ends)."""
+    data = copy.deepcopy(data)
+    for _ in range(rng.randint(1, 2)):
+        tables = []
+        for section, models in (("benchmarks", lambda k: BENCHMARKS.get(k)), ("loads", lambda k: LOAD_KINDS.get(k))):
+            for table in (data.get(section) or {}).values():
+                found = models(table.get("kind")) if isinstance(table, dict) else None
+                if found is not None:
+                    tables.append((table, getattr(found, "Params", found)))
+        if not tables:
+            break
+        table, model = rng.choice(tables)
+        fields = ranged_fields(model)
+        field = rng.choice(sorted(fields))
+        inside, outside = edge_values(*fields[field])
+        table[field] = copy.deepcopy(rng.choice(inside + outside))
+    return data
+
+
+def test_campaigns_at_the_ends_of_the_probes_ranges_validate_as_the_probe_accepts(probe):
+    outcome, commands, worst = _validate_cases(random.Random(SEED + 1), EDGE_CASES, edge_mutation)
+    assert outcome["valid"] > EDGE_CASES // 4 and outcome["invalid"] > EDGE_CASES // 4, outcome
+    assert worst < 5, worst
+    _probe_accepts(probe, commands)
+    print(f"campaign edge fuzz: {EDGE_CASES} cases, {outcome}, {len(commands)} probe commands, "
+          f"worst {worst:.3f} s")
