@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import resource
 import sqlite3
 import subprocess
 import time
@@ -114,12 +115,20 @@ def test_real_output_of_every_subcommand_is_accepted(streams):
 def test_fuzzed_streams_are_accepted_and_decoded_or_refused_with_the_line(streams):
     rng = random.Random(SEED)
     start = time.monotonic()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     outcome = {"accepted": 0, "refused": 0}
+    worst = 0.0
     for _ in range(CASES):
         kind = rng.choice(sorted(streams))
+        one = time.monotonic()
         outcome[_consume(kind, _mutate(rng, streams[kind]))] += 1
+        worst = max(worst, time.monotonic() - one)
     assert outcome["refused"] > CASES // 2 and outcome["accepted"] > 0, outcome
     assert time.monotonic() - start < 60
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grown_mb < 500, grown_mb
+    print(f"probe stream fuzz: {CASES} streams, {outcome}, worst {worst:.3f} s, "
+          f"peak memory grown by {grown_mb:.0f} MB")
 
 
 HOSTILE_RECORDS = [
