@@ -96,11 +96,20 @@ class TopLevel(StrictModel):
     name: Name
     repetitions: int_range(1, MAX_REPETITIONS) = 1
     seed: int_range(0, MAX_SEED) = 0
+    # A comparison says "equivalent" (no measurable difference) only within this margin.
+    equivalence_percent: Number = 10.0
     # Checked entry by entry below, against the model of each entry's kind.
     environments: Optional[dict[str, Any]] = None      # required: reported by _table_of_tables
     loads: dict[str, Any] = {"idle": {}}
     benchmarks: Optional[dict[str, Any]] = None
     requirements: list[Any] = []
+
+    @field_validator("equivalence_percent")
+    @classmethod
+    def _margin(cls, v):
+        if not 0 < v <= 100:
+            raise ValueError("must be a margin in percent above 0 and at most 100, e.g. 10")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -150,6 +159,7 @@ class Campaign:
     loads: dict[str, Load]
     benchmarks: dict[str, Benchmark]
     requirements: list[dict[str, Any]] = field(default_factory=list)
+    equivalence_percent: float = 10.0
 
     @property
     def hash(self) -> str:
@@ -169,7 +179,8 @@ class Campaign:
             benchmarks={name: BenchmarkSpec(name, bench.kind, params_json(bench.params),
                                             bench.placement() if hasattr(bench, "placement") else Placement())
                         for name, bench in self.benchmarks.items()},
-            requirements=[_requirement_json(r) for r in self.requirements])
+            requirements=[_requirement_json(r) for r in self.requirements],
+            equivalence_percent=float(self.equivalence_percent))
 
 
 def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = None) -> Campaign:
@@ -386,7 +397,8 @@ class _Validator:
                                                 for i in self.issues])
         return Campaign(filename=self.filename, text=self.text, data=self.data, name=top.name,
                         repetitions=top.repetitions, seed=top.seed, environments=envs,
-                        loads=loads, benchmarks=benches, requirements=requirements)
+                        loads=loads, benchmarks=benches, requirements=requirements,
+                        equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)))
 
     def _check_loads(self, envs: dict, loads: dict) -> None:
         for name, load in loads.items():

@@ -104,6 +104,8 @@ class CampaignSpec:
     # Each [[requirements]] table as validated: its keys as written (an absent `environments` or
     # `loads` means all of them), in campaign order.
     requirements: list[dict[str, Any]] = field(default_factory=list)
+    # "no measurable difference" means within this many percent (runs stored before it: 10)
+    equivalence_percent: float = 10.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON value of this spec (sections as lists, so their order survives any store)."""
@@ -120,6 +122,7 @@ class CampaignSpec:
             "benchmarks": [{"name": b.name, "kind": b.kind, "params": copy.deepcopy(b.params),
                             "placement": b.placement.to_json()} for b in self.benchmarks.values()],
             "requirements": copy.deepcopy(list(self.requirements)),
+            "equivalence_percent": self.equivalence_percent,
         }
 
     @classmethod
@@ -140,4 +143,5 @@ class CampaignSpec:
             benchmarks={b["name"]: BenchmarkSpec(b["name"], b["kind"], b["params"],
                                                  Placement.from_json(b.get("placement")))
                         for b in data["benchmarks"]},
-            requirements=data["requirements"])
+            requirements=data["requirements"],
+            equivalence_percent=float(data.get("equivalence_percent", 10.0)))

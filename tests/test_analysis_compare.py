@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu, rankdata
 
-from rtvbench.analysis.compare import (INSUFFICIENT, NOT_SIGNIFICANT, SIGNIFICANT, UNDEFINED,
+from rtvbench.analysis.compare import (CANNOT_TELL, EQUIVALENT, INSUFFICIENT, LOG_T, RANK, SIGNIFICANT,
+                                       UNDEFINED, smallest_rank_p,
                                        bootstrap_ratio_ci, mann_whitney_p, ratio_test)
 
 
@@ -90,11 +91,13 @@ def test_ratio_test_verdicts():
     assert t.ci_percent[0] > 0 and t.ci_percent[0] <= t.overhead_percent <= t.ci_percent[1]
 
     same = ratio_test(base, [10.1, 9.9, 10.0, 10.2, 9.95, 10.05])
-    assert same.verdict == NOT_SIGNIFICANT and same.ci_low <= 1.0 <= same.ci_high
+    assert same.verdict == EQUIVALENT and same.ci_low <= 1.0 <= same.ci_high
+    assert 1 / 1.1 <= same.equivalence_low <= same.equivalence_high <= 1.1
 
-    # p < 0.05 cannot be reached with 3 vs 3 (exact minimum p = 0.1): never called significant
+    # A rank test of 3 vs 3 cannot go below p = 0.1: Welch's t on the logs decides instead.
     three = ratio_test([1.0, 1.1, 1.2], [2.0, 2.1, 2.2])
-    assert three.verdict == NOT_SIGNIFICANT and three.p_value == pytest.approx(0.1)
+    assert three.verdict == SIGNIFICANT and three.method == LOG_T and three.p_value < 0.01
+    assert three.ci_low > 1.5
 
     few = ratio_test([1.0, 1.1], [2.0, 2.1, 2.2])
     assert few.verdict == INSUFFICIENT and few.ratio == pytest.approx(2.1 / 1.05) and few.ci_low is None
@@ -107,3 +110,42 @@ def test_ratio_test_is_reproducible():
     rng = np.random.default_rng(3)
     a, b = rng.normal(10, 1, 8), rng.normal(11, 1, 8)
     assert ratio_test(a, b) == ratio_test(a, b)
+
+
+# -- verdicts a sign-off can rest on ----------------------------------------------------------
+
+
+def test_one_percent_apart_with_ten_repetitions_is_equivalent_within_five_percent():
+    # Even when the 1 % is real and shown: it is inside the margin the campaign declared.
+    rng = np.random.default_rng(11)
+    base = 100 * np.exp(rng.normal(0, 0.01, 10))
+    cand = 100 * np.exp(rng.normal(0, 0.01, 10)) * 1.01
+    t = ratio_test(base, cand, margin_percent=5)
+    assert t.verdict == EQUIVALENT and t.method == RANK, t
+    assert 1 / 1.05 <= t.equivalence_low and t.equivalence_high <= 1.05
+
+
+def test_a_wide_spread_with_three_repetitions_cannot_tell_and_says_how_many_would():
+    t = ratio_test([10.0, 30.0, 12.0], [25.0, 11.0, 40.0], margin_percent=10)
+    assert t.verdict == CANNOT_TELL and t.method == LOG_T
+    assert t.ci_low < 1 < t.ci_high
+    # The estimate from the observed spread: enough to decide, and far more than 3.
+    assert 10 < t.needed_repetitions < 10_000
+    assert f"about {t.needed_repetitions} repetitions per side would decide" == t.needed_words()
+
+
+def test_three_against_three_ten_times_slower_is_significant():
+    rng = np.random.default_rng(5)
+    base = 10 * np.exp(rng.normal(0, 0.1, 3))
+    t = ratio_test(base, 10 * base[::-1] * np.exp(rng.normal(0, 0.1, 3)))
+    assert smallest_rank_p(3, 3) == pytest.approx(0.1)
+    assert t.verdict == SIGNIFICANT and t.method == LOG_T and 5 < t.ci_low and t.ci_high < 20
+
+
+def test_equivalence_needs_the_interval_inside_the_margin_not_just_a_large_p():
+    # 5 vs 5, centred on the baseline but spread +-50 %: nothing significant, nothing shown either.
+    t = ratio_test([100, 150, 60, 120, 80], [90, 140, 70, 130, 100], margin_percent=10)
+    assert t.verdict == CANNOT_TELL and t.p_value > 0.05 and t.needed_repetitions > 5
+    # The same data with a margin wider than its interval is equivalent.
+    wide = ratio_test([100, 150, 60, 120, 80], [90, 140, 70, 130, 100], margin_percent=100)
+    assert wide.verdict == EQUIVALENT

@@ -1,8 +1,24 @@
-"""Overhead of a candidate against a baseline: ratio of medians, bootstrap CI, Mann-Whitney U.
+"""Overhead of a candidate against a baseline: ratio of medians, its interval, and a verdict.
 
-The unit of observation is one repetition's figure (e.g. its p99): repetitions
-are independent runs, the samples inside one run are not (they share a boot, a
-cache state, a load phase), so only repetitions may be resampled.
+The unit of observation is one repetition's figure (e.g. its p99): repetitions are independent
+runs, the samples inside one run are not (they share a boot, a cache state, a load phase), so
+only repetitions may be resampled.
+
+Verdicts:
+- "equivalent": no difference larger than the equivalence margin (the campaign's
+  `equivalence_percent`, 10 % unless set): both one-sided tests against the margin pass, i.e. the
+  90 % interval of the ratio lies inside [1 / (1 + margin), 1 + margin] (two one-sided tests).
+  Only this verdict supports "no measurable difference". It wins over "significant": a difference
+  that is shown but smaller than the margin is, by the campaign's own definition, no difference
+  that matters.
+- "significant": the two differ. Mann-Whitney U below ALPHA and a bootstrap interval of the ratio
+  of medians that excludes 1, when the design lets a rank test reach ALPHA at all (4 vs 4, or
+  3 vs 5, and more). Smaller designs cannot: an exact rank test of 3 vs 3 never goes below
+  p = 0.1. There Welch's t-test on the logarithms of the values decides (the figures are positive
+  times or rates whose spread scales with their size), and the report says so.
+- "cannot tell": neither. The interval and the repetitions are reported with an estimate of the
+  repetitions per side that would decide, from the observed spread.
+- "insufficient data" (fewer than MIN_SAMPLES per side) and "undefined" (a zero baseline median).
 """
 
 from __future__ import annotations
@@ -11,22 +27,34 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, norm
+from scipy.stats import t as student_t
 
 from rtvbench.analysis.dataset import RunData
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
-#: fewer repetitions than this per side cannot support a CI or a rank test worth printing
+#: the power a repetition estimate aims at
+POWER = 0.8
+#: fewer repetitions than this per side cannot support an interval or a test worth printing
 MIN_SAMPLES = 3
+#: the equivalence margin in percent when the campaign sets none
+DEFAULT_EQUIVALENCE_PERCENT = 10.0
+#: an estimate above this is said as "more than"
+MAX_ESTIMATE = 10_000
 BOOTSTRAP_RESAMPLES = 5000
 #: fixed so that the same data always gives the same report
 BOOTSTRAP_SEED = 20240601
 
 SIGNIFICANT = "significant"
-NOT_SIGNIFICANT = "not significant"
+EQUIVALENT = "equivalent"
+CANNOT_TELL = "cannot tell"
 INSUFFICIENT = "insufficient data"
 UNDEFINED = "undefined"          # the baseline median is 0: a ratio does not exist
+
+#: how the verdict was reached
+RANK = "Mann-Whitney U and a bootstrap interval of the ratio of medians"
+LOG_T = "Welch's t-test on log values (too few repetitions for a rank test)"
 
 
 @dataclass
@@ -36,10 +64,18 @@ class RatioTest:
     baseline_median: float | None
     candidate_median: float | None
     ratio: float | None             # candidate median / baseline median
-    ci_low: float | None            # bootstrap percentile interval of the ratio
+    ci_low: float | None            # 95 % interval of the ratio (see `method`)
     ci_high: float | None
-    p_value: float | None           # Mann-Whitney U, two-sided
+    p_value: float | None           # two-sided, of the test `method` names
     verdict: str
+    method: str = RANK
+    margin_percent: float = DEFAULT_EQUIVALENCE_PERCENT
+    # the 90 % interval the equivalence test reads
+    equivalence_low: float | None = None
+    equivalence_high: float | None = None
+    # for "cannot tell": repetitions per side that would likely decide, from the observed spread
+    # (None: no estimate, e.g. a spread of zero or values that are not all positive)
+    needed_repetitions: int | None = None
 
     @property
     def overhead_percent(self) -> float | None:
@@ -50,6 +86,21 @@ class RatioTest:
         if self.ci_low is None or self.ci_high is None:
             return None
         return ((self.ci_low - 1) * 100, (self.ci_high - 1) * 100)
+
+    def needed_words(self) -> str:
+        """"about 12 repetitions per side would decide", or ""."""
+        n = self.needed_repetitions
+        if n is None:
+            return ""
+        if n > MAX_ESTIMATE:
+            return f"more than {MAX_ESTIMATE:,} repetitions per side would be needed to decide"
+        return f"about {n} repetitions per side would decide"
+
+
+def smallest_rank_p(n: int, m: int) -> float:
+    """The smallest two-sided p-value of an exact Mann-Whitney test of n vs m distinct values:
+    complete separation, 2 of the C(n + m, n) equally likely orderings (3 vs 3: 0.1)."""
+    return min(1.0, 2 / math.comb(n + m, n)) if n and m else 1.0
 
 
 def bootstrap_ratio_ci(baseline, candidate, rng: np.random.Generator,
@@ -97,32 +148,93 @@ def mann_whitney_p(baseline, candidate) -> float | None:
     return float(mannwhitneyu(a, b, alternative="two-sided", use_continuity=True, method="auto").pvalue)
 
 
-def ratio_test(baseline, candidate, seed: int = BOOTSTRAP_SEED) -> RatioTest:
-    """Compare two sets of per-repetition values.
+@dataclass
+class _LogT:
+    """Welch's t on log values: the log of the ratio of geometric means, its standard error and
+    degrees of freedom, and the pooled spread of the logs (for repetition estimates)."""
+    diff: float
+    se: float
+    df: float
+    spread: float
 
-    "significant" needs both a rank test below ALPHA and a bootstrap interval
-    of the ratio that excludes 1: the two answer different questions (any
-    shift in distribution vs. a shift of the median) and a claim of overhead
-    should survive both.
-    """
+    def p_value(self) -> float:
+        if self.se == 0:
+            return 1.0 if self.diff == 0 else 0.0
+        return float(2 * student_t.sf(abs(self.diff) / self.se, self.df))
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        half = 0.0 if self.se == 0 else float(student_t.ppf(1 - (1 - confidence) / 2, self.df)) * self.se
+        return math.exp(self.diff - half), math.exp(self.diff + half)
+
+
+def _log_t(b: list[float], c: list[float]) -> _LogT | None:
+    """None unless every value is positive (a log needs it) and each side has two or more."""
+    if min(len(b), len(c)) < 2 or min(b + c) <= 0:
+        return None
+    lb, lc = np.log(b), np.log(c)
+    vb, vc = float(np.var(lb, ddof=1)), float(np.var(lc, ddof=1))
+    se2 = vb / len(b) + vc / len(c)
+    if se2 == 0:
+        df = float(len(b) + len(c) - 2)
+    else:
+        df = se2 ** 2 / ((vb / len(b)) ** 2 / (len(b) - 1) + (vc / len(c)) ** 2 / (len(c) - 1))
+    spread = math.sqrt(((len(b) - 1) * vb + (len(c) - 1) * vc) / (len(b) + len(c) - 2))
+    return _LogT(float(np.mean(lc) - np.mean(lb)), math.sqrt(se2), df, spread)
+
+
+def _needed(stats: _LogT | None, margin: float) -> int | None:
+    """Repetitions per side that would give POWER to decide, from the observed spread of the logs
+    and the observed ratio: to show the difference (if it is there), or to show equivalence (if it
+    is inside the margin); the smaller of the two."""
+    if stats is None or stats.spread == 0:
+        return None
+    effect, bound = abs(stats.diff), math.log1p(margin)
+    z_beta = float(norm.ppf(POWER))
+    options = []
+    if effect > 0:
+        options.append(2 * ((float(norm.ppf(1 - ALPHA / 2)) + z_beta) * stats.spread / effect) ** 2)
+    if effect < bound:
+        options.append(2 * ((float(norm.ppf(1 - ALPHA)) + z_beta) * stats.spread / (bound - effect)) ** 2)
+    return max(MIN_SAMPLES, math.ceil(min(options))) if options else None
+
+
+def ratio_test(baseline, candidate, seed: int = BOOTSTRAP_SEED,
+               margin_percent: float = DEFAULT_EQUIVALENCE_PERCENT) -> RatioTest:
+    """Compare two sets of per-repetition values (see the module's note on the verdicts)."""
     b = [float(x) for x in baseline]
     c = [float(x) for x in candidate]
     med_b = float(np.median(b)) if b else None
     med_c = float(np.median(c)) if c else None
     if med_b is None or med_c is None:
-        return RatioTest(len(b), len(c), med_b, med_c, None, None, None, None, INSUFFICIENT)
+        return RatioTest(len(b), len(c), med_b, med_c, None, None, None, None, INSUFFICIENT,
+                         margin_percent=margin_percent)
     enough = min(len(b), len(c)) >= MIN_SAMPLES
     if med_b == 0 and med_c != 0:
         return RatioTest(len(b), len(c), med_b, med_c, None, None, None,
-                         mann_whitney_p(b, c) if enough else None, UNDEFINED)
+                         mann_whitney_p(b, c) if enough else None, UNDEFINED, margin_percent=margin_percent)
     ratio = 1.0 if med_b == 0 else med_c / med_b     # both medians zero: equal
     if not enough:
-        return RatioTest(len(b), len(c), med_b, med_c, ratio, None, None, None, INSUFFICIENT)
-    lo, hi = bootstrap_ratio_ci(b, c, np.random.default_rng(seed))
-    p = mann_whitney_p(b, c)
-    significant = p is not None and p < ALPHA and not (lo <= 1.0 <= hi)
-    return RatioTest(len(b), len(c), med_b, med_c, ratio, lo, hi, p,
-                     SIGNIFICANT if significant else NOT_SIGNIFICANT)
+        return RatioTest(len(b), len(c), med_b, med_c, ratio, None, None, None, INSUFFICIENT,
+                         margin_percent=margin_percent)
+    margin = margin_percent / 100
+    stats = _log_t(b, c)
+    if smallest_rank_p(len(b), len(c)) < ALPHA or stats is None:
+        method = RANK
+        lo, hi = bootstrap_ratio_ci(b, c, np.random.default_rng(seed))
+        eq_lo, eq_hi = bootstrap_ratio_ci(b, c, np.random.default_rng(seed), confidence=1 - 2 * ALPHA)
+        p = mann_whitney_p(b, c)
+        significant = p is not None and p < ALPHA and not (lo <= 1.0 <= hi)
+    else:
+        method = LOG_T
+        lo, hi = stats.interval(CONFIDENCE)
+        eq_lo, eq_hi = stats.interval(1 - 2 * ALPHA)
+        p = stats.p_value()
+        significant = p < ALPHA
+    equivalent = 1 / (1 + margin) <= eq_lo and eq_hi <= 1 + margin
+    verdict = EQUIVALENT if equivalent else SIGNIFICANT if significant else CANNOT_TELL
+    needed = _needed(stats, margin) if verdict == CANNOT_TELL else None
+    return RatioTest(len(b), len(c), med_b, med_c, ratio, lo, hi, p, verdict, method, margin_percent,
+                     eq_lo, eq_hi, needed)
 
 
 @dataclass
@@ -154,8 +266,9 @@ class Comparison:
 
 def compare_cells(data: RunData, benchmark: str, figure: str,
                   baseline: tuple[str, str], candidate: tuple[str, str]) -> RatioTest:
-    """Ratio test of one figure between two (environment, load) cells."""
-    return ratio_test(data.values(*baseline, benchmark, figure), data.values(*candidate, benchmark, figure))
+    """Ratio test of one figure between two (environment, load) cells, with the campaign's margin."""
+    return ratio_test(data.values(*baseline, benchmark, figure), data.values(*candidate, benchmark, figure),
+                      margin_percent=data.spec.equivalence_percent)
 
 
 def comparisons(data: RunData) -> list[Comparison]:

@@ -20,7 +20,7 @@ import math
 from abc import abstractmethod
 from typing import Any
 
-from rtvbench.analysis.compare import ALPHA, SIGNIFICANT
+from rtvbench.analysis.compare import EQUIVALENT, LOG_T, SIGNIFICANT
 from rtvbench.analysis.findings import NEGLIGIBLE_PERCENT, noise
 from rtvbench.analysis.kind import Kind
 from rtvbench.analysis.stats import summarize
@@ -191,10 +191,20 @@ def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
             out.append(("info", axis, text))
             continue
         if not sig:
-            text = f"{head}, none of the {len(tested)} figures differs significantly"
-            if all(_smallest_p(c.test.n_baseline, c.test.n_candidate) >= ALPHA for c in tested):
-                text += (" (with so few repetitions none could: the smallest p-value an exact Mann-Whitney test "
-                         "can give is above 0.05; 4 per side are enough)")
+            same = [c for c in tested if c.test.verdict == EQUIVALENT]
+            margin = tested[0].test.margin_percent
+            if len(same) == len(tested):
+                text = f"{head}, all {len(tested)} figures are equivalent within ±{margin:g} %"
+            else:
+                text = (f"{head}, none of the {len(tested)} figures differs significantly; "
+                        f"{len(same)} are equivalent within ±{margin:g} %, for the other {len(tested) - len(same)} "
+                        "the data cannot tell")
+                needed = [c.test.needed_repetitions for c in tested if c.test.needed_repetitions]
+                if needed:
+                    text += f" (about {min(needed)} to {max(needed)} repetitions per side would decide)"
+            if any(c.test.method == LOG_T for c in tested):
+                text += (". With fewer than 4 repetitions on a side a rank test cannot reach p < 0.05, so "
+                         "Welch's t-test on log values decided; 4 per side allow the rank test")
             out.append(("info", axis, text + "."))
             continue
         worse = [c for c in sig if _worse(kind, c)]
@@ -207,12 +217,6 @@ def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
         out.append(("info", axis, f"{head}, {len(sig)} of {len(tested)} figures differ significantly: "
                                   + "; ".join(parts) + "."))
     return out
-
-
-def _smallest_p(n: int, m: int) -> float:
-    """The smallest two-sided p-value of an exact Mann-Whitney test of n vs m distinct values:
-    complete separation, 2 of the C(n + m, n) equally likely orderings (3 vs 3: 0.1)."""
-    return 2 / math.comb(n + m, n) if n and m else 1.0
 
 
 def _change(kind: QuantityKind, c) -> str:

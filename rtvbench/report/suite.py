@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from rtvbench.analysis.compare import Comparison
+from rtvbench.analysis.compare import LOG_T, Comparison
 from rtvbench.analysis.kind import Kind
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
@@ -77,9 +77,9 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
 def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) -> list[Table]:
     """One table per compared pair (a candidate environment against the baseline under one load, or a
     load against the baseline load in one environment), environment comparisons first, each axis in
-    the campaign's order: per figure the baseline's and the candidate's mean ± sd, the difference of
-    the medians, the percent overhead with its bootstrap 95 % interval, the Mann-Whitney p and the
-    verdict. The numbers are the comparison machinery's (analysis.compare), not recomputed here."""
+    the campaign's order: per figure the baseline's and the candidate's median, their difference,
+    the percent overhead with its 95 % interval, the p-value and the verdict (one statistic, the
+    median, throughout). The numbers are the comparison machinery's (analysis.compare), not recomputed here."""
     data = ev.data
     comps: dict[tuple, dict[str, Comparison]] = {}
     for c in ev.comparisons:
@@ -105,9 +105,9 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
             caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
         else:
             caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
-        header = ["Figure", "Unit", f"{base_cell[0]} / {base_cell[1]} (mean ± sd)",
-                  f"{cand_cell[0]} / {cand_cell[1]} (mean ± sd)", "Δ median", "Overhead", "95 % CI",
-                  "p (Mann-Whitney)", "n", "Verdict"]
+        header = ["Figure", "Unit", f"{base_cell[0]} / {base_cell[1]} (median)",
+                  f"{cand_cell[0]} / {cand_cell[1]} (median)", "Δ median", "Overhead", "95 % CI",
+                  "p", "n", "Verdict"]
         rows = []
         for figure in figures:
             c = comps[pair].get(figure)
@@ -120,19 +120,22 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
             delta = (t.candidate_median - t.baseline_median
                      if t.baseline_median is not None and t.candidate_median is not None else None)
             ci = t.ci_percent
-            rows.append(Row([_figure_label(kind, figure), unit, _mean_sd(b, scale), _mean_sd(a, scale),
+            rows.append(Row([_figure_label(kind, figure), unit, _median(b, scale), _median(a, scale),
                              "–" if delta is None else ("+" if delta > 0 else "") + _num(delta, scale),
                              format_percent(t.overhead_percent),
                              f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                             f"{t.p_value:.3g}" if t.p_value is not None else "–",
+                             "–" if t.p_value is None else f"{t.p_value:.3g}" + (" (t)" if t.method == LOG_T else ""),
                              f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
                             t.verdict.replace(" ", "-")))
         if rows:
             out.append(Table(caption, header, rows, numeric_from=2, numeric_to=9,
-                             note="Mean ± sample standard deviation over repetitions. Δ and overhead compare the "
-                                  "medians (overhead = median(candidate) / median(baseline) - 1; for bandwidths "
-                                  "and rates a negative overhead is a loss); 95 % CI by bootstrap; significant "
-                                  "when Mann-Whitney p < 0.05 and the CI excludes 0 %."))
+                             note="Medians over repetitions: one statistic for every column. Overhead = "
+                                  "median(candidate) / median(baseline) - 1 (for bandwidths and rates a negative "
+                                  "overhead is a loss). 95 % CI by bootstrap and p by Mann-Whitney U; with too "
+                                  "few repetitions for a rank test (fewer than 4 per side), p and CI (marked "
+                                  "\"(t)\") come from Welch's t-test on log values. Equivalent: the 90 % "
+                                  f"interval lies within ±{ev.data.spec.equivalence_percent:g} %; significant: "
+                                  "p < 0.05 and the CI excludes 0 %; otherwise the data cannot tell."))
     return out
 
 
@@ -141,12 +144,8 @@ def _figure_label(kind: Kind, figure: str) -> str:
     return f"{label} `{figure}`" if label != figure else f"`{figure}`"
 
 
-def _mean_sd(s, scale: float) -> str:
-    if s is None or s.mean is None:
-        return "–"
-    if s.stddev is None:
-        return _num(s.mean, scale)
-    return f"{_num(s.mean, scale)} ± {_num(s.stddev, scale)}"
+def _median(s, scale: float) -> str:
+    return "–" if s is None else _num(s.median, scale)
 
 
 def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,

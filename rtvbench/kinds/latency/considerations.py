@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rtvbench.analysis.compare import INSUFFICIENT, SIGNIFICANT, UNDEFINED, Comparison
+from rtvbench.analysis.compare import EQUIVALENT, INSUFFICIENT, SIGNIFICANT, UNDEFINED, Comparison
 from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import INFO, NEGLIGIBLE_PERCENT, WARNING, Finding, noise
 from rtvbench.analysis.stats import summarize
@@ -90,8 +90,24 @@ def _change(c: Comparison, kind) -> str:
         verb = f"stays at {after} (from {before}"
     else:
         verb = f"{'rises' if pct > 0 else 'falls'} from {before} to {after} ({format_percent(pct)}"
-    note = {SIGNIFICANT: "significant", INSUFFICIENT: "too few repetitions to test"}.get(t.verdict, "not significant")
-    return f"{label} {verb}, {note})"
+    return f"{label} {verb}, {verdict_words(t, c.axis)})"
+
+
+def verdict_words(t, axis: str) -> str:
+    """The verdict of a comparison as the consideration says it: what it supports and, when it
+    decides nothing, the interval, the repetitions and how many would decide."""
+    if t.verdict == SIGNIFICANT:
+        if axis == "load" and (t.ratio or 1) < 1:
+            return "significant — and suspicious: a load should not make wake-ups faster; check the conditions"
+        return "significant"
+    if t.verdict == EQUIVALENT:
+        return f"equivalent within ±{t.margin_percent:g} %"
+    if t.verdict == INSUFFICIENT:
+        return "too few repetitions to test"
+    lo, hi = t.ci_percent
+    words = t.needed_words()
+    return (f"cannot tell: 95 % CI {format_percent(lo)} .. {format_percent(hi)} from {t.n_baseline} vs "
+            f"{t.n_candidate} repetitions" + (f"; {words}" if words else ""))
 
 
 def _effects(comps: list[Comparison], tail: str | None, kind) -> list[Finding]:

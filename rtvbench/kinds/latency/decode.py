@@ -11,7 +11,7 @@ from typing import Any
 from rtvbench.analysis.histogram import Histogram, result_histogram
 from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
 from rtvbench.units import exact_duration
-from rtvbench.kinds.latency import considerations, interference
+from rtvbench.kinds.latency import considerations, interference, tails
 from rtvbench.kinds.latency.names import (OVER, PERCENTILES, RESPONSE, RESPONSE_COMPARED, TIME_STEMS, TIME_UNITS,
                                           over_figure, over_threshold_ns)
 from rtvbench.results import Measurement
@@ -115,10 +115,13 @@ class LatencyKind(Kind):
         found = considerations.considerations(data, bench, self, comps)
         ranked = extras["rankings"] if extras and "rankings" in extras else interference.rankings(data, bench)
         found += interference.ranking_findings(ranked, self.label)
-        return [(f.severity, f.topic, f.text) for f in found]
+        cells = extras["tails"] if extras and "tails" in extras else tails.cell_tails(data, bench)
+        out = [(f.severity, f.topic, f.text) for f in found]
+        return out + [("info", "tail", text) for text in tails.tail_sentences(cells, bench)]
 
     def analyse(self, data, bench: str) -> dict[str, Any]:
-        return {"rankings": interference.rankings(data, bench), "matrix": interference.response_matrix(data, bench)}
+        return {"rankings": interference.rankings(data, bench), "matrix": interference.response_matrix(data, bench),
+                "tails": tails.cell_tails(data, bench)}
 
     def samples_needed(self, figure: str) -> int:
         # A percentile p is only a percentile when at least one sample lies beyond it:

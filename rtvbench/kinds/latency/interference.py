@@ -4,10 +4,10 @@ matrix (period x CPU load x memory load).
 * Ranking of aggressors: for a periodic victim (a latency benchmark, ideally with a work
   budget) measured under several loads, each load's effect on the victim's tail against the
   baseline load — the ratio of the medians over repetitions of its p99.9 response time (p99.9
-  wake-up latency without a work budget), with the comparison machinery's bootstrap interval
-  and Mann-Whitney verdict — and the deadline misses it caused. Worst first: by that ratio,
-  then by misses. The baseline load is a row of its own (ratio 1 by definition), so a load
-  ranked below it did no measurable harm.
+  wake-up latency without a work budget), with the comparison machinery's interval and
+  verdict — and the deadline misses it caused. Worst first: by that ratio, then by misses. The
+  baseline load is a row of its own (ratio 1 by definition); a load is harmless only when it is
+  equivalent to it and caused no more misses, not because it ranks below it.
 * The response-time matrix (period x CPU load x memory load): per (environment, benchmark = period, load = CPU x memory load) the average,
   maximum and standard deviation of all samples of all completed repetitions, and the deadline
   misses counted over them.
@@ -19,7 +19,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from rtvbench.analysis.compare import SIGNIFICANT, UNDEFINED, RatioTest, compare_cells
+from rtvbench.analysis.compare import EQUIVALENT, SIGNIFICANT, UNDEFINED, RatioTest, compare_cells
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.findings import INFO, WARNING, Finding
 from rtvbench.kinds.latency.names import RESPONSE
@@ -121,32 +121,74 @@ def _times(ratio: float | None) -> str:
     return "n/a" if ratio is None else f"x{ratio:.3g}"
 
 
+def _names(rows) -> str:
+    return ", ".join(f"`{r.load}`" for r in rows)
+
+
 def ranking_findings(ranked: list[Ranking], label) -> list[Finding]:
-    """The consideration's sentences on each ranking: the worst aggressor, and which loads did
-    no measurable harm; `label` names a figure in words."""
+    """The consideration's sentences on each ranking: the worst aggressor; which loads are shown
+    harmless (equivalent to the baseline within the margin, no more misses); which cannot be told
+    apart from it either way; and a significant improvement under load, which is suspicious.
+    `label` names a figure in words."""
     out: list[Finding] = []
     for rk in ranked:
         aggressors = [r for r in rk.rows if not r.is_baseline]
-        harmful = [r for r in aggressors if r.test and r.test.verdict == SIGNIFICANT and (r.ratio or 0) > 1]
-        misses_word = "deadline misses" if rk.misses_figure == "deadline_misses" else "missed periods"
         base = next(r for r in rk.rows if r.is_baseline)
+        misses_word = "deadline misses" if rk.misses_figure == "deadline_misses" else "missed periods"
         what = label(rk.figure)
-        if harmful:
-            worst = harmful[0]
+        slower = [r for r in aggressors if r.test and r.test.verdict == SIGNIFICANT and (r.ratio or 0) > 1]
+        missing = [r for r in aggressors if r not in slower and r.misses > base.misses]
+        harmful = slower + missing
+        faster = [r for r in aggressors if r.test and r.test.verdict == SIGNIFICANT and (r.ratio or 0) < 1]
+        harmless = [r for r in aggressors if r.test and r.test.verdict == EQUIVALENT and r not in harmful]
+        unknown = [r for r in aggressors if r not in harmful + faster + harmless]
+        margin = next((r.test.margin_percent for r in aggressors if r.test), None)
+        parts = []
+        if slower:
+            worst = slower[0]
             ci = (f", 95 % CI {_times(worst.test.ci_low)} .. {_times(worst.test.ci_high)}"
                   if worst.test.ci_low is not None else "")
-            text = (f"Of the {len(aggressors)} loads that ran beside `{rk.benchmark}` in `{rk.environment}`, "
-                    f"`{worst.load}` interferes most: the {what} goes {_times(worst.ratio)} against "
-                    f"`{rk.baseline_load}`{ci} (significant), with {worst.misses:,} {misses_word} against "
-                    f"{base.misses:,}. {len(harmful)} of {len(aggressors)} degrade it significantly")
-            calm = [r.load for r in aggressors if r not in harmful]
-            if calm:
-                text += "; no measurable harm from " + ", ".join(f"`{x}`" for x in calm)
-            out.append(Finding(WARNING, "interference", text + "."))
-        else:
-            out.append(Finding(
-                INFO, "interference",
-                f"None of the {len(aggressors)} loads that ran beside `{rk.benchmark}` in `{rk.environment}` "
-                f"raised its {what} significantly above `{rk.baseline_load}`: freedom from interference holds "
-                "at this resolution."))
+            parts.append(f"`{worst.load}` interferes most: the {what} goes {_times(worst.ratio)} against "
+                         f"`{rk.baseline_load}`{ci} (significant), with {worst.misses:,} {misses_word} against "
+                         f"{base.misses:,}. {len(slower)} of {len(aggressors)} degrade it significantly")
+        if missing:
+            parts.append(f"more {misses_word} than under `{rk.baseline_load}` ({base.misses:,}) with "
+                         + ", ".join(f"`{r.load}` ({r.misses:,})" for r in missing))
+        if harmless:
+            parts.append(f"no measurable harm from {_names(harmless)} (equivalent within ±{margin:g} %)")
+        if unknown:
+            parts.append(f"cannot tell for {_names(unknown)}: "
+                         + "; ".join(_undecided(r) for r in unknown))
+        head = f"Of the {len(aggressors)} loads that ran beside `{rk.benchmark}` in `{rk.environment}`, "
+        if not harmful and not unknown and not faster:
+            out.append(Finding(INFO, "interference",
+                               head + f"none changed its {what} by more than ±{margin:g} % against "
+                               f"`{rk.baseline_load}` nor caused more {misses_word}: freedom from interference is "
+                               "shown at this margin."))
+        elif parts:
+            if not slower:
+                parts.insert(0, f"none raised its {what} significantly above `{rk.baseline_load}`")
+            out.append(Finding(WARNING if harmful or unknown else INFO, "interference",
+                               head + "; ".join(parts) + "."))
+        if faster:
+            out.append(Finding(WARNING, "interference", _suspicious(rk, faster, what)))
     return out
+
+
+def _undecided(r) -> str:
+    t = r.test
+    if t is None or t.ci_low is None:
+        return f"`{r.load}` has too few repetitions"
+    words = t.needed_words()
+    return (f"`{r.load}` {_times(r.ratio)}, 95 % CI {_times(t.ci_low)} .. {_times(t.ci_high)} from "
+            f"{t.n_baseline} vs {t.n_candidate} repetitions" + (f" ({words})" if words else ""))
+
+
+def _suspicious(rk: Ranking, faster: list, what: str) -> str:
+    loads = ", ".join(f"`{r.load}` ({_times(r.ratio)})" for r in faster)
+    return (f"Under {loads} the {what} of `{rk.benchmark}` in `{rk.environment}` is significantly *lower* than "
+            f"under `{rk.baseline_load}`: a load should not make wake-ups faster. Likely causes: the load keeps "
+            "the CPUs out of deep idle states and at a higher clock (a baseline without "
+            "/dev/cpu_dma_latency or with frequency scaling pays exit and ramp-up latency), or the baseline "
+            "was disturbed by something outside the campaign. Check the measurement conditions before "
+            "reading this as an improvement.")

@@ -18,6 +18,7 @@ from rtvbench.analysis.stats import summarize
 from rtvbench.units import format_time, format_value, suffix_unit
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
+from rtvbench.kinds.latency.tails import CellTail
 from rtvbench.report import plots, suite
 from rtvbench.report.loads import (cell_achieved_text, load_kind_words, measurement_achieved_text,
                                    measurement_busy_text)
@@ -34,7 +35,8 @@ class LatencySection(Section):
     def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
         data = ev.data
         results = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)]
-        results += [t for t in (_cpu_table(ev, bench),) if t]
+        results += [t for t in (_cpu_table(ev, bench), tail_table(ev.extras.get(bench, {}).get("tails", []), bench))
+                    if t]
         per_env = latency_environment_table(ev, bench)
         figures = kind.compared_figures(data.figure_names(bench))
         comparisons = ([per_env] if per_env else []) + suite.overhead_tables(ev, bench, kind, figures)
@@ -62,6 +64,7 @@ class LatencySection(Section):
             "latency_by_environment": {b: [r.to_dict() for r in latency_by_environment(ev.data, b)] for b in benches},
             "interference": [_ranking_json(rk) for b in benches for rk in ev.extras.get(b, {}).get("rankings", [])],
             "response_matrix": [_matrix_json(ev, r) for b in benches for r in ev.extras.get(b, {}).get("matrix", [])],
+            "tails": {b: [c.to_dict() for c in ev.extras.get(b, {}).get("tails", [])] for b in benches},
         }
 
     def distribution_axis(self) -> str:
@@ -241,9 +244,10 @@ def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:
     return Table(f"{rk.benchmark} in `{rk.environment}`: aggressors ranked by the victim's degradation (worst first)",
                  header, rows, numeric_from=2, numeric_to=len(header) - 1,
                  note=f"Ratio = median over repetitions of the victim's {what} under the load / the same under "
-                      f"`{rk.baseline_load}`; 95 % CI by bootstrap, significant when p < 0.05 and the CI excludes 1 "
-                      f"(the comparison machinery of the load comparisons). Ranked by the ratio, then by {misses}; "
-                      "a load ranked below the baseline did no measurable harm.")
+                      f"`{rk.baseline_load}`, with its 95 % CI and the verdict of the load comparisons: "
+                      "equivalent (90 % interval within the equivalence margin), significant, or cannot tell. "
+                      f"Ranked by the ratio, then by {misses}. A place below the baseline alone shows no "
+                      "harmlessness: only an equivalent verdict without more misses does.")
 
 
 def matrix_table(ev: Evaluation, benches: list[str]) -> Table | None:
@@ -302,3 +306,30 @@ def _ns(us: float | None) -> float | None:
 
 
 register(LatencySection())
+
+
+def tail_table(cells: list[CellTail], bench: str) -> Table | None:
+    """Per cell: samples, observed max, what they cannot cover, and the extreme-value estimate."""
+    if not cells:
+        return None
+    rows = []
+    for c in cells:
+        e = c.estimate
+        estimate = _time(e.value) if e.ok else "–"
+        ci = (f"{_time(e.ci_low)} .. {_time(e.ci_high) if e.ci_high is not None else '∞'}" if e.ok else "–")
+        rows.append(Row([c.environment, c.load, f"{c.samples:,}", _time(c.max_us), c.coverage, estimate, ci,
+                         f"{e.shape:.2f}" if e.ok else (e.refused or "–")]))
+    what = "response time" if cells[0].distribution == "response" else "wake-up latency"
+    return Table(f"{bench}: tail of the {what}, observed and estimated",
+                 ["Environment", "Load", "Samples", "Observed max", "Not covered",
+                  "Estimate: exceeded once in 10^6", "95 % CI", "Shape (or why no estimate)"],
+                 rows, numeric_from=2, numeric_to=4,
+                 note="Observed: the largest of all samples of the cell's completed repetitions. Estimate: "
+                      "a generalized Pareto distribution fitted by maximum likelihood to the largest samples "
+                      "(peaks over threshold), extrapolated to a probability of 10^-6 per activation, with a "
+                      "profile-likelihood interval; an estimate under that model, refused when the fit is "
+                      "rejected, the tail is bounded (shape below -0.5) or the samples are too few.")
+
+
+def _time(v: float | None) -> str:
+    return "–" if v is None else format_time(v, "us")

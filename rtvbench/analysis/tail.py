@@ -1,0 +1,206 @@
+"""What a latency tail supports: how far the samples reach, and an extreme-value estimate beyond them.
+
+Coverage. N samples say nothing about events rarer than about 1 in N: the observed maximum is one
+draw from the far tail, and a percentile q needs several samples above it to be more than the
+maximum (we ask for MIN_BEYOND, so N >= MIN_BEYOND / (1 - q)).
+
+Estimate. Peaks over threshold: above a high threshold u, the excesses of a wide class of
+distributions follow a generalized Pareto distribution (GPD) with shape xi and scale sigma. Fitted
+by maximum likelihood to the largest samples, it gives the latency exceeded with probability
+10^-k per activation,
+
+    x = u + sigma / xi * ((N / n_u * 10^-k)^(-xi) - 1)        (xi = 0: u + sigma * ln(n_u / (N 10^-k)))
+
+with a 95 % profile-likelihood interval (the interval of x whose best fit is not significantly
+worse than the overall best; it is asymmetric, as the uncertainty of an extrapolation is). The fit
+is refused, with the reason, when there are too few samples, when the shape is below -0.5 (the
+likelihood is not regular there; the tail is bounded, e.g. a uniform one), or when a
+Kolmogorov-Smirnov test rejects the fitted GPD for the excesses. It is an estimate under a model,
+never a measurement, and is labelled so wherever it is shown.
+
+Samples may come with weights: the probe's histograms give bucket midpoints and counts, whose
+relative resolution (1/256) is far finer than the uncertainty of a tail estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+#: samples beyond a percentile for it to be more than the maximum
+MIN_BEYOND = 10
+#: fewest samples and fewest excesses a tail fit accepts
+MIN_SAMPLES, MIN_EXCESSES = 1000, 50
+#: the share of the samples the fit uses, within these counts
+EXCESS_FRACTION, MAX_EXCESSES = 0.01, 2000
+#: below this shape the maximum-likelihood estimate is not regular (and the tail is bounded)
+MIN_SHAPE = -0.5
+#: a KS p-value below this rejects the fitted GPD
+FIT_ALPHA = 0.01
+CHI2_95 = float(stats.chi2.ppf(0.95, 1))
+
+
+def covered(n_samples: int) -> str:
+    """What N samples can say about rare events, in words."""
+    if n_samples <= 0:
+        return "no samples"
+    return (f"events rarer than about 1 in {_order(n_samples)} are not covered")
+
+
+def _order(n: int) -> str:
+    """10^k at or below n, as written: 100 000, 10^6 ..."""
+    k = int(math.floor(math.log10(n))) if n >= 1 else 0
+    return f"{10 ** k:,}".replace(",", " ") if k < 6 else f"10^{k}"
+
+
+def samples_needed(quantile: float) -> int:
+    """Samples a percentile needs to be more than the maximum: MIN_BEYOND of them above it."""
+    return math.ceil(round(MIN_BEYOND / (1 - quantile), 6))
+
+
+@dataclass
+class TailEstimate:
+    exceedance: float                # the probability per sample the estimate is for (e.g. 1e-6)
+    value: float | None              # the estimated latency, None when refused
+    ci_low: float | None
+    ci_high: float | None
+    shape: float | None              # xi
+    scale: float | None              # sigma
+    threshold: float | None          # u
+    n_samples: int
+    n_excesses: int
+    fit_p: float | None              # KS p-value of the fitted GPD on the excesses
+    refused: str | None = None       # why there is no estimate
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None
+
+
+def _loglik(excess: np.ndarray, w: np.ndarray, xi: float, sigma: float) -> float:
+    if sigma <= 0:
+        return -math.inf
+    if abs(xi) < 1e-9:
+        return float(np.sum(w * (-math.log(sigma) - excess / sigma)))
+    z = 1 + xi * excess / sigma
+    if np.any(z <= 0):
+        return -math.inf
+    return float(np.sum(w * (-math.log(sigma) - (1 / xi + 1) * np.log(z))))
+
+
+def _fit(excess: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """Maximum-likelihood (xi, sigma) and the log-likelihood, started from the method of moments."""
+    mean = np.average(excess, weights=w)
+    var = np.average((excess - mean) ** 2, weights=w)
+    xi0 = 0.5 * (1 - mean * mean / var) if var > 0 else 0.0
+    xi0 = min(max(xi0, -0.4), 0.9)
+    sigma0 = max(mean * (1 - xi0), 1e-12)
+
+    def neg(p):
+        return -_loglik(excess, w, p[0], math.exp(p[1]))
+
+    best = optimize.minimize(neg, [xi0, math.log(sigma0)], method="Nelder-Mead",
+                             options={"xatol": 1e-8, "fatol": 1e-9, "maxiter": 4000})
+    xi, sigma = float(best.x[0]), math.exp(float(best.x[1]))
+    return xi, sigma, -float(best.fun)
+
+
+def _level(u: float, xi: float, sigma: float, rate: float, p: float) -> float:
+    """The value exceeded with probability p, given P(X > u) = rate."""
+    r = p / rate
+    return u + (sigma * -math.log(r) if abs(xi) < 1e-9 else sigma / xi * (r ** -xi - 1))
+
+
+def _sigma_for(level: float, u: float, xi: float, rate: float, p: float) -> float:
+    """The scale that puts the p-level at `level` for shape xi (the profile's reparametrisation)."""
+    r = p / rate
+    return (level - u) / -math.log(r) if abs(xi) < 1e-9 else (level - u) * xi / (r ** -xi - 1)
+
+
+def _profile(excess, w, level, u, rate, p) -> float:
+    """The best log-likelihood among fits whose p-level is `level`."""
+    def neg(xi):
+        sigma = _sigma_for(level, u, xi, rate, p)
+        return -_loglik(excess, w, xi, sigma) if sigma > 0 else math.inf
+    best = optimize.minimize_scalar(neg, bounds=(MIN_SHAPE - 0.5, 2.0), method="bounded",
+                                    options={"xatol": 1e-6})
+    return -float(best.fun)
+
+
+def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimate:
+    """The latency exceeded with probability `exceedance` per sample, from `values` (with
+    `weights`, counts per value), by a GPD fit over the largest ones (see the module note)."""
+    x = np.asarray(values, dtype=float)
+    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float)
+    keep = w > 0
+    x, w = x[keep], w[keep]
+    n = int(round(w.sum()))
+
+    def refuse(why: str, **kw) -> TailEstimate:
+        return TailEstimate(exceedance, None, None, None, kw.get("xi"), kw.get("sigma"), kw.get("u"), n,
+                            kw.get("n_u", 0), kw.get("fit_p"), why)
+
+    if n < MIN_SAMPLES:
+        return refuse(f"{n:,} samples are too few for a tail fit (at least {MIN_SAMPLES:,})")
+    order = np.argsort(x)
+    x, w = x[order], w[order]
+    wanted = min(max(EXCESS_FRACTION * n, MIN_EXCESSES), MAX_EXCESSES)
+    # The threshold: the largest value with at least `wanted` samples strictly above it.
+    above = np.cumsum(w[::-1])[::-1] - w              # samples strictly above each value
+    candidates = np.nonzero(above >= wanted)[0]
+    if len(candidates) == 0:
+        return refuse("the samples take too few distinct values for a tail fit")
+    i = int(candidates[-1])
+    u = float(x[i])
+    tail = x > u
+    excess, tw = x[tail] - u, w[tail]
+    n_u = int(round(tw.sum()))
+    if n_u < MIN_EXCESSES or len(excess) < 5:
+        return refuse(f"only {n_u} samples lie above the threshold", u=u, n_u=n_u)
+    rate = n_u / n
+    xi, sigma, best = _fit(excess, tw)
+    if xi < MIN_SHAPE:
+        return refuse(f"the fitted shape {xi:.2f} is below {MIN_SHAPE}: the tail is bounded (an upper end "
+                      f"near {u - sigma / xi:.4g}) and the fit is not regular there", xi=xi, sigma=sigma, u=u, n_u=n_u)
+    fit_p = _ks_p(excess, tw, xi, sigma)
+    if fit_p < FIT_ALPHA:
+        return refuse(f"a generalized Pareto distribution does not fit the {n_u} largest samples (KS p = "
+                      f"{fit_p:.2g})", xi=xi, sigma=sigma, u=u, n_u=n_u, fit_p=fit_p)
+    level = _level(u, xi, sigma, rate, exceedance)
+    lo, hi = _interval(excess, tw, u, rate, exceedance, level, best)
+    return TailEstimate(exceedance, level, lo, hi, xi, sigma, u, n, n_u, fit_p)
+
+
+def _interval(excess, w, u, rate, p, level, best) -> tuple[float | None, float | None]:
+    """The 95 % profile-likelihood interval of the p-level (None for an end it cannot find)."""
+    def gap(x):
+        return 2 * (best - _profile(excess, w, x, u, rate, p)) - CHI2_95
+
+    span = level - u
+    lo = hi = None
+    a = level
+    for factor in (0.9, 0.75, 0.5, 0.25, 0.1, 0.01):
+        b = u + span * factor
+        if gap(b) > 0:
+            lo = float(optimize.brentq(gap, b, a, xtol=span * 1e-4))
+            break
+        a = b
+    a = level
+    for factor in (1.2, 1.5, 2, 4, 10, 100, 1000):
+        b = u + span * factor
+        if gap(b) > 0:
+            hi = float(optimize.brentq(gap, a, b, xtol=span * 1e-4))
+            break
+        a = b
+    return lo, hi
+
+
+def _ks_p(excess, w, xi, sigma) -> float:
+    """Kolmogorov-Smirnov p-value of the excesses against the fitted GPD (weighted samples are
+    expanded by their counts, capped to keep the test cheap)."""
+    counts = np.minimum(np.round(w).astype(int), 1000)
+    sample = np.repeat(excess, counts)
+    return float(stats.kstest(sample, stats.genpareto(xi, loc=0, scale=sigma).cdf).pvalue)

@@ -1,0 +1,74 @@
+"""Tail coverage and the extreme-value estimate (rtvbench/analysis/tail.py), against ground truth:
+synthetic samples with a known generalized Pareto tail, whose 1 - 10^-6 quantile is known exactly,
+and a bounded (uniform) distribution, which has no such tail to extrapolate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rtvbench.analysis.evaluation import evaluate_run
+from rtvbench.analysis.tail import covered, estimate_tail, samples_needed
+from synthetic_runs import bucket_bounds, typical_run
+
+XI, SIGMA, LOC = 0.2, 5.0, 20.0
+TRUE_1E6 = LOC + SIGMA / XI * ((1e-6) ** -XI - 1)
+
+
+def _gpd(seed: int, n: int) -> np.ndarray:
+    return LOC + stats.genpareto(XI, scale=SIGMA).rvs(n, random_state=np.random.default_rng(seed))
+
+
+def test_the_interval_covers_the_true_quantile_in_at_least_90_percent_of_200_trials():
+    hits, widths = 0, []
+    for seed in range(200):
+        e = estimate_tail(_gpd(seed, 20_000))
+        assert e.ok, e.refused
+        hits += e.ci_low <= TRUE_1E6 <= e.ci_high
+        widths.append(e.ci_high / e.ci_low)
+    assert hits >= 180, hits
+    # An interval, not a shrug: 50 times beyond the samples, its ends stay within a factor of a few.
+    assert np.median(widths) < 6
+
+
+def test_histogram_buckets_give_the_estimate_of_the_raw_samples():
+    x = _gpd(1, 50_000) * 1000                       # ns, as the probe's histogram holds them
+    raw = estimate_tail(x / 1000)
+    lo, hi = bucket_bounds(x.astype(np.int64))
+    mids, counts = np.unique((lo + hi) / 2, return_counts=True)
+    binned = estimate_tail(mids / 1000, counts)
+    assert binned.ok and binned.value == pytest.approx(raw.value, rel=0.05)
+
+
+def test_a_bounded_tail_is_refused_with_the_reason():
+    e = estimate_tail(np.random.default_rng(3).uniform(10, 100, 50_000))
+    assert not e.ok and "the tail is bounded" in e.refused and e.shape < -0.5
+
+
+def test_too_few_samples_and_a_bad_fit_are_refused():
+    assert "too few for a tail fit" in estimate_tail(_gpd(2, 500)).refused
+    # Two separate clusters at the top: no generalized Pareto shape fits their excesses.
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.normal(100, 1, 49_000), rng.normal(300, 0.5, 500), rng.normal(1000, 0.5, 500)])
+    e = estimate_tail(x)
+    assert not e.ok and ("does not fit" in e.refused or "bounded" in e.refused), e
+
+
+def test_what_a_sample_count_covers():
+    assert covered(115_586) == "events rarer than about 1 in 100 000 are not covered"
+    assert covered(3_000_000) == "events rarer than about 1 in 10^6 are not covered"
+    assert samples_needed(0.9999) == 100_000 and samples_needed(0.99) == 1000
+
+
+def test_the_report_states_coverage_and_the_estimate_per_cell():
+    ev = evaluate_run(typical_run())
+    tails = ev.extras["wakeup"]["tails"]
+    assert {(t.environment, t.load) for t in tails} == {(e, ld) for e in ("native", "guest")
+                                                        for ld in ("idle", "stress")}
+    native = next(t for t in tails if (t.environment, t.load) == ("native", "idle"))
+    assert native.samples == 5 * 20_000 and native.coverage.startswith("events rarer than about 1 in 100 000")
+    assert native.max_us == pytest.approx(max(ev.data.values("native", "idle", "wakeup", "max_us")))
+    [said] = [f.text for f in ev.findings["wakeup"] if f.topic == "tail"]
+    assert said.startswith("Tail coverage of `wakeup`: the maxima are over 80,000 to 100,000 samples")
+    assert "not a measurement" in said or "no extreme-value estimate" in said
