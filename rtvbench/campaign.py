@@ -92,12 +92,26 @@ class CampaignError(InputError):
 MAX_REPETITIONS, MAX_SEED, MAX_NAME = 100_000, 2**63 - 1, 100
 
 
+class ConditionsLimits(StrictModel):
+    """`[conditions]`: what a clean measurement is (rtvbench.analysis.conditions)."""
+    max_foreign_percent: Number = 5.0       # of the measured CPUs' time, to processes other than the probe
+    max_steal_percent: Number = 2.0         # of the measured CPUs' time, stolen by a hypervisor
+
+    @field_validator("max_foreign_percent", "max_steal_percent")
+    @classmethod
+    def _percent(cls, v):
+        if not 0 <= v <= 100:
+            raise ValueError("must be a percentage from 0 to 100")
+        return v
+
+
 class TopLevel(StrictModel):
     name: Name
     repetitions: int_range(1, MAX_REPETITIONS) = 1
     seed: int_range(0, MAX_SEED) = 0
     # A comparison says "equivalent" (no measurable difference) only within this margin.
     equivalence_percent: Number = 10.0
+    conditions: ConditionsLimits = ConditionsLimits()
     # Checked entry by entry below, against the model of each entry's kind.
     environments: Optional[dict[str, Any]] = None      # required: reported by _table_of_tables
     loads: dict[str, Any] = {"idle": {}}
@@ -160,6 +174,7 @@ class Campaign:
     benchmarks: dict[str, Benchmark]
     requirements: list[dict[str, Any]] = field(default_factory=list)
     equivalence_percent: float = 10.0
+    conditions: dict[str, float] = field(default_factory=dict)
 
     @property
     def hash(self) -> str:
@@ -180,7 +195,7 @@ class Campaign:
                                             bench.placement() if hasattr(bench, "placement") else Placement())
                         for name, bench in self.benchmarks.items()},
             requirements=[_requirement_json(r) for r in self.requirements],
-            equivalence_percent=float(self.equivalence_percent))
+            equivalence_percent=float(self.equivalence_percent), conditions=dict(self.conditions))
 
 
 def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = None) -> Campaign:
@@ -398,7 +413,9 @@ class _Validator:
         return Campaign(filename=self.filename, text=self.text, data=self.data, name=top.name,
                         repetitions=top.repetitions, seed=top.seed, environments=envs,
                         loads=loads, benchmarks=benches, requirements=requirements,
-                        equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)))
+                        equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)),
+                        conditions=(top.conditions.model_dump() if isinstance(getattr(top, "conditions", None),
+                                                                              ConditionsLimits) else {}))
 
     def _check_loads(self, envs: dict, loads: dict) -> None:
         for name, load in loads.items():

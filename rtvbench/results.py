@@ -43,6 +43,7 @@ class Measurement:
     # the probe ran: CPU line name ("cpu" = all, "cpu0" ...) -> field ("user", "steal" ...) -> ticks.
     # Empty when the target could not be read.
     cpu_stat: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    end: dict[str, Any] | None = None   # the probe's end record (elapsed and CPU time), when it printed one
 
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""

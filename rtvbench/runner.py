@@ -256,12 +256,17 @@ class Runner:
 
         Accounting is an addition to the measurement, not a condition of it: a target that
         cannot be read (no /proc, an odd kernel) just leaves the report without CPU usage."""
+        target = self.campaign.environments[environment]
         try:
-            text = self.campaign.environments[environment].read_file("/proc/stat")
+            text = target.read_file("/proc/stat")
             counters = parse_proc_stat(text)
         except (TargetError, ValueError):
             return
         m.add_cpu_sample(environment, phase, counters)
+        # Which processes took the time, where the target lists them cheaply (this machine).
+        processes = target.process_ticks()
+        if processes:
+            m.add_cpu_sample(environment, f"processes_{phase}", processes)
 
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
         """Run one measurement; return (status, error). Status "lost": a target went away during

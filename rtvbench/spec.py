@@ -106,6 +106,8 @@ class CampaignSpec:
     requirements: list[dict[str, Any]] = field(default_factory=list)
     # "no measurable difference" means within this many percent (runs stored before it: 10)
     equivalence_percent: float = 10.0
+    # `[conditions]` limits as validated ({} for runs stored before them: the defaults apply)
+    conditions: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON value of this spec (sections as lists, so their order survives any store)."""
@@ -123,6 +125,7 @@ class CampaignSpec:
                             "placement": b.placement.to_json()} for b in self.benchmarks.values()],
             "requirements": copy.deepcopy(list(self.requirements)),
             "equivalence_percent": self.equivalence_percent,
+            "conditions": dict(self.conditions),
         }
 
     @classmethod
@@ -144,4 +147,5 @@ class CampaignSpec:
                                                  Placement.from_json(b.get("placement")))
                         for b in data["benchmarks"]},
             requirements=data["requirements"],
-            equivalence_percent=float(data.get("equivalence_percent", 10.0)))
+            equivalence_percent=float(data.get("equivalence_percent", 10.0)),
+            conditions=dict(data.get("conditions") or {}))

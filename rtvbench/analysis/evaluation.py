@@ -7,7 +7,8 @@ from typing import Any
 
 from rtvbench.analysis.compare import Comparison, comparisons
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.analysis.findings import Finding, considerations
+from rtvbench.analysis.conditions import CellConditions, cell_conditions
+from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.histogram import Histogram, merge_all
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.stats import CellSummary, summaries
@@ -23,6 +24,13 @@ class Evaluation:
     findings: dict[str, list[Finding]]
     #: each benchmark's analyses beyond figures and comparisons, by name (Kind.analyse)
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (environment, load, benchmark) -> whether the measured CPUs belonged to the measurement
+    conditions: dict[tuple[str, str, str], CellConditions] = field(default_factory=dict)
+
+    def unclean(self, env: str, load: str, bench: str) -> CellConditions | None:
+        """The cell's conditions when some repetition did not meet them, else None."""
+        c = self.conditions.get((env, load, bench))
+        return c if c is not None and not c.ok else None
 
     def summary(self, env: str, load: str, bench: str, figure: str):
         # Indexed on first use: the measurement-suite tables look up thousands of cells.
@@ -57,4 +65,13 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     for bench in data.benchmarks:
         kind = data.kind(bench)
         extras[bench] = kind.analyse(data, bench) if kind is not None else {}
-    return Evaluation(data, summaries(data), comps, verdicts, considerations(data, comps, extras), extras)
+    cells = {(env, load, bench): cell_conditions(data, env, load, bench)
+             for bench in data.benchmarks for env, load in data.cells(bench)}
+    findings = considerations(data, comps, extras)
+    for (env, load, bench), c in cells.items():
+        if not c.ok:
+            findings.setdefault(bench, []).insert(0, Finding(
+                WARNING, "conditions",
+                f"Measurement conditions: {c.reason()}. Its figures are marked, and requirements on them "
+                "are INCONCLUSIVE: they describe the machine's other work as much as the platform."))
+    return Evaluation(data, summaries(data), comps, verdicts, findings, extras, cells)

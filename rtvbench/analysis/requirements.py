@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, compare_cells
+from rtvbench.analysis.conditions import measurement_conditions
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
@@ -137,7 +138,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                 statuses.append(INCONCLUSIVE)
                 continue
             cell_status = PASS
-            incomplete, without, too_few = [], [], []
+            incomplete, without, too_few, unclean = [], [], [], []
             for m in ms:
                 value = data.figures(m).get(figure)
                 count = _samples(data, m, figure)
@@ -147,6 +148,12 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                     continue
                 if count is not None and count < needed:
                     too_few.append(count)
+                    cell_status = _worst([cell_status, INCONCLUSIVE])
+                    continue
+                conditions = measurement_conditions(data, m)
+                if conditions is not None and not conditions.ok:
+                    # Measured while something else had the CPUs: neither a pass nor a failure of the platform.
+                    unclean.append(conditions)
                     cell_status = _worst([cell_status, INCONCLUSIVE])
                     continue
                 violated = (hi is not None and value > hi) or (lo is not None and value < lo)
@@ -165,6 +172,8 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                 notes.append(f"{len(too_few)} repetition(s) have fewer samples ({min(too_few):,}"
                              f"{'' if min(too_few) == max(too_few) else f' .. {max(too_few):,}'}) than the "
                              f"{needed:,} that {figure} needs")
+            if unclean:
+                notes.append(f"conditions not met in {len(unclean)} repetition(s): {unclean[0].reason}")
             cell_values = [v for v in (data.figures(m).get(figure) for m in ms) if v is not None]
             span = (f"{_fmt(kind, min(cell_values), figure)} .. {_fmt(kind, max(cell_values), figure)}"
                     if cell_values else "no values")

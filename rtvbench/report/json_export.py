@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+from rtvbench.analysis.conditions import measurement_conditions
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
@@ -49,7 +50,8 @@ def document(ev: Evaluation) -> dict[str, Any]:
              # merged figures, and each CPU's as "cpu<N>.<figure>" (the metric names of requirements)
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
              "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
-             "cpu_usage": [_usage(u) for u in measurement_usage(m)]}
+             "cpu_usage": [_usage(u) for u in measurement_usage(m)],
+             "conditions": _conditions(data, m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
@@ -143,3 +145,8 @@ def _clean_all(x: Any) -> Any:
 
 def render_json(ev: Evaluation) -> str:
     return json.dumps(document(ev), sort_keys=True, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _conditions(data, m) -> dict | None:
+    c = measurement_conditions(data, m)
+    return None if c is None else _clean(c.to_dict())

@@ -175,7 +175,12 @@ def _key_results(ev: Evaluation) -> Table:
             ms = data.measurements(env, load, b)
             done = sum(1 for m in ms if m.status in COMPLETE)
             text = section_for(kind.name).key_result(ev, b, kind, env, load) if kind is not None else ""
-            rows.append(Row([b, env, load, f"{done}/{len(ms)}", text or "–"], "" if done == len(ms) else "failed"))
+            unclean = ev.unclean(env, load, b)
+            if unclean is not None:
+                text = (f"{text or '–'} — conditions not met in {len(unclean.failed)} of {unclean.measured} "
+                        "repetitions (see the considerations)")
+            css = "failed" if done != len(ms) else "unclean" if unclean is not None else ""
+            rows.append(Row([b, env, load, f"{done}/{len(ms)}", text or "–"], css))
     return Table("Key results (median over repetitions; worst = largest max of any repetition)", header, rows)
 
 

@@ -128,6 +128,12 @@ class Target(ABC):
                               f"(cat exited with status {done.returncode}: {done.stderr.strip() or 'no message'}).")
         return "".join(line + "\n" for line in lines)
 
+    def process_ticks(self) -> dict[str, list] | None:
+        """CPU time of every process, where the target can list it cheaply: pid -> [name, ticks
+        (user + system, USER_HZ), CPU it last ran on]. None where it cannot (the default): the
+        measurement conditions then say how much other processes took, not which ones."""
+        return None
+
     def remove_dir(self, path: str) -> None:
         """Remove a directory tree on the target (what a killed load generator left behind).
         This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""

@@ -139,6 +139,9 @@ class LocalTarget(Target):
     def deploy_probe(self) -> str:
         return str(probe.locate_probe())
 
+    def process_ticks(self) -> dict[str, list] | None:
+        return local_process_ticks()
+
     def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
         with tempfile.TemporaryFile() as err:
             try:
@@ -202,3 +205,24 @@ class LocalTarget(Target):
             where = "is not an executable file" if "/" in program else "is not found on PATH"
             return f'program "{program}" {where}: install it or fix the command'
         return None
+
+
+def local_process_ticks() -> dict[str, list]:
+    """This machine's processes from /proc/<pid>/stat (proc(5)): name, utime + stime, last CPU."""
+    out: dict[str, list] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue                    # it ended meanwhile
+        name, _, rest = text[text.index("(") + 1:].rpartition(")")
+        fields = rest.split()
+        try:
+            # After ") ": state is field 3, utime 14, stime 15, processor 39 (1-based).
+            out[entry.name] = [name, int(fields[11]) + int(fields[12]), int(fields[36])]
+        except (IndexError, ValueError):
+            continue
+    return out

@@ -1,0 +1,156 @@
+"""Measurement conditions: did the measured CPUs belong to the measurement?
+
+From the /proc/stat snapshots around each measurement (rtvbench.analysis.cpu_usage) and the
+probe's own CPU time (its `end` record): the time the measured CPUs spent running processes
+(user + nice + system) beyond what the probe itself used is *foreign* — other processes on the
+machine, not the platform under test. Interrupt time is not counted as foreign: a platform's
+interrupts are part of what is measured. `steal` (a hypervisor running something else on a
+vCPU) is judged on its own.
+
+Foreign time is judged only where the campaign itself runs nothing else, i.e. under the idle
+load: under a load the campaign's own load takes CPU time that /proc/stat does not tell apart.
+A measurement whose conditions are not met keeps its figures, but they are marked wherever they
+appear and a requirement on them is INCONCLUSIVE, never PASS or FAIL.
+
+The measured CPUs are those the benchmark pins to, else every CPU of the environment; the
+judgement is over their total, so a probe that migrates between them is not mistaken for a
+foreign process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rtvbench.analysis.cpu_usage import measurement_usage
+from rtvbench.analysis.dataset import RunData
+from rtvbench.results import Measurement
+
+DEFAULT_MAX_FOREIGN_PERCENT = 5.0
+DEFAULT_MAX_STEAL_PERCENT = 2.0
+PROCESS_STATES = ("user", "nice", "system")
+
+
+@dataclass
+class Conditions:
+    judged: bool                    # whether foreign time could be judged (steal always is, when read)
+    ok: bool                        # nothing judged exceeded its limit
+    foreign_percent: float | None   # of the measured CPUs' time, beyond the probe's own
+    steal_percent: float | None     # of the measured CPUs' time
+    cpus: tuple[str, ...]           # the measured CPUs ("0", "1" ...)
+    busiest: str | None             # the measured CPU with the most process time, for the message
+    reason: str                     # why not met, or why foreign time was not judged ("" when met)
+
+    def to_dict(self) -> dict:
+        return {"judged": self.judged, "ok": self.ok, "foreign_percent": self.foreign_percent,
+                "steal_percent": self.steal_percent, "cpus": list(self.cpus), "reason": self.reason or None}
+
+
+def limits(data: RunData) -> tuple[float, float]:
+    c = data.spec.conditions
+    return (float(c.get("max_foreign_percent", DEFAULT_MAX_FOREIGN_PERCENT)),
+            float(c.get("max_steal_percent", DEFAULT_MAX_STEAL_PERCENT)))
+
+
+def _cpu_words(cpus: tuple[str, ...]) -> str:
+    return f"CPU {cpus[0]}" if len(cpus) == 1 else "CPUs " + ", ".join(cpus)
+
+
+def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
+    """The conditions of one measurement, or None when they were not recorded (no /proc/stat)."""
+    usage = {u.cpu: u for u in measurement_usage(m) if u.cpu != "all"}
+    if not usage:
+        return None
+    spec = data.benchmark(m.benchmark)
+    pinned = spec.placement.pinned if spec is not None else None
+    cpus = tuple(str(c) for c in pinned if str(c) in usage) if pinned else tuple(sorted(usage, key=int))
+    if not cpus:
+        return None
+    max_foreign, max_steal = limits(data)
+    n = len(cpus)
+    process = sum(sum(usage[c].percent.get(s, 0.0) for s in PROCESS_STATES) for c in cpus)   # CPU-%
+    steal = sum(usage[c].percent.get("steal", 0.0) for c in cpus) / n
+    busiest = max(cpus, key=lambda c: sum(usage[c].percent.get(s, 0.0) for s in PROCESS_STATES))
+    problems = []
+    if steal > max_steal:
+        problems.append(f"{steal:.0f} % of the time of {_cpu_words(cpus)} was stolen by the hypervisor "
+                        f"(limit {max_steal:g} %)")
+    end = m.end or {}
+    cpu_ns, elapsed_ns = end.get("cpu_time_ns"), end.get("elapsed_ns")
+    load = data.load(m.load)
+    foreign = None
+    judged = True
+    why_not = ""
+    if load is not None and not load.is_idle:
+        judged, why_not = False, f"under load `{m.load}` other processes are not told apart from the load's"
+    elif not isinstance(cpu_ns, (int, float)) or not isinstance(elapsed_ns, (int, float)) or elapsed_ns <= 0:
+        judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
+    else:
+        own = 100.0 * cpu_ns / elapsed_ns                     # CPU-% the probe used
+        foreign = max(0.0, process - own) / n
+        if foreign > max_foreign:
+            text = (f"{foreign:.0f} % of the time of {_cpu_words(cpus)} went to processes other than the probe "
+                    f"({_cpu_words((busiest,))} {sum(usage[busiest].percent.get(s, 0.0) for s in PROCESS_STATES):.0f} "
+                    f"% busy with processes; limit {max_foreign:g} %)")
+            named = foreign_processes(m, cpus, sum(usage[c].ticks for c in cpus) / n)
+            if named:
+                text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
+            problems.append(text)
+    return Conditions(judged, not problems, foreign, steal, cpus, busiest,
+                      "; ".join(problems) if problems else why_not)
+
+
+def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: float,
+                      top: int = 3) -> list[tuple[str, str, float]]:
+    """The processes that took the most CPU time during the measurement on the measured CPUs (by
+    the CPU each last ran on), the probe and its children left out: (name, pid, % of one CPU).
+    Empty where the target does not list its processes."""
+    before, after = m.cpu_stat.get("processes_before"), m.cpu_stat.get("processes_after")
+    if not isinstance(before, dict) or not isinstance(after, dict) or ticks_per_cpu <= 0:
+        return []
+    probe_pid = str((m.meta or {}).get("pid"))
+    out = []
+    for pid, entry in after.items():
+        try:
+            name, ticks, cpu = entry
+            then = before.get(pid, [name, 0, cpu])[1]
+        except (TypeError, ValueError):
+            continue
+        if pid == probe_pid or name == "rtvb-probe" or str(cpu) not in cpus:
+            continue
+        share = 100.0 * (ticks - then) / ticks_per_cpu
+        if share >= 1:
+            out.append((str(name), pid, share))
+    return sorted(out, key=lambda x: -x[2])[:top]
+
+
+@dataclass
+class CellConditions:
+    environment: str
+    load: str
+    benchmark: str
+    measured: int                   # repetitions with conditions recorded
+    failed: list[tuple[int, Conditions]]    # (repetition, conditions) of those not met
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def reason(self) -> str:
+        """"conditions not met in 3 of 5 repetitions: 62 % of the time of CPU 0 went to ..." (the worst)."""
+        if not self.failed:
+            return ""
+        worst = max(self.failed, key=lambda f: (f[1].foreign_percent or 0) + (f[1].steal_percent or 0))[1]
+        return (f"conditions not met in {len(self.failed)} of {self.measured} repetitions of `{self.benchmark}` "
+                f"in `{self.environment}` under `{self.load}`: {worst.reason}")
+
+
+def cell_conditions(data: RunData, env: str, load: str, bench: str) -> CellConditions:
+    measured, failed = 0, []
+    for m in data.measurements(env, load, bench, statuses=("ok", "interrupted")):
+        c = measurement_conditions(data, m)
+        if c is None:
+            continue
+        measured += 1
+        if not c.ok:
+            failed.append((m.repetition, c))
+    return CellConditions(env, load, bench, measured, failed)

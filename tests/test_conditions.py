@@ -1,0 +1,77 @@
+"""Measurement conditions: a latency measurement on CPU 0 while a process outside the campaign spins on
+CPU 0 is not a measurement of the platform. Its requirement is INCONCLUSIVE, naming the share of the CPU
+that went elsewhere and the process that took it; without the spinner the same campaign decides."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from host_helpers import cli_env, run_cli
+
+CAMPAIGN = """
+name = "clean"
+repetitions = 1
+
+[environments.native]
+target = "local"
+
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = 0.5
+policy = "other"
+cpus = [0]
+
+[[requirements]]
+metric = "wakeup.max_us"
+max = 10000000
+"""
+
+# Pinned to CPU 0 at the normal policy, named so that the report can be checked for it.
+SPINNER = ("import os; os.sched_setaffinity(0, {0}); open('/proc/self/comm', 'w').write('rtvb-spinner')\n"
+           "while True: pass\n")
+
+
+def _verdict_and_conditions(tmp_path, probe) -> tuple[dict, list]:
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=120)
+    assert r.returncode in (0, 1, 3), r.stderr
+    out = tmp_path / "r.json"
+    rep = run_cli("report", "--store", "sqlite:///s.db", "--format", "json", "-o", str(out), cwd=tmp_path,
+                  env=cli_env(probe))
+    assert rep.returncode in (0, 1), rep.stderr
+    doc = json.loads(out.read_text())
+    [verdict] = doc["verdicts"]
+    return verdict, [m["conditions"] for m in doc["measurements"]]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for the runner")
+def test_a_foreign_spinner_makes_the_requirement_inconclusive_and_is_named(tmp_path, probe):
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
+    try:
+        time.sleep(0.3)
+        verdict, conditions = _verdict_and_conditions(tmp_path, probe)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert verdict["status"] == "INCONCLUSIVE", verdict
+    assert "conditions not met in 1 repetition(s)" in verdict["reason"]
+    assert "went to processes other than the probe" in verdict["reason"]
+    assert f"rtvb-spinner (pid {spinner.pid})" in verdict["reason"], verdict["reason"]
+    [c] = conditions
+    assert c["judged"] and not c["ok"] and c["foreign_percent"] > 50 and c["cpus"] == ["0"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for the runner")
+def test_without_the_spinner_the_same_campaign_decides(tmp_path, probe):
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    verdict, conditions = _verdict_and_conditions(tmp_path, probe)
+    [c] = conditions
+    assert c["judged"] and c["ok"] and c["foreign_percent"] < 5, c
+    assert verdict["status"] in ("PASS", "FAIL"), verdict
