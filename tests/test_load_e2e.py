@@ -295,7 +295,7 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
 
 
 def test_interference_example_ranks_its_aggressors(tmp_path, own_probe):
-    """examples/interference.toml, shortened (1 s per measurement, 4 repetitions, a smaller
+    """examples/interference.toml, shortened (0.5 s per measurement, 4 repetitions, a smaller
     leak), plus one aggressor that must top the ranking: a cpu hog on the victim's own CPU.
 
     That hog runs at SCHED_FIFO 90, above the victim's 80, for 10 ms of every 20 ms: the victim
@@ -306,7 +306,7 @@ def test_interference_example_ranks_its_aggressors(tmp_path, own_probe):
     real-time priority. 4 non-overlapping repetitions per side give p = 2/70 = 0.03.
     """
     text = (REPO / "examples" / "interference.toml").read_text()
-    for old, new in (("repetitions = 5", "repetitions = 4"), ("duration_s = 10", "duration_s = 1"),
+    for old, new in (("repetitions = 5", "repetitions = 4"), ("duration_s = 10", "duration_s = 0.5"),
                      ('limit = "1G"', 'limit = "64M"'),
                      ("[benchmarks.victim]", '[loads.hog_cpu0]\nkind = "cpu"\npercent = 50\nperiod_ms = 20\n'
                                              'cpus = [0]\npolicy = "fifo"\npriority = 90\n\n[benchmarks.victim]')):
