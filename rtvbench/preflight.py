@@ -22,7 +22,7 @@ PROBE_LOAD_KINDS = ("cpu", "mem", "cache", "io", "fork", "leak", "timer", "net")
 RT_POLICIES = ("fifo", "rr")
 
 #: every code check() can give, in the order warnings of one environment are listed
-CODES = ("tcg", "no_rt_priority", "rt_not_root", "no_mlockall", "cpu_quota", "governor", "thp_always",
+CODES = ("busy", "tcg", "no_rt_priority", "rt_not_root", "no_mlockall", "cpu_quota", "governor", "thp_always",
          "rt_throttling", "cpu_unavailable", "too_few_cpus", "load_outranks_measurement", "load_shares_cpu")
 
 
@@ -158,6 +158,7 @@ def check(spec: CampaignSpec | None, fingerprints: Mapping[str, tuple[dict, dict
     for env in envs.values():
         found = _environment_warnings(env, benches, loads, (observed or {}).get(env.name))
         found += _cpu_warnings(env, benches, loads)
+        found += _busy_warnings(env, benches)
         out += sorted(found, key=lambda w: CODES.index(w.code))
     return out
 
@@ -228,6 +229,30 @@ def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_
                               "it cannot hold its full strength; set kernel.sched_rt_runtime_us to -1 for the "
                               "campaign if it should.")
     return out
+
+
+#: a CPU busier than this with processes before the run is worth a warning
+BUSY_PERCENT = 20.0
+
+
+def _busy_warnings(env: _Env, benches: list[BenchmarkSpec]) -> list[PreflightWarning]:
+    """The environment was already busy before the run (the runner's sample of it): the
+    measurements will share the CPUs with that work, and the conditions will likely fail."""
+    sample = env.describe.get("busy_before_run")
+    if not isinstance(sample, dict) or not isinstance(sample.get("process_percent"), dict):
+        return []
+    measured = {str(c) for b in benches for c in (b.placement.pinned or [])}
+    busy = {c: v for c, v in sample["process_percent"].items()
+            if isinstance(v, (int, float)) and v >= BUSY_PERCENT and (not measured or c in measured)}
+    if not busy:
+        return []
+    cpus = ", ".join(f"CPU {c} {v:.0f} %" for c, v in sorted(busy.items(), key=lambda x: int(x[0])))
+    named = [p for p in sample.get("processes") or [] if isinstance(p, list) and len(p) == 3]
+    who = (": " + ", ".join(f"{n} (pid {pid}) {share:.0f} %" for n, pid, share in named)) if named else ""
+    return [PreflightWarning(env.name, "busy", f"`{env.name}` was already busy before the run ({cpus} of "
+                                              f"{sample.get('seconds', 0):g} s ran processes{who}); measurements "
+                                              "there share the CPUs with that work and their conditions will "
+                                              "likely not be met: stop it, or pin the benchmarks elsewhere.")]
 
 
 def _names(names: list[str]) -> str:

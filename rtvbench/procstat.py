@@ -29,3 +29,44 @@ def parse_proc_stat(text: str) -> dict[str, dict[str, int]]:
     if "cpu" not in out:
         raise ValueError("no aggregate `cpu` line: this is not /proc/stat")
     return out
+
+
+#: the states in which a CPU runs processes (the rest is idle, iowait, interrupts and steal)
+PROCESS_STATES = ("user", "nice", "system")
+
+
+def process_percent(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Per CPU ("0", "1" ...): the share of the interval it spent running processes, in percent."""
+    out = {}
+    for line, now in after.items():
+        then = before.get(line)
+        if line == "cpu" or not isinstance(then, dict):
+            continue
+        delta = {k: max(0, now.get(k, 0) - then.get(k, 0)) for k in FIELDS if k not in ("guest", "guest_nice")}
+        total = sum(delta.values())
+        if total > 0:
+            out[line[3:]] = 100.0 * sum(delta[k] for k in PROCESS_STATES) / total
+    return out
+
+
+def busiest_processes(before: dict[str, list], after: dict[str, list], ticks_per_cpu: float,
+                      on_cpus: tuple[str, ...] | None = None, exclude: set[str] = frozenset(),
+                      top: int = 3, least: float = 1.0) -> list[tuple[str, str, float]]:
+    """The processes that took the most CPU time between two process lists (Target.process_ticks:
+    pid -> [name, ticks, last CPU]): (name, pid, % of one CPU), those that last ran on `on_cpus`
+    only when given, leaving out the pids and names in `exclude`."""
+    if ticks_per_cpu <= 0:
+        return []
+    out = []
+    for pid, entry in after.items():
+        try:
+            name, ticks, cpu = entry
+            then = before.get(pid, [name, 0, cpu])[1]
+        except (TypeError, ValueError):
+            continue
+        if pid in exclude or name in exclude or (on_cpus is not None and str(cpu) not in on_cpus):
+            continue
+        share = 100.0 * (ticks - then) / ticks_per_cpu
+        if share >= least:
+            out.append((str(name), str(pid), share))
+    return sorted(out, key=lambda x: -x[2])[:top]

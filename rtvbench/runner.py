@@ -10,6 +10,7 @@ was measured so far as interrupted, and leaves the run resumable.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -27,12 +28,15 @@ from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
-from rtvbench.procstat import parse_proc_stat
+from rtvbench.procstat import busiest_processes, parse_proc_stat, process_percent
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
+
+#: how long the runner watches an environment before the run to see whether it is already busy
+BUSY_SAMPLE_S = 0.25
 
 
 @dataclass
@@ -194,7 +198,29 @@ class Runner:
             raise TargetError(f"`rtvb-probe sysinfo` failed in environment {env} (exit "
                               f"{done.returncode}: {_last_lines(done.stderr)}); check that the probe "
                               "runs there (`make probe`).")
-        return target.describe(), found[0], stream.meta
+        describe = target.describe()
+        busy = self._busy_sample(target)
+        return ({**describe, "busy_before_run": busy} if busy else describe), found[0], stream.meta
+
+    def _busy_sample(self, target) -> dict | None:
+        """How busy the environment is before anything of the campaign runs: each CPU's share of
+        BUSY_SAMPLE_S spent running processes and, where the target lists them, the processes
+        that took it (for preflight's "already busy" warning). None when it cannot be read."""
+        try:
+            before, procs_before = parse_proc_stat(target.read_file("/proc/stat")), target.process_ticks()
+            time.sleep(BUSY_SAMPLE_S)
+            after, procs_after = parse_proc_stat(target.read_file("/proc/stat")), target.process_ticks()
+        except (TargetError, ValueError):
+            return None
+        percent = process_percent(before, after)
+        if not percent:
+            return None
+        ticks = [sum(v for k, v in after[f"cpu{c}"].items() if k not in ("guest", "guest_nice"))
+                 - sum(v for k, v in before[f"cpu{c}"].items() if k not in ("guest", "guest_nice")) for c in percent]
+        busiest = (busiest_processes(procs_before, procs_after, sum(ticks) / len(ticks), exclude={str(os.getpid())},
+                                     least=5.0) if procs_before and procs_after else [])
+        return {"seconds": BUSY_SAMPLE_S, "process_percent": {c: round(v, 1) for c, v in percent.items()},
+                "processes": [[name, pid, round(share, 1)] for name, pid, share in busiest]}
 
     # -- measurements -------------------------------------------------------
 

@@ -38,7 +38,7 @@ SPINNER = ("import os; os.sched_setaffinity(0, {0}); open('/proc/self/comm', 'w'
            "while True: pass\n")
 
 
-def _verdict_and_conditions(tmp_path, probe) -> tuple[dict, list]:
+def _verdict_and_conditions(tmp_path, probe) -> tuple[dict, list, str]:
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=120)
     assert r.returncode in (0, 1, 3), r.stderr
     out = tmp_path / "r.json"
@@ -47,7 +47,7 @@ def _verdict_and_conditions(tmp_path, probe) -> tuple[dict, list]:
     assert rep.returncode in (0, 1), rep.stderr
     doc = json.loads(out.read_text())
     [verdict] = doc["verdicts"]
-    return verdict, [m["conditions"] for m in doc["measurements"]]
+    return verdict, [m["conditions"] for m in doc["measurements"]], " ".join((r.stdout + r.stderr).split())
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for the runner")
@@ -56,11 +56,13 @@ def test_a_foreign_spinner_makes_the_requirement_inconclusive_and_is_named(tmp_p
     spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
     try:
         time.sleep(0.3)
-        verdict, conditions = _verdict_and_conditions(tmp_path, probe)
+        verdict, conditions, preflight_text = _verdict_and_conditions(tmp_path, probe)
     finally:
         spinner.kill()
         spinner.wait()
     assert verdict["status"] == "INCONCLUSIVE", verdict
+    # Said before the first measurement too.
+    assert f"rtvb-spinner (pid {spinner.pid})" in preflight_text and "was already busy before the run" in preflight_text
     assert "conditions not met in 1 repetition(s)" in verdict["reason"]
     assert "went to processes other than the probe" in verdict["reason"]
     assert f"rtvb-spinner (pid {spinner.pid})" in verdict["reason"], verdict["reason"]
@@ -71,7 +73,8 @@ def test_a_foreign_spinner_makes_the_requirement_inconclusive_and_is_named(tmp_p
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for the runner")
 def test_without_the_spinner_the_same_campaign_decides(tmp_path, probe):
     (tmp_path / "c.toml").write_text(CAMPAIGN)
-    verdict, conditions = _verdict_and_conditions(tmp_path, probe)
+    verdict, conditions, said = _verdict_and_conditions(tmp_path, probe)
+    assert "was already busy before the run" not in said
     [c] = conditions
     assert c["judged"] and c["ok"] and c["foreign_percent"] < 5, c
     assert verdict["status"] in ("PASS", "FAIL"), verdict

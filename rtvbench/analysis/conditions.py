@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 from rtvbench.analysis.cpu_usage import measurement_usage
 from rtvbench.analysis.dataset import RunData
+from rtvbench.procstat import PROCESS_STATES, busiest_processes
 from rtvbench.results import Measurement
 
 DEFAULT_MAX_FOREIGN_PERCENT = 5.0
 DEFAULT_MAX_STEAL_PERCENT = 2.0
-PROCESS_STATES = ("user", "nice", "system")
 
 
 @dataclass
@@ -99,28 +99,14 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
                       "; ".join(problems) if problems else why_not)
 
 
-def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: float,
-                      top: int = 3) -> list[tuple[str, str, float]]:
+def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: float) -> list[tuple[str, str, float]]:
     """The processes that took the most CPU time during the measurement on the measured CPUs (by
     the CPU each last ran on), the probe and its children left out: (name, pid, % of one CPU).
     Empty where the target does not list its processes."""
     before, after = m.cpu_stat.get("processes_before"), m.cpu_stat.get("processes_after")
-    if not isinstance(before, dict) or not isinstance(after, dict) or ticks_per_cpu <= 0:
+    if not isinstance(before, dict) or not isinstance(after, dict):
         return []
-    probe_pid = str((m.meta or {}).get("pid"))
-    out = []
-    for pid, entry in after.items():
-        try:
-            name, ticks, cpu = entry
-            then = before.get(pid, [name, 0, cpu])[1]
-        except (TypeError, ValueError):
-            continue
-        if pid == probe_pid or name == "rtvb-probe" or str(cpu) not in cpus:
-            continue
-        share = 100.0 * (ticks - then) / ticks_per_cpu
-        if share >= 1:
-            out.append((str(name), pid, share))
-    return sorted(out, key=lambda x: -x[2])[:top]
+    return busiest_processes(before, after, ticks_per_cpu, cpus, {str((m.meta or {}).get("pid")), "rtvb-probe"})
 
 
 @dataclass
