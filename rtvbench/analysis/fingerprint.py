@@ -289,7 +289,9 @@ def _raw(p: _Print) -> dict[str, str]:
     """Every recorded field: sysinfo fields by their name, describe() under `target.`, the probe's meta
     (version, privileges) under `probe.`."""
     out = _flatten(p.sysinfo)
-    out.update(_flatten(p.describe, "target."))
+    # The runner's busy sample before the run rides with describe() but is a condition of that
+    # moment, not a property of the environment (preflight reads it).
+    out.update(_flatten({k: v for k, v in p.describe.items() if k != "busy_before_run"}, "target."))
     probe = {k: p.meta[k] for k in ("probe_version", "privileges") if k in p.meta}
     out.update(_flatten(probe, "probe."))
     return out
