@@ -158,8 +158,11 @@ def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimat
     tail = x > u
     excess, tw = x[tail] - u, w[tail]
     n_u = int(round(tw.sum()))
-    if n_u < MIN_EXCESSES or len(excess) < 5:
+    if n_u < MIN_EXCESSES:
         return refuse(f"only {n_u} samples lie above the threshold", u=u, n_u=n_u)
+    if len(excess) < 5:
+        return refuse(f"the {n_u:,} largest samples take only {len(excess)} distinct values, too few for a "
+                      "tail fit", u=u, n_u=n_u)
     rate = n_u / n
     xi, sigma, best = _fit(excess, tw)
     if xi < MIN_SHAPE:
@@ -170,7 +173,13 @@ def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimat
         return refuse(f"a generalized Pareto distribution does not fit the {n_u} largest samples (KS p = "
                       f"{fit_p:.2g})", xi=xi, sigma=sigma, u=u, n_u=n_u, fit_p=fit_p)
     level = _level(u, xi, sigma, rate, exceedance)
-    lo, hi = _interval(excess, tw, u, rate, exceedance, level, best)
+    try:
+        lo, hi = _interval(excess, tw, u, rate, exceedance, level, best)
+    except (ValueError, ArithmeticError):
+        lo = hi = None
+    if lo is None:
+        return refuse("the likelihood of the fit gives no interval for the estimate", xi=xi, sigma=sigma, u=u,
+                      n_u=n_u, fit_p=fit_p)
     return TailEstimate(exceedance, level, lo, hi, xi, sigma, u, n, n_u, fit_p)
 
 
@@ -180,22 +189,19 @@ def _interval(excess, w, u, rate, p, level, best) -> tuple[float | None, float |
         return 2 * (best - _profile(excess, w, x, u, rate, p)) - CHI2_95
 
     span = level - u
-    lo = hi = None
-    a = level
-    for factor in (0.9, 0.75, 0.5, 0.25, 0.1, 0.01):
-        b = u + span * factor
-        if gap(b) > 0:
-            lo = float(optimize.brentq(gap, b, a, xtol=span * 1e-4))
-            break
-        a = b
-    a = level
-    for factor in (1.2, 1.5, 2, 4, 10, 100, 1000):
-        b = u + span * factor
-        if gap(b) > 0:
-            hi = float(optimize.brentq(gap, a, b, xtol=span * 1e-4))
-            break
-        a = b
-    return lo, hi
+    if span <= 0 or not gap(level) < 0:
+        return None, None          # the profile does not peak at the estimate: no interval to read
+    ends = []
+    for factors in ((0.9, 0.75, 0.5, 0.25, 0.1, 0.01), (1.2, 1.5, 2, 4, 10, 100, 1000)):
+        a, end = level, None
+        for factor in factors:
+            b = u + span * factor
+            if gap(b) > 0:
+                end = float(optimize.brentq(gap, min(a, b), max(a, b), xtol=span * 1e-4))
+                break
+            a = b
+        ends.append(end)
+    return ends[0], ends[1]
 
 
 def _ks_p(excess, w, xi, sigma) -> float:

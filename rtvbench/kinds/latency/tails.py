@@ -59,9 +59,13 @@ def cell_tails(data: RunData, bench: str) -> list[CellTail]:
         if merged.max_ns is not None and values:
             values[-1] = min(values[-1], merged.max_ns / 1000)
         counts = [c for _, _, c in buckets]
+        try:
+            estimate = estimate_tail(values, counts, EXCEEDANCE)
+        except (ValueError, ArithmeticError) as e:     # a numerical corner the fit did not foresee
+            estimate = TailEstimate(EXCEEDANCE, None, None, None, None, None, None, merged.total, 0, None,
+                                    f"the fit failed ({e})")
         out.append(CellTail(env, load, name, merged.total,
-                            merged.max_ns / 1000 if merged.max_ns is not None else None,
-                            estimate_tail(values, counts, EXCEEDANCE)))
+                            merged.max_ns / 1000 if merged.max_ns is not None else None, estimate))
     return out
 
 
