@@ -72,3 +72,22 @@ def test_the_report_states_coverage_and_the_estimate_per_cell():
     [said] = [f.text for f in ev.findings["wakeup"] if f.topic == "tail"]
     assert said.startswith("Tail coverage of `wakeup`: the maxima are over 80,000 to 100,000 samples")
     assert "not a measurement" in said or "no extreme-value estimate" in said
+
+
+def test_histograms_of_every_shape_give_an_estimate_or_a_reason_never_an_error():
+    rng = np.random.default_rng(0)
+    shapes = [lambda n: rng.lognormal(8, 0.3, n),
+              lambda n: np.concatenate([rng.lognormal(8, 0.2, n), rng.uniform(1e5, 2e5, max(1, n // 1000))]),
+              lambda n: np.full(n, 5000.0),
+              lambda n: rng.integers(1000, 1010, n).astype(float),
+              lambda n: rng.exponential(3000, n) + 2000,
+              lambda n: rng.pareto(3, n) * 1000 + 1000]
+    for i in range(60):
+        x = shapes[i % len(shapes)](int(rng.choice([900, 1500, 5000, 20000])))
+        lo, hi = bucket_bounds(np.maximum(x, 1).astype(np.int64))
+        mids, counts = np.unique((lo + hi) / 2, return_counts=True)
+        e = estimate_tail(mids / 1000, counts)
+        assert e.ok or e.refused, e
+        if e.ok:
+            assert e.ci_low <= e.value and (e.ci_high is None or e.value <= e.ci_high)
+            assert e.value >= mids.max() / 1000 * 0.5
