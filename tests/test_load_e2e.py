@@ -276,7 +276,10 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     run_ok(tmp_path, own_probe, ACCOUNTING)
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     m = next(x for x in run.measurements if x.environment == "native")
-    assert set(m.cpu_stat) == {"before", "after"}
+    # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them).
+    assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after"}
+    procs = m.cpu_stat["processes_after"]
+    assert procs and all(isinstance(n, str) and ticks >= 0 and cpu >= 0 for n, ticks, cpu in procs.values())
     assert {"cpu", "cpu0", "cpu1"} <= set(m.cpu_stat["after"]) and "steal" in m.cpu_stat["after"]["cpu1"]
     usage = {u.cpu: u for u in measurement_usage(m)}
     assert usage["1"].busy > 90, usage["1"]
