@@ -136,6 +136,12 @@ def test_achieved_load_sentences():
          "rss_bytes": 66 << 20, "rss_peak_bytes": 66 << 20, "holding": True, "workers": []}])
     assert describe(leak, quote=False) == ("leak: grew at 32.1 MiB/s to 64.0 MiB (limit 64 MiB), RSS peak 66.0 MiB, "
                                            "holding at the limit")
+    # A load that did nothing is said to have: the cell beside it was not measured under it.
+    idle_mem = load_achieved("mem", mem_load_records("mem", 0.0))
+    assert idle_mem.nothing and idle_mem.to_dict()["achieved_nothing"]
+    assert describe(idle_mem, quote=False) == ("mem: 0 B/s (copy) — it achieved nothing: the measurement ran "
+                                               "without this load")
+    assert not mem.nothing and not cpu.nothing and not leak.nothing
 
 
 def test_cpu_usage_from_proc_stat_deltas():

@@ -50,8 +50,23 @@ class Achieved:
     n: int = 1                              # measurements averaged
     percent_values: list[float] = field(default_factory=list)   # achieved_percent of each measurement
 
+    @property
+    def nothing(self) -> bool:
+        """The load did not do its work at all (0 B/s, no CPU, no fork): the measurement it ran beside
+        was not under this load, whatever its name says."""
+        if self.kind == "cpu":
+            return not self.achieved_percent or self.achieved_percent < 0.5
+        if self.kind in ("mem", "cache", "io", "net"):
+            return not self.bps
+        if self.kind in ("fork", "timer"):
+            return not self.ops_per_s
+        if self.kind == "leak":
+            return not self.bps and not self.extra.get("leaked_bytes")
+        return False
+
     def to_dict(self) -> dict[str, Any]:
-        return {"load": self.load, "kind": self.kind, "achieved_percent": self.achieved_percent,
+        return {"load": self.load, "kind": self.kind, "achieved_nothing": self.nothing,
+                "achieved_percent": self.achieved_percent,
                 "per_cpu_percent": dict(self.per_cpu), "pinned": self.pinned, "workers": self.workers,
                 "achieved_bps": self.bps, "achieved_ops_per_s": self.ops_per_s, "n": self.n,
                 **{k: v for k, v in self.extra.items()}, "status": self.status}
@@ -194,7 +209,15 @@ def _pct(v: float | None) -> str:
 
 
 def describe(a: Achieved, quote: bool = True) -> str:
-    """One phrase per load, the way an evaluation report would write it."""
+    """One phrase per load, the way an evaluation report would write it; a load that achieved nothing
+    is said to have, so that no figure beside it passes for a figure under load."""
+    text = _describe(a, quote)
+    if a.nothing:
+        text += " — it achieved nothing: the measurement ran without this load"
+    return text
+
+
+def _describe(a: Achieved, quote: bool = True) -> str:
     name = f"`{a.load}`" if quote else a.load
     x = a.extra
     if a.kind == "cpu":
