@@ -31,22 +31,29 @@ def parse_proc_stat(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
+#: the states a tick is charged to (`guest` and `guest_nice` are inside user and nice already)
+STATES = tuple(f for f in FIELDS if f not in ("guest", "guest_nice"))
 #: the states in which a CPU runs processes (the rest is idle, iowait, interrupts and steal)
 PROCESS_STATES = ("user", "nice", "system")
 
 
-def process_percent(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, float]:
-    """Per CPU ("0", "1" ...): the share of the interval it spent running processes, in percent."""
+def cpu_deltas(before: dict, after: dict) -> dict[str, dict[str, int]]:
+    """Ticks per state between two snapshots, per line ("cpu" = all, "cpu0" ...), for the lines in
+    both on which time passed (a CPU that went offline has none)."""
     out = {}
     for line, now in after.items():
         then = before.get(line)
-        if line == "cpu" or not isinstance(then, dict):
+        if not isinstance(then, dict) or not isinstance(now, dict):
             continue
-        delta = {k: max(0, now.get(k, 0) - then.get(k, 0)) for k in FIELDS if k not in ("guest", "guest_nice")}
-        total = sum(delta.values())
-        if total > 0:
-            out[line[3:]] = 100.0 * sum(delta[k] for k in PROCESS_STATES) / total
+        delta = {s: max(0, int(now.get(s, 0)) - int(then.get(s, 0))) for s in STATES}
+        if sum(delta.values()) > 0:
+            out[line] = delta
     return out
+
+
+def process_share(delta: dict[str, int]) -> float:
+    """The share of an interval a CPU spent running processes, in percent, from its cpu_deltas entry."""
+    return 100.0 * sum(delta[s] for s in PROCESS_STATES) / sum(delta.values())
 
 
 def busiest_processes(before: dict[str, list], after: dict[str, list], ticks_per_cpu: float,

@@ -28,7 +28,7 @@ from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
-from rtvbench.procstat import busiest_processes, parse_proc_stat, process_percent
+from rtvbench.procstat import busiest_processes, cpu_deltas, parse_proc_stat, process_share
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
@@ -212,14 +212,13 @@ class Runner:
             after, procs_after = parse_proc_stat(target.read_file("/proc/stat")), target.process_ticks()
         except (TargetError, ValueError):
             return None
-        percent = process_percent(before, after)
-        if not percent:
+        deltas = {line[3:]: d for line, d in cpu_deltas(before, after).items() if line != "cpu"}
+        if not deltas:
             return None
-        ticks = [sum(v for k, v in after[f"cpu{c}"].items() if k not in ("guest", "guest_nice"))
-                 - sum(v for k, v in before[f"cpu{c}"].items() if k not in ("guest", "guest_nice")) for c in percent]
-        busiest = (busiest_processes(procs_before, procs_after, sum(ticks) / len(ticks), exclude={str(os.getpid())},
+        ticks_per_cpu = sum(sum(d.values()) for d in deltas.values()) / len(deltas)
+        busiest = (busiest_processes(procs_before, procs_after, ticks_per_cpu, exclude={str(os.getpid())},
                                      least=5.0) if procs_before and procs_after else [])
-        return {"seconds": BUSY_SAMPLE_S, "process_percent": {c: round(v, 1) for c, v in percent.items()},
+        return {"seconds": BUSY_SAMPLE_S, "process_percent": {c: round(process_share(d), 1) for c, d in deltas.items()},
                 "processes": [[name, pid, round(share, 1)] for name, pid, share in busiest]}
 
     # -- measurements -------------------------------------------------------

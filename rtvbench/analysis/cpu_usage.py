@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.procstat import cpu_deltas
 from rtvbench.results import Measurement
 
 #: states shown, in the report's column order; `guest`/`guest_nice` are inside user/nice already
@@ -52,14 +53,8 @@ def measurement_usage(m: Measurement) -> list[CpuUsage]:
     if not isinstance(before, dict) or not isinstance(after, dict):
         return []
     out = []
-    for line, now in after.items():
-        then = before.get(line)
-        if not isinstance(then, dict) or not isinstance(now, dict):
-            continue
-        delta = {s: max(0, int(now.get(s, 0)) - int(then.get(s, 0))) for s in STATES}
+    for line, delta in cpu_deltas(before, after).items():
         total = sum(delta.values())
-        if total <= 0:
-            continue            # no tick elapsed on this CPU (or it went offline)
         cpu = "all" if line == "cpu" else line[3:]
         u = CpuUsage(cpu, {s: 100.0 * d / total for s, d in delta.items()}, total)
         u.busy_values = [u.busy]

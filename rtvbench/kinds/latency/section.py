@@ -18,7 +18,7 @@ from rtvbench.analysis.stats import summarize
 from rtvbench.units import format_time, format_value, suffix_unit
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
-from rtvbench.kinds.latency.tails import CellTail
+from rtvbench.kinds.latency.tails import CellTail, time_text
 from rtvbench.report import plots, suite
 from rtvbench.report.loads import (cell_achieved_text, load_kind_words, measurement_achieved_text,
                                    measurement_busy_text)
@@ -315,9 +315,9 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
     rows = []
     for c in cells:
         e = c.estimate
-        estimate = _time(e.value) if e.ok else "–"
-        ci = (f"{_time(e.ci_low)} .. {_time(e.ci_high) if e.ci_high is not None else '∞'}" if e.ok else "–")
-        rows.append(Row([c.environment, c.load, f"{c.samples:,}", _time(c.max_us), c.coverage, estimate, ci,
+        estimate = time_text(e.value) if e.ok else "–"
+        ci = (f"{time_text(e.ci_low)} .. {time_text(e.ci_high) if e.ci_high is not None else '∞'}" if e.ok else "–")
+        rows.append(Row([c.environment, c.load, f"{c.samples:,}", time_text(c.max_us), c.coverage, estimate, ci,
                          f"{e.shape:.2f}" if e.ok else (e.refused or "–")]))
     what = "response time" if cells[0].distribution == "response" else "wake-up latency"
     return Table(f"{bench}: tail of the {what}, observed and estimated",
@@ -329,7 +329,3 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
                       "(peaks over threshold), extrapolated to a probability of 10^-6 per activation, with a "
                       "profile-likelihood interval; an estimate under that model, refused when the fit is "
                       "rejected, the tail is bounded (shape below -0.5) or the samples are too few.")
-
-
-def _time(v: float | None) -> str:
-    return "–" if v is None else format_time(v, "us")

@@ -69,7 +69,8 @@ def cell_tails(data: RunData, bench: str) -> list[CellTail]:
     return out
 
 
-def _us(v: float | None) -> str:
+def time_text(v: float | None) -> str:
+    """A time in microseconds as the tail table and sentences write it ("–" for none)."""
     return "–" if v is None else format_time(v, "us")
 
 
@@ -83,14 +84,14 @@ def tail_sentences(cells: list[CellTail], bench: str) -> list[str]:
     what = "response time" if worst.distribution == "response" else "wake-up latency"
     text = (f"Tail coverage of `{bench}`: the maxima are over {fewest.samples:,} to "
             f"{max(c.samples for c in cells):,} samples per cell; with {fewest.samples:,}, "
-            f"{fewest.coverage}. The largest {what}, {_us(worst.max_us)} in `{worst.environment}` under "
+            f"{fewest.coverage}. The largest {what}, {time_text(worst.max_us)} in `{worst.environment}` under "
             f"`{worst.load}`, was observed over {worst.samples:,} samples")
     e = worst.estimate
     if e.ok:
-        ci = f" (95 % CI {_us(e.ci_low)} .. {_us(e.ci_high) if e.ci_high is not None else 'unbounded'})"
+        ci = f" (95 % CI {time_text(e.ci_low)} .. {time_text(e.ci_high) if e.ci_high is not None else 'unbounded'})"
         text += (f"; an extreme-value estimate (generalized Pareto fit over the largest {e.n_excesses:,} "
                  f"samples, shape {e.shape:.2f}) puts the value exceeded once in 10^6 activations at "
-                 f"{_us(e.value)}{ci}. It is a model's extrapolation, not a measurement.")
+                 f"{time_text(e.value)}{ci}. It is a model's extrapolation, not a measurement.")
     else:
         text += f"; no extreme-value estimate: {e.refused}."
     return [text]
