@@ -76,5 +76,9 @@ def test_without_the_spinner_the_same_campaign_decides(tmp_path, probe):
     verdict, conditions, said = _verdict_and_conditions(tmp_path, probe)
     assert "was already busy before the run" not in said
     [c] = conditions
-    assert c["judged"] and c["ok"] and c["foreign_percent"] < 5, c
-    assert verdict["status"] in ("PASS", "FAIL"), verdict
+    assert c["judged"] and c["foreign_percent"] < 5, c
+    if c["ok"]:
+        assert verdict["status"] in ("PASS", "FAIL"), verdict
+    else:
+        # A shared VM's hypervisor may steal the vCPU meanwhile: that is judged too, and said.
+        assert "stolen by the hypervisor" in c["reason"] and verdict["status"] == "INCONCLUSIVE", (c, verdict)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from rtvbench.analysis.cpu_usage import measurement_usage
 from rtvbench.analysis.dataset import RunData
+from rtvbench.cpulist import cpus_words
 from rtvbench.procstat import PROCESS_STATES, busiest_processes
 from rtvbench.results import Measurement
 
@@ -52,7 +53,7 @@ def limits(data: RunData) -> tuple[float, float]:
 
 
 def _cpu_words(cpus: tuple[str, ...]) -> str:
-    return f"CPU {cpus[0]}" if len(cpus) == 1 else "CPUs " + ", ".join(cpus)
+    return cpus_words(int(c) for c in cpus)
 
 
 def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
@@ -67,11 +68,14 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
         return None
     max_foreign, max_steal = limits(data)
     n = len(cpus)
-    process = sum(sum(usage[c].percent.get(s, 0.0) for s in PROCESS_STATES) for c in cpus)   # CPU-%
+    running = {c: sum(usage[c].percent.get(s, 0.0) for s in PROCESS_STATES) for c in cpus}   # % per CPU
     steal = sum(usage[c].percent.get("steal", 0.0) for c in cpus) / n
-    busiest = max(cpus, key=lambda c: sum(usage[c].percent.get(s, 0.0) for s in PROCESS_STATES))
+    busiest = max(cpus, key=running.get)
     problems = []
-    if steal > max_steal:
+    # A single tick (10 ms) is /proc/stat's resolution: 2 % of a 0.5 s measurement. One tick of steal
+    # is not evidence of a noisy neighbour.
+    steal_ticks = sum(usage[c].percent.get("steal", 0.0) * usage[c].ticks / 100 for c in cpus)
+    if steal > max_steal and steal_ticks > 1.5:
         problems.append(f"{steal:.0f} % of the time of {_cpu_words(cpus)} was stolen by the hypervisor "
                         f"(limit {max_steal:g} %)")
     end = m.end or {}
@@ -86,11 +90,11 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
         judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
     else:
         own = 100.0 * cpu_ns / elapsed_ns                     # CPU-% the probe used
-        foreign = max(0.0, process - own) / n
+        foreign = max(0.0, sum(running.values()) - own) / n
         if foreign > max_foreign:
             text = (f"{foreign:.0f} % of the time of {_cpu_words(cpus)} went to processes other than the probe "
-                    f"({_cpu_words((busiest,))} {sum(usage[busiest].percent.get(s, 0.0) for s in PROCESS_STATES):.0f} "
-                    f"% busy with processes; limit {max_foreign:g} %)")
+                    f"({_cpu_words((busiest,))} {running[busiest]:.0f} % busy with processes; "
+                    f"limit {max_foreign:g} %)")
             named = foreign_processes(m, cpus, sum(usage[c].ticks for c in cpus) / n)
             if named:
                 text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
