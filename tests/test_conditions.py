@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -70,13 +71,40 @@ def test_a_foreign_spinner_makes_the_requirement_inconclusive_and_is_named(tmp_p
     assert c["judged"] and not c["ok"] and c["foreign_percent"] > 50 and c["cpus"] == ["0"]
 
 
+def _busy_seconds() -> float:
+    """CPU time every CPU of this machine spent running processes (user, nice, system), from /proc/stat."""
+    fields = open("/proc/stat").readline().split()[1:]
+    return sum(int(x) for x in fields[:3]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    """CPU time of this test and of the processes it started and waited for (the CLI, the probe)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+#: other processes' CPU time over the whole run under which the machine counts as quiet: below what
+#: one 0.5 s measurement's 5 % limit allows on its CPU, so no foreign work could fail the conditions
+QUIET_S = 0.025
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second CPU for the runner")
 def test_without_the_spinner_the_same_campaign_decides(tmp_path, probe):
     (tmp_path / "c.toml").write_text(CAMPAIGN)
+    busy, own = _busy_seconds(), _own_seconds()
     verdict, conditions, said = _verdict_and_conditions(tmp_path, probe)
-    assert "was already busy before the run" not in said
+    foreign_s = (_busy_seconds() - busy) - (_own_seconds() - own)
     [c] = conditions
-    assert c["judged"] and c["foreign_percent"] < 5, c
+    assert c["judged"] and "rtvb-spinner" not in said + (c["reason"] or ""), (said, c)
+    if not c["ok"]:
+        assert verdict["status"] == "INCONCLUSIVE", (c, verdict)
+    if foreign_s > QUIET_S:
+        # A shared machine (another test run, a build): other processes ran meanwhile, by this test's
+        # own count from /proc/stat and rusage, so the tool may rightly find the CPU not clean.
+        assert c["ok"] or c["foreign_percent"] > 5 or "stolen by the hypervisor" in c["reason"], (foreign_s, c)
+        return
+    assert "was already busy before the run" not in said, (foreign_s, said)
+    assert c["foreign_percent"] < 5, (foreign_s, c)
     if c["ok"]:
         assert verdict["status"] in ("PASS", "FAIL"), verdict
     else:
