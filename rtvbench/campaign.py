@@ -117,6 +117,7 @@ class TopLevel(StrictModel):
     loads: dict[str, Any] = {"idle": {}}
     benchmarks: Optional[dict[str, Any]] = None
     requirements: list[Any] = []
+    comparisons: list[Any] = []
 
     @field_validator("equivalence_percent")
     @classmethod
@@ -149,6 +150,17 @@ class AbsoluteRequirement(StrictModel):
         return self
 
 
+class DeclaredComparison(StrictModel):
+    """`[[comparisons]]`: a candidate against a baseline beside the default comparisons (every
+    environment against the first, every load against the idle one). Two environments are compared
+    under each of `loads`, two loads in each of `environments`."""
+    baseline: str
+    candidate: str
+    loads: Optional[list[str]] = None
+    environments: Optional[list[str]] = None
+    benchmarks: Optional[list[str]] = None
+
+
 class RelativeRequirement(StrictModel):
     overhead: str
     baseline: str               # environment names
@@ -175,6 +187,7 @@ class Campaign:
     requirements: list[dict[str, Any]] = field(default_factory=list)
     equivalence_percent: float = 10.0
     conditions: dict[str, float] = field(default_factory=dict)
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def hash(self) -> str:
@@ -195,7 +208,8 @@ class Campaign:
                                             bench.placement() if hasattr(bench, "placement") else Placement())
                         for name, bench in self.benchmarks.items()},
             requirements=[_requirement_json(r) for r in self.requirements],
-            equivalence_percent=float(self.equivalence_percent), conditions=dict(self.conditions))
+            equivalence_percent=float(self.equivalence_percent), conditions=dict(self.conditions),
+            comparisons=[_comparison_json(c) for c in self.comparisons])
 
 
 def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = None) -> Campaign:
@@ -400,6 +414,7 @@ class _Validator:
         self._check_loads(envs, loads)
         self._check_peers(envs, bench_tables)
         requirements = self._requirements(envs, loads, benches)
+        comparisons = self._comparisons(envs, loads, benches)
 
         if self.stored:
             if top is None or not isinstance(getattr(top, "name", None), str):
@@ -412,7 +427,7 @@ class _Validator:
                                                 for i in self.issues])
         return Campaign(filename=self.filename, text=self.text, data=self.data, name=top.name,
                         repetitions=top.repetitions, seed=top.seed, environments=envs,
-                        loads=loads, benchmarks=benches, requirements=requirements,
+                        loads=loads, benchmarks=benches, requirements=requirements, comparisons=comparisons,
                         equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)),
                         conditions=(top.conditions.model_dump() if isinstance(getattr(top, "conditions", None),
                                                                               ConditionsLimits) else {}))
@@ -467,16 +482,20 @@ class _Validator:
                 parts.append(loads[part])
         load.parts = parts
 
+    def _array_of_tables(self, key: str, needs: str):
+        """(path, table) of each entry of an array of tables such as [[requirements]]; an entry that is
+        not a table is said (`needs`: what it must hold) and skipped. (The TopLevel model has said it
+        already when the array itself is not a list.)"""
+        raw = self.data.get(key, [])
+        for i, table in enumerate(raw if isinstance(raw, list) else []):
+            if isinstance(table, dict):
+                yield (key, i), table
+            else:
+                self.add((key, i), f"must be a table ([[{key}]] with {needs}) (got {_show(table)})")
+
     def _requirements(self, envs: dict, loads: dict, benches: dict) -> list[dict]:
-        raw = self.data.get("requirements", [])
-        if not isinstance(raw, list):
-            return []
         out = []
-        for i, table in enumerate(raw):
-            prefix = ("requirements", i)
-            if not isinstance(table, dict):
-                self.add(prefix, f"must be a table ([[requirements]] with metric or overhead) (got {_show(table)})")
-                continue
+        for prefix, table in self._array_of_tables("requirements", "metric or overhead"):
             if "overhead" in table:
                 req = self.model(RelativeRequirement, table, prefix)
                 if req:
@@ -496,6 +515,57 @@ class _Validator:
             elif self.stored:
                 out.append(table)
         return out
+
+    def _comparisons(self, envs: dict, loads: dict, benches: dict) -> list[dict]:
+        out = []
+        for prefix, table in self._array_of_tables("comparisons", "baseline and candidate"):
+            decl = self.model(DeclaredComparison, table, prefix)
+            if decl is None:
+                if self.stored:
+                    out.append(table)
+                continue
+            axis = self._comparison_axis(prefix, decl, envs, loads)
+            self._refs(prefix + ("benchmarks",), decl.benchmarks, "benchmark", benches)
+            if axis == "environment":
+                self._refs(prefix + ("loads",), decl.loads, "load", loads)
+                if decl.environments is not None:
+                    self.add(prefix + ("environments",), "applies to a comparison of two loads; two environments "
+                                                         "are compared under `loads`")
+            elif axis == "load":
+                self._refs(prefix + ("environments",), decl.environments, "environment", envs)
+                if decl.loads is not None:
+                    self.add(prefix + ("loads",), "applies to a comparison of two environments; two loads "
+                                                  "are compared in `environments`")
+            out.append(table)
+        return out
+
+    def _comparison_axis(self, prefix: tuple, decl: DeclaredComparison, envs: dict, loads: dict) -> str | None:
+        """"environment" when baseline and candidate name environments, "load" when they name loads."""
+        kinds = []
+        for key in ("baseline", "candidate"):
+            name = getattr(decl, key)
+            found = [what for what, names in (("environment", envs), ("load", loads)) if name in names]
+            if not found:
+                self.add(prefix + (key,), f"{_show(name)} is neither an environment nor a load "
+                                          f"(environments: {', '.join(envs) or 'none'}; loads: "
+                                          f"{', '.join(loads) or 'none'})")
+                return None
+            kinds.append(found)
+        common = [k for k in kinds[0] if k in kinds[1]]
+        if not common:
+            article = {"environment": "an environment", "load": "a load"}
+            self.add(prefix + ("candidate",), f'"{decl.candidate}" is {article[kinds[1][0]]} while the baseline '
+                                              f'"{decl.baseline}" is {article[kinds[0][0]]}; compare two '
+                                              "environments or two loads")
+            return None
+        if len(common) > 1:
+            self.add(prefix, f'"{decl.baseline}" and "{decl.candidate}" each name both an environment and a '
+                             "load; rename one of them so that the comparison is unambiguous")
+            return None
+        if decl.baseline == decl.candidate:
+            self.add(prefix + ("candidate",), f"must be another {common[0]} than baseline")
+            return None
+        return common[0]
 
     def _metric(self, path: tuple, metric: str, benches: dict) -> None:
         bench, _, figure = metric.partition(".")
@@ -566,6 +636,14 @@ def _load_spec(load: Any) -> LoadSpec:
         commands = ()
     return LoadSpec(load.name, None if load.kind == "idle" else load.kind, params,
                     where if isinstance(where, str) else "same", tuple(parts), commands)
+
+
+def _comparison_json(table: dict[str, Any]) -> dict[str, Any]:
+    try:
+        validated = DeclaredComparison.model_validate(table)
+    except ValidationError:                             # a stored one this version would refuse
+        return _json_value(table)
+    return {k: v for k, v in params_json(validated).items() if v is not None}
 
 
 def _requirement_json(table: dict[str, Any]) -> dict[str, Any]:

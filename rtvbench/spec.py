@@ -108,6 +108,9 @@ class CampaignSpec:
     equivalence_percent: float = 10.0
     # `[conditions]` limits as validated ({} for runs stored before them: the defaults apply)
     conditions: dict[str, float] = field(default_factory=dict)
+    # Each [[comparisons]] table as validated (an absent `loads`, `environments` or `benchmarks`
+    # means all of them): compared beside the default comparisons.
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON value of this spec (sections as lists, so their order survives any store)."""
@@ -126,6 +129,7 @@ class CampaignSpec:
             "requirements": copy.deepcopy(list(self.requirements)),
             "equivalence_percent": self.equivalence_percent,
             "conditions": dict(self.conditions),
+            "comparisons": copy.deepcopy(list(self.comparisons)),
         }
 
     @classmethod
@@ -148,4 +152,5 @@ class CampaignSpec:
                         for b in data["benchmarks"]},
             requirements=data["requirements"],
             equivalence_percent=float(data.get("equivalence_percent", 10.0)),
-            conditions=dict(data.get("conditions") or {}))
+            conditions=dict(data.get("conditions") or {}),
+            comparisons=list(data.get("comparisons") or []))

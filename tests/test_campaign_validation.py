@@ -68,7 +68,7 @@ CASES = [
     ("unknown key with a close match", ("duration_s = 1", "duration_sec = 1"),
      'campaign.toml:15: benchmarks.wakeup.duration_sec: unknown key; did you mean "duration_s"?'),
     ("unknown top-level key", ("seed = 3", "seed = 3\ncolour = 3"),
-     'campaign.toml:4: colour: unknown key; allowed: benchmarks, conditions, environments, '
+     'campaign.toml:4: colour: unknown key; allowed: benchmarks, comparisons, conditions, environments, '
      'equivalence_percent, loads, name, repetitions, requirements, seed'),
     ("literal", ('cpus = "0"', 'cpus = "0"\npolicy = "deadline"'),
      'campaign.toml:17: benchmarks.wakeup.policy: must be one of "fifo", "rr" or "other" (got "deadline")'),

@@ -19,6 +19,12 @@ Verdicts:
 - "cannot tell": neither. The interval and the repetitions are reported with an estimate of the
   repetitions per side that would decide, from the observed spread.
 - "insufficient data" (fewer than MIN_SAMPLES per side) and "undefined" (a zero baseline median).
+
+Overhead is signed so that positive always means worse, each figure's direction coming from its
+kind (`Kind.lower_is_better`): for a time or a count, how much larger the candidate's median is
+(ratio - 1); for a bandwidth or a rate, the share of the baseline's that is lost (1 - ratio). So a
+bandwidth that halves is a +50 % overhead, a wake-up latency that doubles a +100 % one, and one
+`max_percent` bound means the same for both.
 """
 
 from __future__ import annotations
@@ -76,16 +82,29 @@ class RatioTest:
     # for "cannot tell": repetitions per side that would likely decide, from the observed spread
     # (None: no estimate, e.g. a spread of zero or values that are not all positive)
     needed_repetitions: int | None = None
+    # the figure's direction: a time gets worse as it grows, a bandwidth as it shrinks
+    lower_is_better: bool = True
+
+    def _signed(self, ratio: float) -> float:
+        return (ratio - 1) * 100 if self.lower_is_better else (1 - ratio) * 100
 
     @property
     def overhead_percent(self) -> float | None:
-        return None if self.ratio is None else (self.ratio - 1) * 100
+        """Positive means worse (see the module's note)."""
+        return None if self.ratio is None else self._signed(self.ratio)
 
     @property
     def ci_percent(self) -> tuple[float, float] | None:
+        """The 95 % interval of the overhead, low to high."""
         if self.ci_low is None or self.ci_high is None:
             return None
-        return ((self.ci_low - 1) * 100, (self.ci_high - 1) * 100)
+        return tuple(sorted((self._signed(self.ci_low), self._signed(self.ci_high))))
+
+    @property
+    def worse(self) -> bool | None:
+        """Whether the candidate's median is the worse one (None: no ratio, or equal)."""
+        pct = self.overhead_percent
+        return None if pct is None or pct == 0 else pct > 0
 
     def needed_words(self) -> str:
         """"about 12 repetitions per side would decide", or ""."""
@@ -199,8 +218,14 @@ def _needed(stats: _LogT | None, margin: float) -> int | None:
 
 
 def ratio_test(baseline, candidate, seed: int = BOOTSTRAP_SEED,
-               margin_percent: float = DEFAULT_EQUIVALENCE_PERCENT) -> RatioTest:
+               margin_percent: float = DEFAULT_EQUIVALENCE_PERCENT, lower_is_better: bool = True) -> RatioTest:
     """Compare two sets of per-repetition values (see the module's note on the verdicts)."""
+    test = _ratio_test(baseline, candidate, seed, margin_percent)
+    test.lower_is_better = lower_is_better
+    return test
+
+
+def _ratio_test(baseline, candidate, seed: int, margin_percent: float) -> RatioTest:
     b = [float(x) for x in baseline]
     c = [float(x) for x in candidate]
     med_b = float(np.median(b)) if b else None
@@ -246,6 +271,9 @@ class Comparison:
     baseline: str
     candidate: str
     test: RatioTest
+    # from the campaign's [[comparisons]] rather than the defaults (against the first environment or the
+    # idle load): code that reads "the" baseline's comparisons leaves these out
+    declared: bool = False
 
     @property
     def baseline_environment(self) -> str:
@@ -266,14 +294,18 @@ class Comparison:
 
 def compare_cells(data: RunData, benchmark: str, figure: str,
                   baseline: tuple[str, str], candidate: tuple[str, str]) -> RatioTest:
-    """Ratio test of one figure between two (environment, load) cells, with the campaign's margin."""
+    """Ratio test of one figure between two (environment, load) cells, with the campaign's margin and
+    the figure's direction."""
+    kind = data.kind(benchmark)
     return ratio_test(data.values(*baseline, benchmark, figure), data.values(*candidate, benchmark, figure),
-                      margin_percent=data.spec.equivalence_percent)
+                      margin_percent=data.spec.equivalence_percent,
+                      lower_is_better=kind.lower_is_better(figure) if kind is not None else True)
 
 
 def comparisons(data: RunData) -> list[Comparison]:
     """Every environment against the baseline environment (per load), every load against the baseline load
-    (per environment), for each benchmark's comparison figures."""
+    (per environment), for each benchmark's comparison figures; then the campaign's [[comparisons]] that
+    these do not already hold."""
     out = []
     for bench in data.benchmarks:
         kind = data.kind(bench)
@@ -281,15 +313,37 @@ def comparisons(data: RunData) -> list[Comparison]:
             continue
         cells = set(data.cells(bench))
         base_env, base_load = data.baseline_environment, data.baseline_load
-        for figure in kind.compared_figures(data.figure_names(bench)):
-            for load in data.loads:
-                for env in data.environments:
-                    if env != base_env and (base_env, load) in cells and (env, load) in cells:
-                        out.append(Comparison(bench, figure, "environment", load, base_env, env,
-                                              compare_cells(data, bench, figure, (base_env, load), (env, load))))
-            for env in data.environments:
-                for load in data.loads:
-                    if load != base_load and (env, base_load) in cells and (env, load) in cells:
-                        out.append(Comparison(bench, figure, "load", env, base_load, load,
-                                              compare_cells(data, bench, figure, (env, base_load), (env, load))))
+        figures = kind.compared_figures(data.figure_names(bench))
+        pairs = [("environment", load, base_env, env) for load in data.loads for env in data.environments
+                 if env != base_env]
+        pairs += [("load", env, base_load, load) for env in data.environments for load in data.loads
+                  if load != base_load]
+        seen = set(pairs)
+        declared = [p for p in _declared_pairs(data, bench) if p not in seen and not seen.add(p)]
+        for (axis, context, baseline, candidate), is_declared in ([(p, False) for p in pairs]
+                                                                  + [(p, True) for p in declared]):
+            base_cell, cand_cell = ((baseline, context), (candidate, context)) if axis == "environment" \
+                else ((context, baseline), (context, candidate))
+            if base_cell not in cells or cand_cell not in cells:
+                continue
+            for figure in figures:
+                out.append(Comparison(bench, figure, axis, context, baseline, candidate,
+                                      compare_cells(data, bench, figure, base_cell, cand_cell), is_declared))
+    return out
+
+
+def _declared_pairs(data: RunData, bench: str) -> list[tuple[str, str, str, str]]:
+    """(axis, context, baseline, candidate) of each [[comparisons]] entry that applies to `bench`; names
+    the run does not have (a stored campaign edited since) are left out."""
+    out = []
+    for decl in data.spec.comparisons:
+        if not isinstance(decl, dict) or bench not in (decl.get("benchmarks") or [bench]):
+            continue
+        base, cand = decl.get("baseline"), decl.get("candidate")
+        if base in data.environments and cand in data.environments:
+            out += [("environment", load, base, cand) for load in (decl.get("loads") or data.loads)
+                    if load in data.loads]
+        elif base in data.loads and cand in data.loads:
+            out += [("load", env, base, cand) for env in (decl.get("environments") or data.environments)
+                    if env in data.environments]
     return out

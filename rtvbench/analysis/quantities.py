@@ -163,11 +163,6 @@ class QuantityKind(Kind):
         return []
 
 
-def _worse(kind: QuantityKind, c) -> bool:
-    pct = c.test.overhead_percent
-    return (pct > 0) == kind.lower_is_better(c.figure)
-
-
 def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
     """One sentence per compared pair of cells: how many figures differ significantly, the largest."""
     groups: dict[tuple, list] = {}
@@ -207,8 +202,8 @@ def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
                          "Welch's t-test on log values decided; 4 per side allow the rank test")
             out.append(("info", axis, text + "."))
             continue
-        worse = [c for c in sig if _worse(kind, c)]
-        better = [c for c in sig if not _worse(kind, c)]
+        worse = [c for c in sig if c.test.worse]
+        better = [c for c in sig if not c.test.worse]
         parts = []
         for what, group in (("worse", worse), ("better", better)):
             if group:

@@ -90,10 +90,13 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
         return names.index(name) if name in names else len(names)
 
     def key(pair):
-        axis, context, _, candidate = pair
+        axis, context, baseline, candidate = pair
+        declared = next(iter(comps[pair].values())).declared
         if axis == "environment":
-            return (0, place(data.loads, context), place(data.environments, candidate))
-        return (1, place(data.environments, context), place(data.loads, candidate))
+            return (declared, 0, place(data.loads, context), place(data.environments, baseline),
+                    place(data.environments, candidate))
+        return (declared, 1, place(data.environments, context), place(data.loads, baseline),
+                place(data.loads, candidate))
 
     out = []
     for pair in sorted(comps, key=key):
@@ -102,7 +105,8 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
         base_cell = (first.baseline_environment, first.baseline_load)
         cand_cell = (first.candidate_environment, first.candidate_load)
         if axis == "environment":
-            caption = f"{bench}: `{candidate}` against the baseline `{baseline}`, both under `{context}`"
+            caption = (f"{bench}: `{candidate}` against {'' if first.declared else 'the baseline '}`{baseline}`, "
+                       f"both under `{context}`")
         else:
             caption = f"{bench}: load `{candidate}` against `{baseline}`, both in `{context}`"
         header = ["Figure", "Unit", f"{base_cell[0]} / {base_cell[1]} (median)",
@@ -129,9 +133,10 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
                             t.verdict.replace(" ", "-")))
         if rows:
             out.append(Table(caption, header, rows, numeric_from=2, numeric_to=9,
-                             note="Medians over repetitions: one statistic for every column. Overhead = "
-                                  "median(candidate) / median(baseline) - 1 (for bandwidths and rates a negative "
-                                  "overhead is a loss). 95 % CI by bootstrap and p by Mann-Whitney U; with too "
+                             note="Medians over repetitions: one statistic for every column. Overhead: "
+                                  "positive is worse; for times and counts median(candidate) / median(baseline) "
+                                  "- 1, for bandwidths and rates the share lost, 1 - median(candidate) / "
+                                  "median(baseline). 95 % CI by bootstrap and p by Mann-Whitney U; with too "
                                   "few repetitions for a rank test (fewer than 4 per side), p and CI (marked "
                                   "\"(t)\") come from Welch's t-test on log values. Equivalent: the 90 % "
                                   f"interval lies within ±{ev.data.spec.equivalence_percent:g} %; significant: "

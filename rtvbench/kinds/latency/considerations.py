@@ -89,7 +89,7 @@ def _change(c: Comparison, kind) -> str:
     if abs(pct) < NEGLIGIBLE_PERCENT:
         verb = f"stays at {after} (from {before}"
     else:
-        verb = f"{'rises' if pct > 0 else 'falls'} from {before} to {after} ({format_percent(pct)}"
+        verb = f"{'rises' if t.ratio > 1 else 'falls'} from {before} to {after} ({format_percent(pct)}"
     return f"{label} {verb}, {verdict_words(t, c.axis)})"
 
 

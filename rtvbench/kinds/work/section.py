@@ -58,7 +58,7 @@ def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: s
     checks = _checks(ev, bench)
     workloads = sorted(set(stems) | set(checks), key=kind.order)
     comps = {(c.context, c.candidate, c.figure): c for c in ev.comparisons
-             if c.benchmark == bench and c.axis == "environment"}
+             if c.benchmark == bench and c.axis == "environment" and not c.declared}
     candidates = [e for e in data.environments if e != base and any(e == env for env, _ in data.cells(bench))]
 
     tables, out_plots = [], []
