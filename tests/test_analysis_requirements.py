@@ -118,3 +118,27 @@ def test_no_requirements_gives_no_verdicts():
     campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
     del campaign["requirements"]
     assert evaluate(build_run(campaign, samples=1_000, repetitions=1)) == []
+
+
+def test_relative_requirement_on_a_measurement_whose_cpus_were_taken_is_inconclusive():
+    """An overhead measured while other processes had the candidate's CPUs is theirs as much as the
+    platform's: INCONCLUSIVE with the conditions' reason, whatever the interval says."""
+    req = {"overhead": "wakeup.p99_us", "baseline": "native", "candidate": "guest", "loads": ["idle"],
+           "max_percent": 1000}
+    run = _run([req])
+    [clean] = evaluate(run)
+    assert clean.status == "PASS", clean.reason
+
+    def stat(busy, idle):
+        base = {"user": 1000, "nice": 0, "system": 200, "idle": 5000, "iowait": 0, "irq": 0, "softirq": 0,
+                "steal": 0, "guest": 0, "guest_nice": 0}
+        return {line: dict(base, user=base["user"] + busy, idle=base["idle"] + idle) for line in ("cpu", "cpu0", "cpu1")}
+    for m in run.measurements:
+        if (m.environment, m.load) == ("guest", "idle"):
+            # 60 % of both CPUs busy with processes while the probe used 2 % of one
+            m.cpu_stat = {"before": stat(0, 0), "after": stat(60, 40)}
+            m.end = {"type": "end", "status": "ok", "elapsed_ns": 1_000_000_000, "cpu_time_ns": 20_000_000}
+    [v] = evaluate(run)
+    assert v.status == "INCONCLUSIVE", v.reason
+    assert "conditions not met in 5 of 5 repetitions of `wakeup` in `guest` under `idle`" in v.reason
+    assert "went to processes other than the probe" in v.reason

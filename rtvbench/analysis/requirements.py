@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, compare_cells
-from rtvbench.analysis.conditions import measurement_conditions
+from rtvbench.analysis.conditions import cell_conditions, measurement_conditions
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
@@ -232,7 +232,13 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
     for load in loads:
         t = compare_cells(data, bench, figure, (base, load), (cand, load))
         head = f"under `{load}`"
-        if t.verdict == INSUFFICIENT:
+        unclean = [c for c in (cell_conditions(data, env, load, bench) for env in (base, cand)) if not c.ok]
+        if unclean:
+            # Measured while something else had the CPUs: the overhead would be that work's as much as
+            # the platform's.
+            status = INCONCLUSIVE
+            text = f"{head} " + "; ".join(c.reason() for c in unclean)
+        elif t.verdict == INSUFFICIENT:
             status = INCONCLUSIVE
             text = (f"{head} only {t.n_baseline} baseline and {t.n_candidate} candidate repetitions have "
                     f"{figure}; at least 3 per side are needed for an interval")
