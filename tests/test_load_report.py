@@ -267,6 +267,6 @@ def test_achieved_load_and_cpu_usage_next_to_the_results():
     assert {u["cpu"]: round(u["busy_percent"]) for u in m["cpu_usage"]} == {"all": 75, "0": 55, "1": 95}
     rows = [r for r in csv.DictReader(io.StringIO(render(run, "csv"))) if r["load"] == "both"]
     by = {(r["repetition"], r["figure"]): r for r in rows}
-    assert float(by[("0", "load.cpu50.cpu0.achieved_percent")]["value"]) == pytest.approx(49.8)
-    assert by[("0", "load.mem.achieved_bps")]["unit"] == "bps"
-    assert float(by[("2", "cpu_usage.cpu1.busy_percent")]["value"]) == pytest.approx(95.0)
+    assert float(by[("1", "load.cpu50.cpu0.achieved_percent")]["value"]) == pytest.approx(49.8)
+    assert by[("1", "load.mem.achieved_bps")]["unit"] == "bps"
+    assert float(by[("3", "cpu_usage.cpu1.busy_percent")]["value"]) == pytest.approx(95.0)

@@ -170,7 +170,14 @@ def test_workloads_normalised_to_the_baseline(reports):
         assert 0 < n["ratio"] < float("inf"), n
         assert f"<td class=\"num\">{n['ratio']:.3f}</td>" in html
     assert not doc["workloads"]["cpu"]["failed"]
-    assert [v["status"] for v in doc["verdicts"]] == ["PASS", "PASS", "INCONCLUSIVE"]
+    first, second, third = doc["verdicts"]
+    unclean = any(m["conditions"] and not m["conditions"]["ok"] for m in doc["measurements"])
+    for v in (first, second):
+        # On a shared machine other processes may take the measured CPUs: then, and only then, a
+        # requirement cannot be judged, and says why.
+        assert v["status"] == "PASS" or (unclean and v["status"] == "INCONCLUSIVE"
+                                         and "conditions not met" in v["reason"]), v
+    assert third["status"] == "INCONCLUSIVE"
 
 
 def test_wrong_checksum_is_a_failed_measurement(reports):
@@ -180,7 +187,7 @@ def test_wrong_checksum_is_a_failed_measurement(reports):
     assert all("crc32.small" in m["error"] and not any(f.startswith("crc32.") for f in m["figures"]) for m in bad)
     failed = doc["workloads"]["bad"]["failed"]
     assert sorted((f["environment"], f["repetition"]) for f in failed) == sorted(
-        (e, r) for e in ("native", "native2") for r in range(REPS))
+        (e, r) for e in ("native", "native2") for r in range(1, REPS + 1))
     assert all(f["workload"] == "crc32.small" and "differs from the expected" in f["error"] for f in failed)
     assert not [s for s in doc["summaries"] if s["benchmark"] == "bad"]        # no time from a wrong result
     warnings = [f["text"] for f in doc["findings"]["bad"] if f["severity"] == "warning"]

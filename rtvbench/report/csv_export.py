@@ -8,6 +8,7 @@ What the measurement ran under follows its own figures, in the same columns:
 `load.<load>.<figure>` for what each probe load achieved (`achieved_percent`, per CPU as
 `load.<load>.cpu<N>.achieved_percent`, `achieved_bps`, `achieved_ops_per_s` ...) and
 `cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...).
+Repetitions are counted from 1, as in the report's tables.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def render_csv(ev: Evaluation) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for m in sorted(run.measurements, key=lambda m: (m.benchmark, m.environment, m.load, m.repetition, m.id)):
-        base = [run.id, run.campaign_name, m.environment, m.load, m.benchmark, m.kind, m.repetition, m.status]
+        base = [run.id, run.campaign_name, m.environment, m.load, m.benchmark, m.kind, m.repetition + 1, m.status]
         figures = ev.data.figures(m)
         if not figures:
             w.writerow(base + ["", "", ""])

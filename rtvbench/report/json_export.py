@@ -1,7 +1,11 @@
 """JSON export: summaries, comparisons, verdicts, findings and every measurement's figures.
 
 Numbers stay numbers; a value that does not exist (NaN, an undefined ratio)
-is null, because JSON has no NaN.
+is null, because JSON has no NaN. Repetitions are counted from 1, as in every table
+of the report and in `rtvbench show`.
+
+Schema 2 (from schema 1): repetitions counted from 1 (were from 0); comparisons' overhead signed
+so that positive is worse (a bandwidth loss is positive), with `lower_is_better` and `declared`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_or
 from rtvbench.report.environments import diff, preflight
 from rtvbench.report.section import section_for
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def _num(x: Any) -> Any:
@@ -43,7 +47,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "benchmarks": {b: {"kind": data.kind_name(b)} for b in data.benchmarks},
         "measurements": [
             {"id": m.id, "environment": m.environment, "load": m.load, "benchmark": m.benchmark,
-             "kind": m.kind, "repetition": m.repetition, "attempt": m.attempt, "status": m.status,
+             "kind": m.kind, "repetition": m.repetition + 1, "attempt": m.attempt, "status": m.status,
              "error": m.error, "target_log": m.target_log,
              "command": m.command, "load_commands": m.load_commands,
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
@@ -56,7 +60,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
             {"id": m.id, "environment": m.environment, "load": m.load, "benchmark": m.benchmark,
-             "repetition": m.repetition, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
+             "repetition": m.repetition + 1, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
             for m in run.failed_attempts],
         "load_cells": _load_cells(ev),
         "fingerprint": _fingerprint(ev),

@@ -105,7 +105,7 @@ def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: s
 
 def _workloads(ev: Evaluation, bench: str) -> dict:
     """Every workload's verification in every run, and its run time normalised to the baseline environment."""
-    checks = [{"environment": m.environment, "load": m.load, "repetition": m.repetition, "workload": c.workload,
+    checks = [{"environment": m.environment, "load": m.load, "repetition": m.repetition + 1, "workload": c.workload,
                "verified": c.verified, "error": c.error}
               for m in ev.data.measurements(benchmark=bench) for c in verification(m)]
     normalised = [{"workload": c.figure, "load": c.context, "baseline": c.baseline, "candidate": c.candidate,
