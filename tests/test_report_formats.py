@@ -144,3 +144,17 @@ def test_markdown_tables_carry_the_same_figures(run, outputs):
 def test_unknown_format_is_refused(run):
     with pytest.raises(ValueError, match="unknown report format"):
         render(run, "pdf")
+
+
+def test_key_results_of_latency_have_their_own_columns_with_the_medians(run, outputs):
+    md = outputs["md"]
+    head = "| Benchmark | Environment | Load | Runs ok | avg | p99 | p99.99 | max | worst max |"
+    assert md.count("**Key results of the") == 1 and head in md
+    doc = json.loads(outputs["json"])
+    s = {(x["environment"], x["load"], x["figure"]): x for x in doc["summaries"]}
+    row = next(line for line in md.splitlines() if line.startswith("| wakeup | guest | idle | 5/5 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    from rtvbench.units import format_value
+    assert cells[4:] == [format_value(s[("guest", "idle", f)]["median"], "us") for f in ("avg_us", "p99_us",
+                                                                                            "p9999_us", "max_us")] \
+        + [format_value(s[("guest", "idle", "max_us")]["max"], "us")]

@@ -201,3 +201,16 @@ def test_wrong_checksum_is_a_failed_measurement(reports):
                      r"<code>native2</code>/<code>idle</code> #1, #2, #3\): checksum [0-9a-f]{16} differs from the "
                      r"expected 0000000000001234</td>", html)
     assert "FAILED verification: crc32.small" in html                          # in the summary's key results
+
+
+def test_key_results_one_table_per_kind(reports):
+    html = reports["html"]
+    captions = re.findall(r"<caption>Key results of the ([a-z-]+) benchmarks", html)
+    assert captions == ["work", "mem-lat", "os", "ipc"], captions
+    work = html[html.index("Key results of the work benchmarks"):]
+    work = work[:work.index("</table>")]
+    # its own columns: the verification, then the first workloads' run times
+    assert "<th>Verification</th>" in work and "crc32 (small) `crc32.small`" in work
+    assert "verified in every run" in work and "FAILED verification: crc32.small" in work
+    mem = html[html.index("Key results of the mem-lat benchmarks"):]
+    assert "<th>Levels read off the curve</th>" in mem[:mem.index("</table>")]

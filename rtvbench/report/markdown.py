@@ -69,7 +69,7 @@ def _render(m: ReportModel) -> str:
     if m.preflight:
         out += ["**Preflight warnings: what in the environments bends these figures**", ""]
         out += [f"- ⚠ {prose(w.text)}" for w in m.preflight] + [""]
-    for t in (m.verdicts, m.key_results, *m.run_tables, m.environments, m.loads, m.benchmarks):
+    for t in (m.verdicts, *m.key_results, *m.run_tables, m.environments, m.loads, m.benchmarks):
         if t is not None:
             out += [table(t), ""]
     if m.warnings:

@@ -46,7 +46,7 @@ class ReportModel:
     loads: Table
     benchmarks: Table
     verdicts: Table
-    key_results: Table
+    key_results: list[Table]                       # one per benchmark kind: its own columns
     warnings: list[Sentence]
     fingerprints: Table | None                     # side by side, differing rows highlighted
     sections: list[BenchmarkSection]
@@ -165,23 +165,38 @@ def _run_tables(ev: Evaluation) -> list[Table]:
     return [t for kind, benches in by_kind.items() for t in section_for(kind).run_tables(ev, benches)]
 
 
-def _key_results(ev: Evaluation) -> Table:
+def _key_results(ev: Evaluation) -> list[Table]:
+    """One table per benchmark kind, in the order the kinds first appear: each kind's own columns (a
+    latency's percentiles are not a memory curve's levels), a row per benchmark, environment and load."""
     data = ev.data
-    header = ["Benchmark", "Environment", "Load", "Runs ok", "Key results (medians over the repetitions)"]
-    rows = []
+    by_kind: dict[str | None, list[str]] = {}
     for b in data.benchmarks:
-        kind = data.kind(b)
-        for env, load in data.cells(b):
-            ms = data.measurements(env, load, b)
-            done = sum(1 for m in ms if m.status in COMPLETE)
-            text = section_for(kind.name).key_result(ev, b, kind, env, load) if kind is not None else ""
-            unclean = ev.unclean(env, load, b)
-            if unclean is not None:
-                text = (f"{text or '–'} — conditions not met in {len(unclean.failed)} of {unclean.measured} "
-                        "repetitions (see the considerations)")
-            css = "failed" if done != len(ms) else "unclean" if unclean is not None else ""
-            rows.append(Row([b, env, load, f"{done}/{len(ms)}", text or "–"], css))
-    return Table("Key results (median over repetitions; worst = largest max of any repetition)", header, rows)
+        by_kind.setdefault(data.kind_name(b), []).append(b)
+    tables = []
+    for kind_name, benches in by_kind.items():
+        section = section_for(kind_name)
+        columns: dict[str, None] = {}
+        cells = []
+        for b in benches:
+            kind = data.kind(b)
+            for env, load in data.cells(b):
+                ms = data.measurements(env, load, b)
+                done = sum(1 for m in ms if m.status in COMPLETE)
+                values = dict(section.key_columns(ev, b, kind, env, load)) if kind is not None else {}
+                columns.update(dict.fromkeys(values))
+                cells.append((b, env, load, f"{done}/{len(ms)}", values, ev.unclean(env, load, b), done != len(ms)))
+        unclean_any = any(c[5] is not None for c in cells)
+        header = ["Benchmark", "Environment", "Load", "Runs ok", *columns] + (["Conditions"] if unclean_any else [])
+        rows = []
+        for b, env, load, runs, values, unclean, incomplete in cells:
+            row = [b, env, load, runs] + [values.get(c) or "–" for c in columns]
+            if unclean_any:
+                row.append("met" if unclean is None else f"not met in {len(unclean.failed)} of {unclean.measured} "
+                                                         "repetitions (see the considerations)")
+            rows.append(Row(row, "failed" if incomplete else "unclean" if unclean is not None else ""))
+        what = f"{kind_name} benchmarks" if kind_name else "benchmarks of an unknown kind"
+        tables.append(Table(f"Key results of the {what} ({section.key_caption()})", header, rows))
+    return tables
 
 
 def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> BenchmarkSection:

@@ -3,7 +3,7 @@
 The assembler (report.model) writes the parts every benchmark has — description, preconditions,
 how to measure, the consideration, load and CPU usage, the distributions and time series of its
 typed results, figures against the number of VMs — and asks the kind's section for the rest:
-its result and comparison tables and plots, its line in the key results, tables of the whole run
+its result and comparison tables and plots, its columns in the key results, tables of the whole run
 (the response-time matrix) and its keys in the JSON report. A kind without a section of its own
 (rtvbench/kinds/<kind>/section.py) gets the measurement-suite tables of report.suite.
 """
@@ -37,9 +37,13 @@ class Section:
         tables, comparisons, plots = suite.parts(ev, bench, kind, with_plots, id_prefix)
         return Parts(tables, comparisons, plots)
 
-    def key_result(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> str:
-        """The cell's line in the report's key results ("" when there is nothing to say)."""
-        return suite.key_result(ev, bench, kind, env, load)
+    def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
+        """The cell's (column, value) pairs in its kind's key results table (empty: nothing to say)."""
+        return suite.key_columns(ev, bench, kind, env, load)
+
+    def key_caption(self) -> str:
+        """What the key results table of this kind's benchmarks shows."""
+        return "medians over the repetitions"
 
     def run_tables(self, ev: Evaluation, benches: list[str]) -> list[Table]:
         """Tables over the benchmarks of this kind in the whole run, shown in the summary."""

@@ -164,9 +164,18 @@ def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,
     return tables, overhead_tables(ev, bench, kind, stems), []
 
 
-def key_result(ev: Evaluation, bench: str, kind: QuantityKind, env: str, load: str) -> str:
+#: headline figures per benchmark in the key results table
+KEY_FIGURES = 3
+
+
+def key_columns(ev: Evaluation, bench: str, kind: QuantityKind, env: str, load: str) -> list[tuple[str, str]]:
     """The first headline figures' medians in a cell, for the report's key results."""
-    return kind.key_result(ev.data, bench, env, load)
+    out = []
+    for stem in kind.table_stems(ev.data.figure_names(bench))[:KEY_FIGURES]:
+        s = ev.summary(env, load, bench, stem)
+        if s and s.n:
+            out.append((f"{kind.label(stem)} `{stem}`", kind.format(s.median, stem)))
+    return out
 
 
 def size_series(ev: Evaluation, bench: str, keyed: dict[str, tuple[str, float]], scale: float):

@@ -44,16 +44,19 @@ class LatencySection(Section):
         figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
         return Parts(results, comparisons, figures, rankings)
 
-    def key_result(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> str:
-        parts = []
+    def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
+        out = []
         for figure in ("avg_us", "p99_us", "p9999_us", "max_us"):
             s = ev.summary(env, load, bench, figure)
             if s:
-                parts.append(f"{kind.label(figure)} {format_value(s.median, 'us')}")
+                out.append((kind.label(figure), format_value(s.median, "us")))
         s = ev.summary(env, load, bench, "max_us")
         if s:
-            parts.append(f"worst max {format_value(s.max, 'us')}")
-        return ", ".join(parts)
+            out.append(("worst max", format_value(s.max, "us")))
+        return out
+
+    def key_caption(self) -> str:
+        return "medians over the repetitions; worst max = the largest max of any repetition"
 
     def run_tables(self, ev: Evaluation, benches: list[str]) -> list[Table]:
         t = matrix_table(ev, benches)

@@ -25,6 +25,11 @@ class MemLatSection(Section):
     def json(self, ev: Evaluation, benches: list[str]) -> dict:
         return {"memory_curves": {b: _memory_curves(ev, b) for b in benches}}
 
+    def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
+        # The curve's levels say more than its first sizes' latencies, which are all L1.
+        levels = kind.key_result(ev.data, bench, env, load)
+        return [("Levels read off the curve", levels)] if levels else []
+
 
 def _curve_parts(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str):
     data = ev.data

@@ -47,6 +47,10 @@ class WorkSection(Section):
         # The normalised-workload table already shows the environment comparison (time relative to the baseline).
         return Parts(tables + common, [t for t in comparisons if " load `" in t.caption], plots_)
 
+    def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
+        verified = kind.key_result(ev.data, bench, env, load)
+        return ([("Verification", verified)] if verified else []) + suite.key_columns(ev, bench, kind, env, load)
+
     def json(self, ev: Evaluation, benches: list[str]) -> dict:
         return {"workloads": {b: _workloads(ev, b) for b in benches}}
 
