@@ -310,7 +310,9 @@ cpus = "0-{ncpu}"
     if 0 <= runtime < period:
         expected.append("rt_throttling")
     expected.append("cpu_unavailable")          # CPU `ncpu` is one past the last allowed one
-    assert [w.code for w in got] == expected, [w.message for w in got]
+    # Whether other processes keep this machine busy depends on what else runs on it (another test
+    # run, a build): that warning is tested with a spinner of known load in test_conditions.py.
+    assert [w.code for w in got if w.code != "busy"] == expected, [w.message for w in got]
     assert f"pinned to CPU {max(os.sched_getaffinity(0)) + 1}" in got[-1].message
 
     # What this VM is (checked above independently): no cpufreq, THP not "always", root.
