@@ -61,13 +61,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "campaign"
 
 
-def _write_report(run, fmt: str, path: Path | None) -> Path:
-    from rtvbench.report import render
+def _write_report(ev, fmt: str, path: Path | None) -> Path:
+    """Write the report of an evaluated run; its absolute path."""
+    from rtvbench.report import render_evaluation
 
+    run = ev.data.run
     if path is None:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{fmt}"
-    text = render(run, fmt)
+    path = path.absolute()
+    text = render_evaluation(ev, fmt)
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -95,13 +98,30 @@ def _requirement_text(req: dict) -> str:
     return f"{req['metric']} {' and '.join(bounds)}" + (f" ({'; '.join(scope)})" if scope else "")
 
 
-def _verdicts(run) -> int:
-    """Evaluate and print the requirements; the exit code they mean."""
-    from rtvbench.analysis.requirements import evaluate
+def _headline(ev) -> None:
+    """The key results, one table per benchmark kind: what the run measured, before the verdicts."""
+    from rtvbench.report import headline
 
-    if not (run.spec and run.spec.requirements):
+    for t in headline(ev):
+        table = Table(title=plain(t.caption), title_justify="left")
+        for i, col in enumerate(t.header):
+            table.add_column(plain(col), justify="right" if i >= 3 else "left")
+        for row in t.rows:
+            style = {"failed": "red", "unclean": "yellow"}.get(row.css or "", "")
+            table.add_row(*(plain(c) for c in row.cells), style=style)
+        if out.is_terminal:
+            out.print(table)
+        else:
+            # Into a file or a pipe (a CI log) at full width: a number split over two lines is misread.
+            natural = Console(file=out.file, width=10_000).measure(table).maximum
+            Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
+
+
+def _verdicts(ev) -> int:
+    """Print the requirements' verdicts with their reasons; the exit code they mean."""
+    verdicts = ev.verdicts
+    if not verdicts:
         return EXIT_OK
-    verdicts = evaluate(run)
     table = Table(title="Requirements", title_justify="left")
     for col in ("Requirement", "Verdict", "Reason"):
         table.add_column(col)
@@ -127,6 +147,7 @@ def _verdicts(run) -> int:
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
+    from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign import load_campaign
     from rtvbench.runner import Runner
@@ -151,13 +172,17 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
     out.print(f"Run {result.id} of {plain(c.name)} finished: {ok} of {len(statuses)} measurements ok"
               + ("." if ok == len(statuses) else
                  f"; see `rtvbench show {result.id}` for the others."))
-    path = _write_report(result, "html", None)
-    out.print(f"Report: {plain(path)}")
+    ev = evaluate_run(result)
+    path = _write_report(ev, "html", None)
     if ok == 0:
+        out.print(f"Report: {plain(path)}")
         err.print(f"rtvbench: no measurement of run {result.id} succeeded; "
                   f"`rtvbench show {result.id}` lists their errors.")
         return EXIT_TARGET
-    return _verdicts(result)
+    _headline(ev)
+    code = _verdicts(ev)
+    out.print(f"Report: {plain(path)}")
+    return code
 
 
 @cli.command()
@@ -189,13 +214,15 @@ def validate(campaign: str, store_url: str | None) -> int:
 def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
            store_url: str | None) -> int:
     """Write the evaluation report of a run."""
+    from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.store import load_run, resolve_run
 
     engine = _store(ctx, store_url)
-    result = load_run(engine, resolve_run(engine, ref))
-    path = _write_report(result, fmt, output)
+    ev = evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    path = _write_report(ev, fmt, output)
+    code = _verdicts(ev)
     out.print(f"Report: {plain(path)}")
-    return _verdicts(result)
+    return code
 
 
 @cli.command(name="list")

@@ -4,6 +4,7 @@ check the store row by row, the load's lifetime, and that no load process is lef
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 import uuid
@@ -76,7 +77,15 @@ def test_campaign_runs_into_the_store(tmp_path, probe, marker):
     assert processes_with(marker) == []
     # The colleague's report stage is installed: `run` wrote the HTML report.
     report = tmp_path / "rtvbench-results" / "e2e-1.html"
-    assert f"Report: {report.relative_to(tmp_path)}" in r.stdout
+    assert f"Report: {report}" in r.stdout.splitlines()[-1]         # absolute, the last line
+    # Before it, the headline: each cell's medians as the report's key results have them.
+    assert "Key results of the latency benchmarks" in r.stdout
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.units import format_value
+    ev = evaluate_run(run)
+    for load in ("idle", "busy"):
+        median = format_value(ev.summary("native", load, "wakeup", "p99_us").median, "us")
+        assert re.search(rf"│ wakeup\s+│ native\s+│ {load}\s+│ .*│\s+{re.escape(median)} │", r.stdout), (median, r.stdout)
     assert report.stat().st_size > 1000
 
 
@@ -103,5 +112,5 @@ def test_list_and_show(tmp_path, probe):
                                                    "`rtvbench list` shows the runs.")
     r = run_cli("report", "--campaign", "tiny", "--format", "json", "-o", "out.json",
                 "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
-    assert r.returncode == 0 and "Report: out.json" in r.stdout
+    assert r.returncode == 0 and f"Report: {tmp_path / 'out.json'}" in r.stdout
     assert (tmp_path / "out.json").stat().st_size > 100

@@ -11,9 +11,16 @@ def render(run: CampaignRun, fmt: str) -> str:
     """The report of `run` in format `fmt` ("html", "md", "csv" or "json") as text."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    # Imported here: the analysis stack (numpy, scipy) is not needed for `rtvbench --help`.
     from rtvbench.analysis.evaluation import evaluate_run
 
-    ev = evaluate_run(run)
+    return render_evaluation(evaluate_run(run), fmt)
+
+
+def render_evaluation(ev, fmt: str) -> str:
+    """The report of an evaluated run (an analysis.evaluation.Evaluation; see `render`)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "html":
         from rtvbench.report.html import render_html
         return render_html(ev)
@@ -25,3 +32,9 @@ def render(run: CampaignRun, fmt: str) -> str:
         return render_csv(ev)
     from rtvbench.report.json_export import render_json
     return render_json(ev)
+
+
+def headline(ev):
+    """The key results tables (one per benchmark kind), for the console after a run."""
+    from rtvbench.report.model import key_results
+    return key_results(ev)

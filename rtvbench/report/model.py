@@ -134,7 +134,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
     prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
-        benchmarks=benches, verdicts=verdicts, key_results=_key_results(ev), warnings=warnings,
+        benchmarks=benches, verdicts=verdicts, key_results=key_results(ev), warnings=warnings,
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
         run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
@@ -165,7 +165,7 @@ def _run_tables(ev: Evaluation) -> list[Table]:
     return [t for kind, benches in by_kind.items() for t in section_for(kind).run_tables(ev, benches)]
 
 
-def _key_results(ev: Evaluation) -> list[Table]:
+def key_results(ev: Evaluation) -> list[Table]:
     """One table per benchmark kind, in the order the kinds first appear: each kind's own columns (a
     latency's percentiles are not a memory curve's levels), a row per benchmark, environment and load."""
     data = ev.data
