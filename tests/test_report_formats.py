@@ -158,3 +158,16 @@ def test_key_results_of_latency_have_their_own_columns_with_the_medians(run, out
     assert cells[4:] == [format_value(s[("guest", "idle", f)]["median"], "us") for f in ("avg_us", "p99_us",
                                                                                             "p9999_us", "max_us")] \
         + [format_value(s[("guest", "idle", "max_us")]["max"], "us")]
+
+
+def test_each_warning_is_said_in_full_once_and_pointed_at_from_the_summary(outputs):
+    md = outputs["md"]
+    summary = md[md.index("**Warnings**"):md.index("## 2. Environments")]
+    assert summary.strip().splitlines()[2:] == [
+        "- `wakeup`: 3 warnings (deadlines exceeded, the probe's warnings, failed or interrupted measurements), "
+        "said in full in its Consideration (3.5)."]
+    for text in ("The 100 us deadline was exceeded by", "The probe warned `no_rt_policy` in `guest` under `idle` "
+                 "(5 of 5 measurements)", "Repetition 3 in `guest` under `stress` failed"):
+        assert md.count(text) == 1, text
+    consideration = md[md.index("### (3.5) Consideration"):]
+    assert consideration.count("- ⚠ ") == 3

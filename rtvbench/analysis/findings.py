@@ -74,19 +74,17 @@ def noise(data: RunData, bench: str, kind) -> list[Finding]:
 
 
 def _probe_warnings(data: RunData, bench: str) -> list[Finding]:
-    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
-    total = len(data.measurements(benchmark=bench))
+    """One finding per distinct warning, counted per cell against that cell's measurements (a count
+    over the whole benchmark would not match the per-environment counts said elsewhere)."""
+    hits: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
     for m in data.measurements(benchmark=bench):
-        for w in m.warnings:
-            key = (str(w.get("code") or "warning"), str(w.get("message") or ""))
-            cell = f"`{m.environment}`/`{m.load}`"
-            if cell not in seen[key]:
-                seen[key].append(cell)
+        for key in dict.fromkeys((str(w.get("code") or "warning"), str(w.get("message") or "")) for w in m.warnings):
+            hits[key][(m.environment, m.load)] += 1
     out = []
-    for (code, message), cells in seen.items():
-        n = sum(1 for m in data.measurements(benchmark=bench)
-                if any(str(w.get("code") or "warning") == code for w in m.warnings))
-        text = f"The probe warned `{code}` in {n} of {total} measurements ({', '.join(cells)})"
+    for (code, message), cells in hits.items():
+        where = ", ".join(f"`{env}` under `{load}` ({n} of {len(data.measurements(env, load, bench))} measurements)"
+                          for (env, load), n in cells.items())
+        text = f"The probe warned `{code}` in {where}"
         out.append(Finding(WARNING, "probe-warning", text + (f": {message}" if message else ".")))
     return out
 

@@ -129,8 +129,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
                       for i, v in enumerate(ev.verdicts)],
                      note="" if ev.verdicts else "The campaign states no requirements.")
 
-    warnings = [Sentence("warning", f"{b}: {f.text}") for b, fs in ev.findings.items()
-                for f in fs if f.severity == "warning"]
+    warnings = _warning_pointers(ev)
     prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
@@ -140,6 +139,26 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
         run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
         target_failures=_target_failures(run))
+
+
+#: what a warning of each topic is about, for the summary's one line per benchmark
+_WARNING_TOPICS = {"deadline": "deadlines exceeded", "missed": "periods missed", "noise": "noisy repetitions",
+                   "probe-warning": "the probe's warnings", "failure": "failed or interrupted measurements",
+                   "verification": "wrong workload results", "interference": "a load that made it faster",
+                   "conditions": "measurement conditions not met", "result": "an unknown benchmark kind"}
+
+
+def _warning_pointers(ev: Evaluation) -> list[Sentence]:
+    """One line per benchmark with warnings: what they are about and where they are said in full (its
+    Consideration), so that the summary points at each warning once instead of repeating it."""
+    out = []
+    for number, bench in enumerate(ev.data.benchmarks, start=3):
+        topics = [f.topic for f in ev.findings.get(bench, []) if f.severity == "warning"]
+        if topics:
+            about = ", ".join(dict.fromkeys(_WARNING_TOPICS.get(t, t) for t in topics))
+            out.append(Sentence("warning", f"`{bench}`: {len(topics)} warning{'s' if len(topics) != 1 else ''} "
+                                           f"({about}), said in full in its Consideration ({number}.5)."))
+    return out
 
 
 def _loads_table(ev: Evaluation) -> Table:
