@@ -170,6 +170,15 @@ def test_workloads_normalised_to_the_baseline(reports):
         assert 0 < n["ratio"] < float("inf"), n
         assert f"<td class=\"num\">{n['ratio']:.3f}</td>" in html
     assert not doc["workloads"]["cpu"]["failed"]
+    # Each run time has its rate beside it: bytes/s for crc32, flop/s for lu.
+    table = html[html.index("cpu: workloads under"):]
+    table = table[:table.index("</table>")]
+    assert "<th>native rate</th>" in table and "<th>native2 rate</th>" in table
+    kind = get_kind("work")
+    for stem in ("crc32.small.bw", "lu.small.flops", "sha256.small.bw"):
+        s = next(x for x in doc["summaries"] if x["benchmark"] == "cpu" and x["figure"] == stem
+                 and x["environment"] == "native" and x["load"] == "idle")
+        assert f">{kind.format(s['median'], stem)}<" in table, stem
     first, second, third = doc["verdicts"]
     unclean = any(m["conditions"] and not m["conditions"]["ok"] for m in doc["measurements"])
     for v in (first, second):

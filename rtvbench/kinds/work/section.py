@@ -70,27 +70,31 @@ def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: s
         if (base, load) not in data.cells(bench):
             continue
         cands = [e for e in candidates if (e, load) in data.cells(bench)]
-        header = ["Workload", "Verification", f"{base} median"]
+        header = ["Workload", "Verification", f"{base} median", f"{base} rate"]
         for e in cands:
-            header += [f"{e} median", f"{e} / {base}", f"{e} 95 % CI", f"{e} verdict"]
+            header += [f"{e} median", f"{e} rate", f"{e} / {base}", f"{e} 95 % CI", f"{e} verdict"]
         rows = []
+        present = set(data.figure_names(bench))
         for w in workloads:
             text, failed = _verification_cell(checks.get(w, []))
             s = ev.summary(base, load, bench, w)
-            cells = [f"{kind.label(w)} `{w}`", text, human_duration(s.median) if s else "–"]
+            cells = [f"{kind.label(w)} `{w}`", text, human_duration(s.median) if s else "–",
+                     _rate(ev, kind, present, base, load, bench, w)]
             for e in cands:
                 a = ev.summary(e, load, bench, w)
                 c = comps.get((load, e, w))
                 t = c.test if c else None
-                cells += [human_duration(a.median) if a else "–",
+                cells += [human_duration(a.median) if a else "–", _rate(ev, kind, present, e, load, bench, w),
                           f"{t.ratio:.3f}" if t and t.ratio is not None else "–",
                           f"{t.ci_low:.3f} .. {t.ci_high:.3f}" if t and t.ci_low is not None else "–",
                           t.verdict if t else "–"]
             rows.append(Row(cells, "failed" if failed else ""))
         tables.append(Table(f"{bench}: workloads under `{load}`, run time normalised to `{base}`", header, rows,
                             numeric_from=2,
-                            note="Median run time over the completed repetitions; normalised = candidate median / "
-                                 "baseline median (above 1: slower), 95 % CI by bootstrap. A FAILED workload "
+                            note="Median run time over the completed repetitions, and beside it the median rate "
+                                 "(bytes/s for byte kernels, flop/s for floating-point ones, else runs/s); "
+                                 "normalised = candidate median / baseline median (above 1: slower), 95 % CI by "
+                                 "bootstrap. A FAILED workload "
                                  "computed a wrong result: that run is a failed measurement and is left out."))
         if with_plots and cands:
             series = []
@@ -105,6 +109,16 @@ def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: s
                 out_plots.append(Plot(f"Workloads under {load} normalised to {base} (1 = as fast as the "
                                       "baseline; error bars: 95 % CI of the ratio of medians)", svg))
     return tables, out_plots
+
+
+def _rate(ev: Evaluation, kind, present: set[str], env: str, load: str, bench: str, workload: str) -> str:
+    """The workload's median rate in a cell: what it processes per second, the figure a datasheet or
+    another benchmark quotes, beside its run time."""
+    for stem in (f"{workload}.bw", f"{workload}.flops", f"{workload}.ops_per_s"):
+        if stem in present:
+            s = ev.summary(env, load, bench, stem)
+            return kind.format(s.median, stem) if s else "–"
+    return "–"
 
 
 def _workloads(ev: Evaluation, bench: str) -> dict:
