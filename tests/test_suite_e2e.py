@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 
 import pytest
 from markupsafe import escape
@@ -223,3 +224,20 @@ def test_key_results_one_table_per_kind(reports):
     assert "verified in every run" in work and "FAILED verification: crc32.small" in work
     mem = html[html.index("Key results of the mem-lat benchmarks"):]
     assert "<th>Levels read off the curve</th>" in mem[:mem.index("</table>")]
+
+
+def test_each_repetition_of_a_measurement_suite_kind_has_its_column(reports):
+    html, doc = reports["html"], reports["json"]
+    kind = get_kind("os")
+    table = html[html.index("os: <code>native</code> under <code>idle</code>, each repetition"):]
+    table = table[:table.index("</table>")]
+    assert [f"<th>#{i}</th>" in table for i in range(1, REPS + 1)] == [True] * REPS
+    ms = sorted((m for m in doc["measurements"] if m["benchmark"] == "os" and m["environment"] == "native"),
+                key=lambda m: m["repetition"])
+    values = [m["figures"]["null"] for m in ms]
+    unit, scale = row_unit(kind, "null", values)
+    row = table[table.index("`null`") if "`null`" in table else table.index("<code>null</code>"):]
+    row = row[:row.index("</tr>")]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert cells == [significant(v / scale) for v in values] + [significant(statistics.median(values) / scale)], \
+        (cells, values)

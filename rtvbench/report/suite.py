@@ -1,10 +1,11 @@
-"""Result tables of the measurement-suite kinds, in two LMbench-style layouts.
+"""Result tables of the measurement-suite kinds.
 
-* "avg (min x, max y)" over the repetitions, one column per environment and load (a
-  summary table per environment);
-* "mean ± stddev" of the baseline and of a candidate with the difference and the percent
-  overhead (a percent-overhead table per compared pair) — the overhead, its interval and the verdict are
-  the comparison machinery's (ratio of medians, bootstrap CI, Mann-Whitney), not recomputed.
+* "avg (min x, max y)" over the repetitions, one column per environment and load (LMbench's
+  summary layout);
+* each repetition's figures, one table per environment and load, one column per repetition;
+* the medians of a baseline and of a candidate with the difference and the percent overhead (a
+  table per compared pair) — the overhead, its interval and the verdict are the comparison
+  machinery's (ratio of medians, bootstrap CI, Mann-Whitney or Welch on logs), not recomputed.
 
 Each row is shown in one unit chosen from its magnitude (ns, us, ms; MB/s, GB/s ...), so a row
 of nanoseconds and a row of milliseconds both read well. The kind-specific plots and tables
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 
 from rtvbench.analysis.compare import LOG_T, Comparison
+from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.kind import Kind
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
@@ -72,6 +74,39 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
     return Table(f"{bench}: average (min, max) over {n} completed repetition{'s' if reps != {1} else ''}",
                  header, rows, numeric_from=2,
                  note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest.")
+
+
+#: more repetitions than this make a table too wide to read: the CSV export has every one
+MAX_REPETITION_COLUMNS = 20
+
+
+def repetition_tables(ev: Evaluation, bench: str, kind: QuantityKind, stems: list[str]) -> list[Table]:
+    """Per environment and load, every repetition's figures side by side (a figure per row, a repetition
+    per column, the median last): what the summaries and comparisons are computed from, so that an
+    outlier repetition can be seen."""
+    data = ev.data
+    out = []
+    for env, load in _cells(ev, bench):
+        ms = data.measurements(env, load, bench)
+        if not ms or len(ms) > MAX_REPETITION_COLUMNS:
+            continue
+        header = ["Figure", "Unit"] + [f"#{m.repetition + 1}" for m in ms] + ["median"]
+        rows = [Row(["status", ""] + [m.status for m in ms] + [""], "summary")]
+        for stem in stems:
+            values = [data.figures(m).get(stem) if m.status in COMPLETE else None for m in ms]
+            if all(v is None for v in values):
+                continue
+            s = ev.summary(env, load, bench, stem)
+            unit, scale = row_unit(kind, stem, [v for v in values if v is not None])
+            rows.append(Row([f"{kind.label(stem)} `{stem}`", unit] + [_num(v, scale) for v in values]
+                            + [_median(s, scale)]))
+        failed = [m for m in ms if m.status not in COMPLETE]
+        if len(rows) > 1:
+            out.append(Table(f"{bench}: `{env}` under `{load}`, each repetition", header, rows, numeric_from=2,
+                             note="The median is over the completed repetitions only."
+                                  + "".join(f" #{m.repetition + 1} {m.status}: {m.error or 'no figures'}."
+                                            for m in failed)))
+    return out
 
 
 def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) -> list[Table]:
@@ -161,6 +196,7 @@ def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,
     tables: list[Table] = []
     if any(ev.summary(env, load, bench, stem) for env, load in ev.data.cells(bench) for stem in stems):
         tables.append(avg_min_max_table(ev, bench, kind, stems))
+        tables += repetition_tables(ev, bench, kind, stems)
     return tables, overhead_tables(ev, bench, kind, stems), []
 
 
