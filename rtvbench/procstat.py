@@ -56,6 +56,23 @@ def process_share(delta: dict[str, int]) -> float:
     return 100.0 * sum(delta[s] for s in PROCESS_STATES) / sum(delta.values())
 
 
+def foreign_ticks(before: dict[str, list], after: dict[str, list], on_cpus: tuple[str, ...],
+                  exclude: set[str] = frozenset()) -> int | None:
+    """Ticks that processes rtvbench did not start took between two process lists, counting those that
+    last ran on `on_cpus`. None when the lists do not mark rtvbench's own (lists recorded before they
+    did), since then a load's workers cannot be told from other processes."""
+    total = 0
+    for pid, entry in after.items():
+        if not isinstance(entry, list) or len(entry) < 4:
+            return None
+        name, ticks, cpu, own = entry[:4]
+        if own == 1 or pid in exclude or name in exclude or str(cpu) not in on_cpus:
+            continue
+        then = before.get(pid)
+        total += max(0, int(ticks) - (int(then[1]) if isinstance(then, list) and len(then) > 1 else 0))
+    return total
+
+
 def busiest_processes(before: dict[str, list], after: dict[str, list], ticks_per_cpu: float,
                       on_cpus: tuple[str, ...] | None = None, exclude: set[str] = frozenset(),
                       top: int = 3, least: float = 1.0) -> list[tuple[str, str, float]]:
@@ -67,11 +84,13 @@ def busiest_processes(before: dict[str, list], after: dict[str, list], ticks_per
     out = []
     for pid, entry in after.items():
         try:
-            name, ticks, cpu = entry
+            name, ticks, cpu = entry[:3]
             then = before.get(pid, [name, 0, cpu])[1]
         except (TypeError, ValueError):
             continue
         if pid in exclude or name in exclude or (on_cpus is not None and str(cpu) not in on_cpus):
+            continue
+        if len(entry) > 3 and entry[3] == 1:          # rtvbench's own: the probe, a load, a worker
             continue
         share = 100.0 * (ticks - then) / ticks_per_cpu
         if share >= least:

@@ -279,7 +279,12 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them).
     assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after"}
     procs = m.cpu_stat["processes_after"]
-    assert procs and all(isinstance(n, str) and ticks >= 0 and cpu >= 0 for n, ticks, cpu in procs.values())
+    assert procs and all(isinstance(n, str) and ticks >= 0 and cpu >= 0 and own in (0, 1)
+                         for n, ticks, cpu, own in procs.values())
+    # rtvbench's own processes are marked, so that under a load what is left is foreign: the load
+    # it started is (the probe has ended when the list is taken), this test (the runner's parent) is not.
+    load_pid = str(m.load_records["hog1"][0]["pid"])
+    assert procs[load_pid][3] == 1 and procs[str(os.getpid())][3] == 0
     assert {"cpu", "cpu0", "cpu1"} <= set(m.cpu_stat["after"]) and "steal" in m.cpu_stat["after"]["cpu1"]
     usage = {u.cpu: u for u in measurement_usage(m)}
     assert usage["1"].busy > 90, usage["1"]

@@ -7,8 +7,12 @@ machine, not the platform under test. Interrupt time is not counted as foreign: 
 interrupts are part of what is measured. `steal` (a hypervisor running something else on a
 vCPU) is judged on its own.
 
-Foreign time is judged only where the campaign itself runs nothing else, i.e. under the idle
-load: under a load the campaign's own load takes CPU time that /proc/stat does not tell apart.
+Under a load, /proc/stat does not tell the load's time from other processes', so foreign time is
+counted process by process instead, from the process lists taken around the measurement where the
+target can list its processes (this machine): the CPU time of every process rtvbench did not start
+(not the runner, the probe, a load or its workers), by the measured CPU it last ran on. A process
+that starts and ends between the two lists is not seen; elsewhere (ssh, guests) foreign time under
+a load is not judged, and the report says so.
 A measurement whose conditions are not met keeps its figures, but they are marked wherever they
 appear and a requirement on them is INCONCLUSIVE, never PASS or FAIL.
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from rtvbench.analysis.cpu_usage import measurement_usage
 from rtvbench.analysis.dataset import RunData
 from rtvbench.cpulist import cpus_words
-from rtvbench.procstat import PROCESS_STATES, busiest_processes
+from rtvbench.procstat import PROCESS_STATES, busiest_processes, foreign_ticks
 from rtvbench.results import Measurement
 
 DEFAULT_MAX_FOREIGN_PERCENT = 5.0
@@ -85,22 +89,37 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
     judged = True
     why_not = ""
     if load is not None and not load.is_idle:
-        judged, why_not = False, f"under load `{m.load}` other processes are not told apart from the load's"
+        # /proc/stat does not tell the load's time from other processes': count the processes that
+        # are not rtvbench's one by one, where the target lists them.
+        ticks = _foreign_ticks(m, cpus)
+        if ticks is None:
+            judged, why_not = False, (f"under load `{m.load}` other processes are not told apart from the load's "
+                                      "(the target does not list its processes)")
+        else:
+            foreign = 100.0 * ticks / max(1, sum(usage[c].ticks for c in cpus))
     elif not isinstance(cpu_ns, (int, float)) or not isinstance(elapsed_ns, (int, float)) or elapsed_ns <= 0:
         judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
     else:
         own = 100.0 * cpu_ns / elapsed_ns                     # CPU-% the probe used
         foreign = max(0.0, sum(running.values()) - own) / n
-        if foreign > max_foreign:
-            text = (f"{foreign:.0f} % of the time of {_cpu_words(cpus)} went to processes other than the probe "
-                    f"({_cpu_words((busiest,))} {running[busiest]:.0f} % busy with processes; "
-                    f"limit {max_foreign:g} %)")
-            named = foreign_processes(m, cpus, sum(usage[c].ticks for c in cpus) / n)
-            if named:
-                text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
-            problems.append(text)
+    if foreign is not None and foreign > max_foreign:
+        other = "the probe and the load" if load is not None and not load.is_idle else "the probe"
+        text = (f"{foreign:.0f} % of the time of {_cpu_words(cpus)} went to processes other than {other} "
+                f"({_cpu_words((busiest,))} {running[busiest]:.0f} % busy with processes; "
+                f"limit {max_foreign:g} %)")
+        named = foreign_processes(m, cpus, sum(usage[c].ticks for c in cpus) / n)
+        if named:
+            text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
+        problems.append(text)
     return Conditions(judged, not problems, foreign, steal, cpus, busiest,
                       "; ".join(problems) if problems else why_not)
+
+
+def _foreign_ticks(m: Measurement, cpus: tuple[str, ...]) -> int | None:
+    before, after = m.cpu_stat.get("processes_before"), m.cpu_stat.get("processes_after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    return foreign_ticks(before, after, cpus, {str((m.meta or {}).get("pid")), "rtvb-probe"})
 
 
 def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: float) -> list[tuple[str, str, float]]:

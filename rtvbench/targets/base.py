@@ -130,8 +130,9 @@ class Target(ABC):
 
     def process_ticks(self) -> dict[str, list] | None:
         """CPU time of every process, where the target can list it cheaply: pid -> [name, ticks
-        (user + system, USER_HZ), CPU it last ran on]. None where it cannot (the default): the
-        measurement conditions then say how much other processes took, not which ones."""
+        (user + system, USER_HZ), CPU it last ran on, 1 if rtvbench started it (or is it), else 0].
+        None where it cannot (the default): the measurement conditions then say how much other
+        processes took, not which ones, and cannot judge them under a load."""
         return None
 
     def remove_dir(self, path: str) -> None:

@@ -208,8 +208,11 @@ class LocalTarget(Target):
 
 
 def local_process_ticks() -> dict[str, list]:
-    """This machine's processes from /proc/<pid>/stat (proc(5)): name, utime + stime, last CPU."""
+    """This machine's processes from /proc/<pid>/stat (proc(5)): name, utime + stime, last CPU, and
+    1 for rtvbench's own (this process and everything it started: the probe, the loads and their
+    workers), else 0 — what is not the campaign's is foreign to the measurement."""
     out: dict[str, list] = {}
+    parents: dict[str, str] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -221,8 +224,22 @@ def local_process_ticks() -> dict[str, list]:
         name, _, rest = text[text.index("(") + 1:].rpartition(")")
         fields = rest.split()
         try:
-            # After ") ": state is field 3, utime 14, stime 15, processor 39 (1-based).
+            # After ") ": state is field 3, ppid 4, utime 14, stime 15, processor 39 (1-based).
             out[entry.name] = [name, int(fields[11]) + int(fields[12]), int(fields[36])]
+            parents[entry.name] = fields[1]
         except (IndexError, ValueError):
             continue
+    me = str(os.getpid())
+    own: dict[str, bool] = {me: True}
+
+    def is_own(pid: str) -> bool:
+        chain = []
+        while pid not in own and pid in parents and len(chain) < 4096:
+            chain.append(pid)
+            pid = parents[pid]
+        verdict = own.get(pid, False)
+        own.update(dict.fromkeys(chain, verdict))
+        return verdict
+    for pid, entry in out.items():
+        entry.append(int(is_own(pid)))
     return out
