@@ -94,6 +94,11 @@ class Kind(ABC):
         """Fewest samples in one measurement for `figure` to mean what its name says."""
         return 1
 
+    def is_extreme(self, figure: str) -> bool:
+        """Whether the figure is the largest (or smallest) of its samples, so that what it shows
+        depends on how many samples there were: a bound on it holds for the events they covered."""
+        return False
+
     def sample_count(self, m: Measurement) -> int | None:
         """How many samples the measurement's figures rest on, if the kind counts samples."""
         return None

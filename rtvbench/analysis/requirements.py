@@ -40,6 +40,7 @@ from rtvbench.analysis.conditions import cell_conditions, measurement_conditions
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
+from rtvbench.analysis.tail import covered
 from rtvbench.units import format_percent
 from rtvbench.results import CampaignRun
 
@@ -128,6 +129,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
 
     statuses, details, failures, problems = [], [], [], []
     checked = []          # (value, env, load, repetition) of complete, supported repetitions
+    samples = 0           # the samples of the checked repetitions, for what a bound on a maximum covers
     for env in envs:
         for load in loads:
             where = f"`{env}` under `{load}`"
@@ -165,6 +167,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                     cell_status = _worst([cell_status, INCONCLUSIVE])
                 else:
                     checked.append((value, env, load, m.repetition))
+                    samples += count or 0
             notes = [f"repetition {m.repetition + 1} {_status_words(m.status)}" for m in incomplete]
             if without:
                 notes.append(f"{len(without)} repetition(s) report no {figure}")
@@ -200,6 +203,9 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                   f"{_fmt(kind, min(c[0] for c in checked), figure)} .. "
                   f"{_fmt(kind, max(c[0] for c in checked), figure)} (bound {bounds}"
                   f"{'' if unit == 'count' else ' ' + unit}).")
+        if kind.is_extreme(base) and samples:
+            reason += (f" The bound held for the {samples:,} samples measured: {covered(samples)} "
+                       "(the tail estimate in the report extrapolates beyond them).")
     return Verdict(status, reason, req, title, details)
 
 

@@ -131,6 +131,9 @@ class LatencyKind(Kind):
             return round(1 / (1 - PERCENTILES[stem] / 100))
         return 1
 
+    def is_extreme(self, figure: str) -> bool:
+        return figure.removeprefix(RESPONSE) == "max_us"
+
     def sample_count(self, m: Measurement) -> int | None:
         return _count(m.result("all"))
 
