@@ -56,6 +56,19 @@ def process_share(delta: dict[str, int]) -> float:
     return 100.0 * sum(delta[s] for s in PROCESS_STATES) / sum(delta.values())
 
 
+def parse_process_stat(text: str) -> tuple[str, str, int, int, str] | None:
+    """(pid, name, utime + stime ticks, last CPU, parent pid) of one /proc/<pid>/stat line (proc(5)),
+    or None when it is not one. The name may hold spaces and parentheses: it runs to the last ")"."""
+    try:
+        pid, rest = text.split(" (", 1)
+        name, _, tail = rest.rpartition(")")
+        fields = tail.split()
+        # After ") ": state is field 3, ppid 4, utime 14, stime 15, processor 39 (1-based).
+        return pid.strip(), name, int(fields[11]) + int(fields[12]), int(fields[36]), fields[1]
+    except (ValueError, IndexError):
+        return None
+
+
 def foreign_ticks(before: dict[str, list], after: dict[str, list], on_cpus: tuple[str, ...],
                   exclude: set[str] = frozenset()) -> int | None:
     """Ticks that processes rtvbench did not start took between two process lists, counting those that

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -93,6 +95,33 @@ def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, pr
     assert p99["n_baseline"] == REPS and p99["n_candidate"] == REPS
     html = (tmp_path / "rtvbench-results" / "ssh-e2e-1.html").read_text()
     assert "board" in html and "native" in html and ALIAS in html
+
+
+SPINNER = ("import os; os.sched_setaffinity(0, {0}); open('/proc/self/comm', 'w').write('rtvb-spinner')\n"
+           "while True: pass\n")
+
+
+def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, probe):
+    """The board's own process list (read over ssh) names what took the measured CPU: a spinner on
+    CPU 0 of the board (this machine, behind the sshd) makes the requirement INCONCLUSIVE."""
+    shutil.copy(sshd.config, tmp_path / "ssh_config")
+    (tmp_path / "c.toml").write_text(campaign("ssh-busy", SSH_ENV, 0.5, 1)
+                                     + "[[requirements]]\nmetric = \"wakeup.max_us\"\nmax = 10000000\n")
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
+    try:
+        time.sleep(0.3)
+        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "report.json"
+    r = run_cli("report", "--format", "json", "-o", str(out), "--store", "sqlite:///s.db", cwd=tmp_path,
+                env=cli_env(probe))
+    [verdict] = json.loads(out.read_text())["verdicts"]
+    assert verdict["status"] == "INCONCLUSIVE", verdict
+    assert "went to processes other than the probe" in verdict["reason"], verdict
+    assert f"rtvb-spinner (pid {spinner.pid})" in verdict["reason"], verdict
 
 
 def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from rtvbench import probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
+from rtvbench.procstat import parse_process_stat
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
@@ -218,17 +219,13 @@ def local_process_ticks() -> dict[str, list]:
             continue
         try:
             with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as f:
-                text = f.read()
+                parsed = parse_process_stat(f.read())
         except OSError:
             continue                    # it ended meanwhile
-        name, _, rest = text[text.index("(") + 1:].rpartition(")")
-        fields = rest.split()
-        try:
-            # After ") ": state is field 3, ppid 4, utime 14, stime 15, processor 39 (1-based).
-            out[entry.name] = [name, int(fields[11]) + int(fields[12]), int(fields[36])]
-            parents[entry.name] = fields[1]
-        except (IndexError, ValueError):
-            continue
+        if parsed:
+            pid, name, ticks, cpu, ppid = parsed
+            out[pid] = [name, ticks, cpu]
+            parents[pid] = ppid
     me = str(os.getpid())
     own: dict[str, bool] = {me: True}
 
