@@ -553,6 +553,59 @@ static void emit_cpuidle(struct jw *w, int cpu)
     jw_end(w);
 }
 
+/* A sysfs cache size ("32K", "1024K", "8M") in bytes, or -1. */
+static int64_t cache_size_bytes(const char *s)
+{
+    char *end;
+    if (!s)
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0)
+        return -1;
+    int64_t unit = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : *end == 'G' ? 1024LL * 1024 * 1024 : 1;
+    if (unit != 1)
+        end++;
+    return *end ? -1 : (int64_t)v * unit;
+}
+
+/* caches: the cache hierarchy the kernel reports for one CPU (level, type, size,
+ * the CPUs sharing it), so that the host can check the levels it reads off a
+ * memory latency curve. null where sysfs has none (many ARM boards, some guests). */
+static void emit_caches(struct jw *w, int cpu)
+{
+    char path[160];
+    int opened = 0;
+    for (int k = 0; cpu >= 0 && k < 16; k++) {
+        snprintf(path, sizeof path, SYS_CPU "/cpu%d/cache/index%d/level", cpu, k);
+        int64_t level;
+        if (read_file_i64(path, &level) != 0)
+            break;
+        snprintf(path, sizeof path, SYS_CPU "/cpu%d/cache/index%d/size", cpu, k);
+        char *size = read_file_trimmed(path);
+        int64_t bytes = cache_size_bytes(size);
+        free(size);
+        if (bytes <= 0)
+            continue;
+        if (!opened) {
+            jw_arr(w, "caches");
+            opened = 1;
+        }
+        jw_obj(w, NULL);
+        jw_int(w, "level", level);
+        snprintf(path, sizeof path, SYS_CPU "/cpu%d/cache/index%d/type", cpu, k);
+        emit_file_str(w, "type", path);
+        jw_int(w, "size_bytes", bytes);
+        snprintf(path, sizeof path, SYS_CPU "/cpu%d/cache/index%d/shared_cpu_list", cpu, k);
+        emit_file_str(w, "shared_cpus", path);
+        jw_end(w);
+    }
+    if (opened)
+        jw_end(w);
+    else
+        jw_null(w, "caches");
+}
+
 static void emit_cpus(struct jw *w)
 {
     static int cpus[CPU_SETSIZE];
@@ -590,6 +643,7 @@ static void emit_cpus(struct jw *w)
         n = 0;
     emit_cpufreq(w, cpus, n);
     emit_cpuidle(w, n > 0 ? cpus[0] : -1);
+    emit_caches(w, na > 0 ? allowed[0] : n > 0 ? cpus[0] : -1);
 }
 
 /* ------------------------------------------------------------------------ */

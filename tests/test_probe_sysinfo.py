@@ -442,3 +442,16 @@ def test_cross_built_probe_runs_under_qemu_user(cross_probes: dict[str, Path], a
     assert rec["cmdline"] == Path("/proc/cmdline").read_text().rstrip("\n ")
     assert rec["mem_total_bytes"] == meminfo_bytes("MemTotal")
     assert rec["cpus_online_count"] == os.cpu_count()
+
+
+def test_caches_are_the_ones_sysfs_lists_for_the_first_allowed_cpu(info):
+    cpu = min(os.sched_getaffinity(0))
+    base = Path(f"/sys/devices/system/cpu/cpu{cpu}/cache")
+    expected = []
+    for index in sorted(base.glob("index[0-9]*"), key=lambda p: int(p.name[5:])):
+        size = read(index / "size")
+        units = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+        number, unit = (size[:-1], units[size[-1]]) if size and size[-1] in units else (size, 1)
+        expected.append({"level": read_int(index / "level"), "type": read(index / "type"),
+                         "size_bytes": int(number) * unit, "shared_cpus": read(index / "shared_cpu_list")})
+    assert info["caches"] == (expected or None)
