@@ -7,12 +7,14 @@ latency within 10 % and their size within one sweep step of the truth.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rtvbench.analysis.cache_levels import Level, detect_levels, levels_sentence
+from rtvbench.analysis.cache_levels import Level, detect_levels, levels_sentence, reported_caches
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -166,3 +168,95 @@ def test_sentence_names_levels_sizes_and_latencies():
     found = detect_levels(zip(SIZES, staircase(FOUR)))
     assert levels_sentence(found) == ("~1.2 ns up to 48 KiB (L1), ~4 ns up to 2 MiB (L2), "
                                       "~15 ns up to 24 MiB (L3), DRAM ~90 ns (from 32 MiB)")
+
+
+# -- named against the caches the machine reports ------------------------------------------------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "memlat-random-x86-vm.json"
+
+
+def test_a_recorded_curve_is_named_and_checked_against_its_reported_caches():
+    doc = json.loads(FIXTURE.read_text())
+    reported = reported_caches(doc["caches"])
+    assert reported == {1: 32 * KiB, 2: 512 * KiB, 3: 32 * MiB}          # the instruction cache is left out
+    found = detect_levels(doc["points"], reported)
+    assert [lv.name for lv in found] == ["L1", "L2", "L3", "DRAM"], found
+    l1, l2, l3, dram = found
+    assert l1.reported_size == 32 * KiB and l1.latency_ns == pytest.approx(1.23, rel=0.05)
+    assert l2.reported_size == 512 * KiB and l2.latency_ns == pytest.approx(3.75, rel=0.05)
+    # This VM's share of the EPYC's L3 ends near 6 MiB, not at the 32 MiB sysfs reports: said, not hidden.
+    assert l3.unmatched and l3.reported_size is None and 12 <= l3.latency_ns <= 22
+    assert dram.first_size == 32 * MiB and 100 <= dram.latency_ns <= 160
+    text = levels_sentence(found, reported)
+    assert "(L1, 32 KiB reported)" in text and "(L3, no reported cache ends near it)" in text
+
+
+def cortex_a72_shape() -> list[tuple[int, float]]:
+    """Not a recording: a curve constructed to the shape measured on a Cortex-A72 board (32 KiB L1d,
+    1 MiB shared L2, no L3), an L1 near 1.9 ns, an L2 near 4.9 ns up to 768 KiB, and main memory from
+    138 ns at 1.5 MiB growing with TLB misses to 208 ns at 64 MiB; 2 % noise."""
+    rng = np.random.default_rng(72)
+    out = []
+    for s in sweep(512, 64 * MiB):
+        if s <= 32 * KiB:
+            lat = 1.9
+        elif s == 48 * KiB:
+            lat = 3.6
+        elif s <= 768 * KiB:
+            lat = 4.9
+        elif s == 1 * MiB:
+            lat = 40.0
+        else:
+            lat = 138 + (208 - 138) * math.log2(s / (1.5 * MiB)) / math.log2(64 / 1.5)
+        out.append((s, lat * rng.lognormal(0, 0.02)))
+    return out
+
+
+@pytest.mark.parametrize("reported", [{1: 32 * KiB, 2: 1 * MiB}, {}], ids=["sizes reported", "no sizes"])
+def test_dram_is_main_memory_not_the_fast_plateau_before_it(reported):
+    found = detect_levels(cortex_a72_shape(), reported)
+    names = [lv.name for lv in found]
+    assert names == ["L1", "L2", "DRAM"], found
+    dram = found[-1]
+    assert 138 <= dram.latency_ns <= 208 and dram.first_size >= 1 * MiB, dram
+    assert found[1].latency_ns == pytest.approx(4.9, rel=0.05)
+    text = levels_sentence(found, reported)
+    assert "DRAM ~4.9" not in text and f"DRAM ~{dram.latency_ns:.0f} ns" in text
+    if reported:
+        assert found[0].reported_size == 32 * KiB and found[1].reported_size == 1 * MiB
+    else:
+        assert "the machine reports no cache sizes" in text
+
+
+def test_a_rise_that_never_settles_is_main_memory_and_every_plateau_before_it_a_cache():
+    """Without reported sizes, a fast last plateau followed by sizes far slower that never level off
+    (the shape once read as 'DRAM ~4.9 ns from 64 KiB') names the rise DRAM. The probe's quick sweep
+    (powers of four) steps far enough for a TLB-driven rise to stay a rise."""
+    quick = [4 ** k * KiB for k in range(9)]                   # 1 KiB .. 64 MiB
+    lat = [1.9, 1.9, 1.9, 4.9, 4.9, 60.0, 120.0, 190.0, 300.0]
+    found = detect_levels(zip(quick, lat))
+    assert [lv.name for lv in found] == ["L1", "L2", "DRAM"] and not found[-1].settled, found
+    assert found[-1].first_size == 1 * MiB and 120 <= found[-1].latency_ns <= 190
+    assert levels_sentence(found).startswith("~1.9 ns up to 16 KiB (L1), ~4.9 ns up to 256 KiB (L2), DRAM ~")
+    assert "still rising at 64 MiB" in levels_sentence(found)
+
+
+def test_a_sequential_chain_gets_no_level_names():
+    """Prefetchers follow a sequential chain: its steps ('L1 up to 192 KiB' on a 32 KiB L1d) are theirs."""
+    from types import SimpleNamespace
+
+    from rtvbench.kinds.mem_lat import decode as mem_lat
+    seq = {s: (1.0 if s <= 192 * KiB else 2.5) for s in SIZES[:30]}
+    rnd = dict(zip(SIZES[:30], staircase(FOUR)[:30]))
+    figures = {mem_lat.stem(s, "seq"): v for s, v in seq.items()} | {mem_lat.stem(s, "random"): v for s, v in rnd.items()}
+    cells = {("native", "idle"): figures, ("seqonly", "idle"): {k: v for k, v in figures.items() if "_seq" in k}}
+    data = SimpleNamespace(figure_names=lambda bench: sorted(figures), cells=lambda bench: list(cells),
+                           values=lambda env, load, bench, f: [cells[(env, load)][f]] * 3 if f in cells[(env, load)] else [],
+                           run=SimpleNamespace(fingerprints={"native": {"caches": None}}))
+    found = mem_lat.levels(data, "mem")
+    assert list(found) == [("native", "idle", "random")]
+    kind = mem_lat.MemLatKind()
+    assert kind.key_result(data, "mem", "seqonly", "idle").startswith("no random chain measured")
+    assert "L1" in kind.key_result(data, "mem", "native", "idle")
+    said = " ".join(t for _, _, t in kind.extra_considerations(data, "mem", []))
+    assert "sequential curve" not in said and "192 KiB" not in said

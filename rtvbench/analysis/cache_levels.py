@@ -19,10 +19,18 @@ replacement, TLB reach), and can bulge at a boundary before settling. The method
 5. a larger working set cannot be faster: neighbouring plateaus within TOLERANCE of each
    other are one level cut by noise (merged), and a plateau followed by a lower one is a
    bulge, of which the one covering fewer sizes is dropped;
-6. levels are named L1, L2, ... in order, the last one DRAM; a plateau's latency is the
-   median of its raw points, its size the largest working set still on it.
+6. naming: a plateau's latency is the median of its raw points, its size the largest working
+   set still on it. Main memory is what lies beyond the last-level cache, so:
+   - where the machine reports its caches (sysfs, recorded by the probe's sysinfo), a plateau
+     that starts at the largest reported cache's size or ends well beyond it is DRAM, the others are caches named by the
+     reported level whose size their end matches within a factor of two (TLB reach and
+     associativity make the step gradual), or in order when none does — and said so;
+   - where it does not, the last plateau is DRAM, unless the curve rises further beyond it
+     without settling: then every plateau is a cache and the rise is main memory, "still rising"
+     at the end of the sweep (a fast plateau is never called DRAM because slower sizes follow).
 
-Levels closer than TOLERANCE (1.5x) in latency are not told apart.
+Levels closer than TOLERANCE (1.5x) in latency are not told apart. Only a random chain shows
+levels: a sequential chain is prefetched, and its steps are the prefetchers', not the caches'.
 """
 
 from __future__ import annotations
@@ -46,17 +54,38 @@ _LOG_TOL = math.log(TOLERANCE)
 _LOG_TRIM = math.log(TRIM)
 
 
+#: a plateau's end matches a reported cache size within this factor
+MATCH_FACTOR = 2.0
+
+
 @dataclass(frozen=True)
 class Level:
     name: str              # "L1", "L2", ... or "DRAM"
-    latency_ns: float      # median of the plateau's points
+    latency_ns: float      # median of the plateau's points (of a rise: of its points)
     first_size: int        # smallest working set on the plateau, bytes
     last_size: int         # largest working set still on the plateau, bytes
     points: int            # sizes on the plateau
+    settled: bool = True   # False: main memory as a rise that has not levelled off within the sweep
+    reported_size: int | None = None    # the reported cache size the plateau's end matches
+    unmatched: bool = False             # caches were reported and none ends near this plateau
 
 
-def detect_levels(points: Iterable[tuple[float, float]]) -> list[Level]:
-    """The cache levels of a curve given as (working-set bytes, ns per access) points.
+def reported_caches(caches) -> dict[int, int]:
+    """level -> size in bytes of the data (or unified) caches in a sysinfo `caches` list; {} when
+    there is none (the field is null or missing: sysfs listed no caches)."""
+    out: dict[int, int] = {}
+    for c in caches if isinstance(caches, list) else []:
+        if not isinstance(c, dict) or c.get("type") == "Instruction":
+            continue
+        level, size = c.get("level"), c.get("size_bytes")
+        if isinstance(level, int) and isinstance(size, int) and size > 0:
+            out[level] = max(size, out.get(level, 0))
+    return out
+
+
+def detect_levels(points: Iterable[tuple[float, float]], reported: dict[int, int] | None = None) -> list[Level]:
+    """The cache levels of a curve given as (working-set bytes, ns per access) points, named against
+    the machine's `reported` caches (level -> bytes, reported_caches) when it has them.
 
     Points with a non-positive or missing latency are ignored; repeated sizes are reduced
     to their median. Returns [] when no plateau can be found (fewer than two usable points).
@@ -79,10 +108,52 @@ def detect_levels(points: Iterable[tuple[float, float]]) -> list[Level]:
     runs = _monotone(raw, logsize, runs)
     if not runs:
         return []
-    out = []
-    for k, (i, j) in enumerate(runs):
-        name = "DRAM" if k == len(runs) - 1 and len(runs) > 1 else f"L{k + 1}"
-        out.append(Level(name, float(np.exp(np.median(raw[i:j + 1]))), sizes[i], sizes[j], j - i + 1))
+    plateaus = [(float(np.exp(np.median(raw[i:j + 1]))), i, j) for i, j in runs]
+    # Sizes after the last plateau that stay above it up to the end of the sweep: the curve went on
+    # rising without settling. Two points at least: one high point at the end may be a spike.
+    last_lat, _, last_j = plateaus[-1]
+    high = math.log(last_lat) + _LOG_TOL
+    k0 = len(sizes)
+    while k0 - 1 > last_j and raw[k0 - 1] > high:
+        k0 -= 1
+    rise = None
+    if len(sizes) - k0 >= 2:
+        rise = Level("DRAM", float(np.exp(np.median(raw[k0:]))), sizes[k0], sizes[-1], len(sizes) - k0,
+                     settled=False)
+    if reported:
+        return _named_by_reports(plateaus, raw, sizes, reported, rise)
+    out = [Level(f"L{k + 1}", lat, sizes[i], sizes[j], j - i + 1) for k, (lat, i, j) in enumerate(plateaus)]
+    if rise is not None:
+        return out + [rise]
+    if len(out) > 1:
+        out[-1] = Level("DRAM", out[-1].latency_ns, out[-1].first_size, out[-1].last_size, out[-1].points)
+    return out
+
+
+def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dict[int, int],
+                      rise: Level | None) -> list[Level]:
+    llc = max(reported.values())
+    out: list[Level] = []
+    dram_from = None
+    for lat, i, j in plateaus:
+        if sizes[i] >= llc or sizes[j] > llc * MATCH_FACTOR:       # does not fit in the last-level cache
+            # Main memory's latency keeps growing with the TLB misses of larger sets: steps beyond the
+            # last-level cache are one level, not several.
+            dram_from = i if dram_from is None else dram_from
+            if out and out[-1].name == "DRAM":
+                out.pop()
+            out.append(Level("DRAM", float(np.exp(np.median(raw[dram_from:j + 1]))), sizes[dram_from], sizes[j],
+                             j - dram_from + 1))
+            continue
+        near = [(abs(math.log(sizes[j] / size)), level, size) for level, size in reported.items()
+                if 1 / MATCH_FACTOR <= sizes[j] / size <= MATCH_FACTOR]
+        if near:
+            _, level, size = min(near)
+            out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, reported_size=size))
+        else:
+            out.append(Level(f"L{len(out) + 1}", lat, sizes[i], sizes[j], j - i + 1, unmatched=True))
+    if rise is not None and not any(lv.name == "DRAM" for lv in out):
+        out.append(rise)
     return out
 
 
@@ -191,15 +262,25 @@ def _latency(ns: float) -> str:
     return f"{ns:.0f}" if ns >= 100 else f"{ns:.2g}"
 
 
-def levels_sentence(levels: list[Level]) -> str:
-    """"~1.2 ns up to 48 KiB (L1), ~4 ns up to 2 MiB (L2), DRAM ~90 ns (from 4 MiB)"."""
+def levels_sentence(levels: list[Level], reported: dict[int, int] | None = None) -> str:
+    """"~1.2 ns up to 48 KiB (L1, 48 KiB reported), ~4 ns up to 2 MiB (L2, ...), DRAM ~90 ns (from
+    4 MiB)"; without reported caches the sentence says the names are read off the curve alone."""
     if not levels:
         return "no plateau could be found in the curve"
     if len(levels) == 1:
         lv = levels[0]
         return (f"one plateau at ~{_latency(lv.latency_ns)} ns from {human_size(lv.first_size)} to "
                 f"{human_size(lv.last_size)}: no level boundary within the measured sizes")
-    parts = [f"~{_latency(lv.latency_ns)} ns up to {human_size(lv.last_size)} ({lv.name})" for lv in levels[:-1]]
-    last = levels[-1]
-    parts.append(f"{last.name} ~{_latency(last.latency_ns)} ns (from {human_size(last.first_size)})")
-    return ", ".join(parts)
+    parts = []
+    for lv in levels:
+        if lv.name == "DRAM":
+            parts.append(f"DRAM ~{_latency(lv.latency_ns)} ns (from {human_size(lv.first_size)}"
+                         + ("" if lv.settled else f", still rising at {human_size(lv.last_size)}") + ")")
+            continue
+        check = (f", {human_size(lv.reported_size)} reported" if lv.reported_size else
+                 ", no reported cache ends near it" if lv.unmatched else "")
+        parts.append(f"~{_latency(lv.latency_ns)} ns up to {human_size(lv.last_size)} ({lv.name}{check})")
+    text = ", ".join(parts)
+    if reported is not None and not reported:
+        text += " (the machine reports no cache sizes: the names are read off the curve alone)"
+    return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rtvbench.analysis.cache_levels import Level, detect_levels, levels_sentence
+from rtvbench.analysis.cache_levels import Level, detect_levels, levels_sentence, reported_caches
 from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import TIME, QuantityKind, number
 from rtvbench.analysis.stats import summarize
@@ -50,10 +50,21 @@ def curves(data, bench: str) -> dict[tuple[str, str, str], Curve]:
     return out
 
 
+def reported(data, env: str) -> dict[int, int]:
+    """The caches the environment's sysinfo reported (level -> bytes), {} when none."""
+    return reported_caches((data.run.fingerprints.get(env) or {}).get("caches"))
+
+
 def levels(data, bench: str) -> dict[tuple[str, str, str], list[Level]]:
-    """The cache levels of every curve, from its per-size medians."""
-    return {key: detect_levels((size, med) for size, med, _, _ in curve)
-            for key, curve in curves(data, bench).items()}
+    """The cache levels of every random-chain curve, from its per-size medians, named against the
+    environment's reported caches. Sequential curves have none: prefetchers follow a sequential chain,
+    so its steps are theirs ("L1 up to 192 KiB" on a 32 KiB L1d), not the caches'."""
+    return {key: detect_levels(((size, med) for size, med, _, _ in curve), reported(data, key[0]))
+            for key, curve in curves(data, bench).items() if key[2] == "random"}
+
+
+def levels_text(data, key: tuple[str, str, str], found: list[Level]) -> str:
+    return levels_sentence(found, reported(data, key[0]))
 
 
 class MemLatKind(QuantityKind):
@@ -102,21 +113,21 @@ class MemLatKind(QuantityKind):
         return []           # the cache levels below say it better, per curve
 
     def key_result(self, data, bench: str, env: str, load: str) -> str:
+        key = (env, load, "random")
         found = levels(data, bench)
-        for mode in ("random", "seq"):
-            if (env, load, mode) in found:
-                return f"{mode}: {levels_sentence(found[(env, load, mode)])}"
-        return ""
+        if key in found:
+            return levels_text(data, key, found[key])
+        return "no random chain measured (a sequential chain shows the prefetchers, not the caches)"
 
     def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
         out = []
         found = levels(data, bench)
         all_curves = curves(data, bench)
         for env, load in data.cells(bench):
-            modes = [md for md in ("random", "seq") if (env, load, md) in found]
-            for mode in modes[:1] if "random" in modes else modes:
-                out.append(("info", "levels", f"In `{env}` under `{load}`, the {_MODE_WORDS[mode]} shows "
-                                              f"{levels_sentence(found[(env, load, mode)])}."))
+            key = (env, load, "random")
+            if key in found:
+                out.append(("info", "levels", f"In `{env}` under `{load}`, the {_MODE_WORDS['random']} shows "
+                                              f"{levels_text(data, key, found[key])}."))
             seq, rnd = all_curves.get((env, load, "seq")), all_curves.get((env, load, "random"))
             if seq and rnd:
                 out.append(("info", "result",

@@ -4,7 +4,7 @@ size, the band the smallest and largest repetition; one line per environment, lo
 
 from __future__ import annotations
 
-from rtvbench.analysis.cache_levels import levels_sentence
+from rtvbench.analysis.cache_levels import Level
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind
 from rtvbench.units import human_size, significant
@@ -41,23 +41,40 @@ def _curve_parts(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str):
         svg = plots.size_curves_svg(series, f"{bench}: memory read latency (median over repetitions)",
                                     "ns per access (log)", f"{id_prefix}m")
         if svg:
-            out_plots.append(Plot("Memory read latency against working-set size (log2 axis); plateaus are the "
-                                  "cache levels, the band spans the repetitions", svg))
+            out_plots.append(Plot("Memory read latency against working-set size (log2 axis); the plateaus of "
+                                  "a random chain are the cache levels (a sequential one is prefetched), the band "
+                                  "spans the repetitions", svg))
     rows = []
-    for (env, load, mode), lvls in found.items():
+    for (env, load, _), lvls in found.items():
         for lv in lvls:
             last = "and beyond" if lv is lvls[-1] and len(lvls) > 1 else f"to {human_size(lv.last_size)}"
-            rows.append(Row([f"{env} / {load}", mode, lv.name, f"{significant(lv.latency_ns)}",
-                             f"{human_size(lv.first_size)} {last}", str(lv.points)]))
+            rows.append(Row([f"{env} / {load}", lv.name, f"{significant(lv.latency_ns)}",
+                             f"{human_size(lv.first_size)} {last}", str(lv.points),
+                             _check(lv, bool(mem_lat.reported(data, env)))]))
     tables = []
     if rows:
-        tables.append(Table(f"{bench}: cache levels detected from the curves",
-                            ["Environment / load", "Mode", "Level", "Latency (ns)", "Working sets", "Sizes"],
-                            rows, numeric_from=3,
+        tables.append(Table(f"{bench}: cache levels read off the random-chain curves",
+                            ["Environment / load", "Level", "Latency (ns)", "Working sets", "Sizes",
+                             "Against the reported caches"],
+                            rows, numeric_from=2, numeric_to=5,
                             note="Plateaus of the per-size medians (runs of sizes within 1.5x of each other covering "
-                                 "at least a doubling of the working set); the last level is named DRAM. A level "
-                                 "closer than 1.5x to its neighbour is not told apart."))
+                                 "at least a doubling of the working set), named after the caches the machine "
+                                 "reports (sysfs) where it does: a plateau ending within 2x of a reported size is "
+                                 "that level, one that does not fit in the last-level cache is DRAM. A level "
+                                 "closer than 1.5x to its neighbour is not told apart. Sequential chains are "
+                                 "prefetched and get no levels."))
     return tables, out_plots
+
+
+def _check(lv: Level, sizes_reported: bool) -> str:
+    """How a level compares with the caches the machine reports."""
+    if lv.name == "DRAM":
+        return "still rising at the end of the sweep" if not lv.settled else "beyond the caches" if sizes_reported else "–"
+    if lv.reported_size:
+        return f"ends near the {human_size(lv.reported_size)} reported"
+    if lv.unmatched:
+        return "no reported cache ends near it"
+    return "no cache sizes reported"
 
 
 def _memory_curves(ev: Evaluation, bench: str) -> list[dict]:
@@ -67,8 +84,11 @@ def _memory_curves(ev: Evaluation, bench: str) -> list[dict]:
              "points": [{"size_bytes": s, "median_ns": med, "min_ns": lo, "max_ns": hi}
                         for s, med, lo, hi in pts],
              "cache_levels": [{"name": lv.name, "latency_ns": lv.latency_ns, "first_size_bytes": lv.first_size,
-                               "last_size_bytes": lv.last_size} for lv in found[(env, load, mode)]],
-             "cache_levels_text": levels_sentence(found[(env, load, mode)])}
+                               "last_size_bytes": lv.last_size, "settled": lv.settled,
+                               "reported_size_bytes": lv.reported_size, "unmatched_report": lv.unmatched}
+                              for lv in found.get((env, load, mode), [])],
+             "cache_levels_text": (mem_lat.levels_text(ev.data, (env, load, mode), found[(env, load, mode)])
+                                   if (env, load, mode) in found else None)}
             for (env, load, mode), pts in mem_lat.curves(ev.data, bench).items()]
 
 
