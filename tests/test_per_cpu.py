@@ -97,3 +97,18 @@ def test_csv_and_json_carry_the_per_cpu_rows(run):
         assert m["figures"]["cpu1.max_us"] == 900.0 and m["figures"]["max_us"] == 900.0
     summary = {(s["environment"], s["figure"]): s for s in doc["summaries"]}
     assert summary[("guest", "cpu1.max_us")]["median"] == 900.0
+
+
+def test_a_last_window_cut_short_is_left_out_of_the_window_series():
+    """Windows of 0.4 s over a 1.0 s run: two full ones and a last one of 0.2 s whose few wake-ups
+    have a small maximum; the series holds the two full windows only, with their own maxima."""
+    from rtvbench.kinds.latency.decode import LatencyKind
+    windows = [{"type": "window", "cpu": 0, "index": i, "t_start_ns": int(a * 1e9), "t_end_ns": int(b * 1e9),
+                "count": n, "missed": 0, "min_ns": 1000, "max_ns": mx}
+               for i, (a, b, n, mx) in enumerate([(0, 0.4, 2000, 90_000), (0.4, 0.8, 2000, 70_000),
+                                                  (0.8, 1.0, 1000, 9_000)])]
+    windows += [dict(w, cpu=1, max_ns=w["max_ns"] // 2) for w in windows]
+    m = build_run(repetitions=1, samples=100).measurements[0]
+    m.windows = windows
+    series = LatencyKind().decode(m).series["max_us"]
+    assert series == [(0.4, 90.0), (0.8, 70.0)]

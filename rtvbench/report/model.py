@@ -348,5 +348,6 @@ def _series_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot
                                 f"window {label} ({suffix_unit(name)})")
         if svg:
             out.append(Plot(f"{label[0].upper()}{label[1:]} per window over time (one line per repetition, "
-                            "the largest of any CPU)", svg))
+                            "the largest of any CPU; a last window cut short by the end of the run is left "
+                            "out, its samples count in every figure)", svg))
     return out

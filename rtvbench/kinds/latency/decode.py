@@ -197,12 +197,28 @@ def _count(r: dict[str, Any] | None) -> int | None:
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
+#: a window shorter than this share of the full window length is a partial one (the end of the run)
+PARTIAL_WINDOW = 0.9
+
+
 def _window_maxima(windows: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
-    """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order."""
+    """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order.
+
+    The last window of a run is usually cut short by its end: the largest of its few wake-ups is
+    not comparable with a full window's (the per-window line would drop at the end for no reason),
+    so windows shorter than PARTIAL_WINDOW of the longest are left out of the series. Their samples
+    still count in every figure."""
+    def length(w):
+        start, end = w.get("t_start_ns"), w.get("t_end_ns")
+        return end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
+    full = max((d for w in windows if (d := length(w)) is not None), default=None)
     per_index: dict[int, tuple[float, float]] = {}
     for w in windows:
         value, index = w.get(key), w.get("index")
         if not isinstance(value, (int, float)) or not isinstance(index, int):
+            continue
+        d = length(w)
+        if full and d is not None and d < PARTIAL_WINDOW * full:
             continue
         t_end = (w.get("t_end_ns") or 0) / 1e9
         prev = per_index.get(index)
