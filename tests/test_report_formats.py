@@ -7,6 +7,7 @@ import io
 import json
 import re
 
+import numpy as np
 import pytest
 from synthetic_runs import HOSTILE_COMMAND, HOSTILE_ENV, HOSTILE_HOST, HOSTILE_LOAD, hostile_run, typical_run
 
@@ -171,3 +172,23 @@ def test_each_warning_is_said_in_full_once_and_pointed_at_from_the_summary(outpu
         assert md.count(text) == 1, text
     consideration = md[md.index("### (3.5) Consideration"):]
     assert consideration.count("- ⚠ ") == 3
+
+
+def test_many_histograms_are_small_multiples_on_shared_axes_and_few_are_overlaid():
+    from rtvbench.analysis.histogram import Histogram
+    from rtvbench.report.plots import MAX_OVERLAY, histogram_figure
+    from synthetic_runs import histogram_record, lognormal_latency
+    rng = np.random.default_rng(5)
+    hists = [(f"env{i} / load{i}", Histogram.from_record(histogram_record(lognormal_latency(2_000 * (1 + i))(rng, 3000))))
+             for i in range(15)]
+    fig = histogram_figure(hists, "t")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 15 and [ax.get_title() for ax in panels] == [n for n, _ in hists]
+    assert len({ax.get_xlim() for ax in panels}) == 1                  # one latency axis to compare on
+    for ax, (_, h) in zip(panels, hists):
+        [steps] = ax.patches
+        assert steps.get_data().values.sum() == h.total                # each panel its own cell's samples
+    few = histogram_figure(hists[:MAX_OVERLAY], "t")
+    [ax] = few.axes
+    colours = [p.get_edgecolor() for p in ax.patches]
+    assert len(colours) == MAX_OVERLAY and len({tuple(c) for c in colours}) == MAX_OVERLAY

@@ -53,9 +53,22 @@ def _figure(width: float = 7.0, height: float = 3.2) -> Figure:
     return fig
 
 
+#: more curves than this are drawn as small multiples rather than overlaid: beyond it lines cross and
+#: colours are hard to tell apart (and the default cycle repeats after ten)
+MAX_OVERLAY = 4
+SMALL_MULTIPLE_COLUMNS = 3
+
+
 def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
                   xlabel: str = "latency (us)") -> str | None:
-    """Counts per display bin on a log latency axis, log count axis, one step line per curve."""
+    """Counts per display bin on a log latency axis, log count axis: one step line per curve, or one
+    panel per curve on shared axes when there are more than MAX_OVERLAY."""
+    fig = histogram_figure(curves, title, xlabel)
+    with rc_context(_RC):
+        return None if fig is None else _svg(fig, id_prefix)
+
+
+def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: str = "latency (us)") -> Figure | None:
     curves = [(name, h) for name, h in curves if h is not None and h.total]
     if not curves:
         return None
@@ -65,22 +78,42 @@ def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: st
     # Rebinned to equal widths on the log axis: the probe's buckets double in width every power of two,
     # which would otherwise show as steps in the counts that are not in the data.
     edges = np.geomspace(lo, hi, _DISPLAY_BINS + 1)
+
+    def binned(h: Histogram) -> np.ndarray:
+        buckets = h.sorted_buckets()
+        mids = np.array([(b[0] + b[1] - 1) / 2000 for b in buckets])
+        counts = np.array([b[2] for b in buckets], dtype=float)
+        return np.histogram(np.clip(mids, lo, hi), bins=edges, weights=counts)[0]
+
     with rc_context(_RC):
-        fig = _figure()
-        ax = fig.add_subplot()
-        for name, h in curves:
-            buckets = h.sorted_buckets()
-            mids = np.array([(b[0] + b[1] - 1) / 2000 for b in buckets])
-            counts = np.array([b[2] for b in buckets], dtype=float)
-            binned, _ = np.histogram(np.clip(mids, lo, hi), bins=edges, weights=counts)
-            ax.stairs(binned, edges, label=_label(name), linewidth=1.3)
-        ax.set_xscale("log")
-        ax.set_yscale("log", nonpositive="clip")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("samples per bin")
-        ax.set_title(_label(title))
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        return _svg(fig, id_prefix)
+        if len(curves) <= MAX_OVERLAY:
+            fig = _figure()
+            ax = fig.add_subplot()
+            for name, h in curves:
+                ax.stairs(binned(h), edges, label=_label(name), linewidth=1.3)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+            axes = [ax]
+            ax.set_title(_label(title))
+        else:
+            cols = SMALL_MULTIPLE_COLUMNS
+            rows = -(-len(curves) // cols)
+            fig = _figure(7.0, 1.9 * rows + 0.6)
+            grid = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+            axes = list(grid.flat)
+            for ax, (name, h) in zip(axes, curves):
+                ax.stairs(binned(h), edges, linewidth=1.1, color="C0")
+                ax.set_title(_label(name), fontsize=8)
+            for ax in axes[len(curves):]:
+                ax.set_visible(False)
+            axes = axes[:len(curves)]
+            fig.suptitle(_label(title))
+        for ax in axes:
+            ax.set_xscale("log")
+            ax.set_yscale("log", nonpositive="clip")
+            ax.set_xlim(lo, hi)
+        axes[-1].set_xlabel(xlabel)
+        axes[0].set_ylabel("samples per bin")
+        return fig
 
 
 def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str, id_prefix: str) -> str | None:
