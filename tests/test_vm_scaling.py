@@ -32,12 +32,13 @@ def test_series_follow_the_count_and_leave_other_guests_out():
     data = RunData(scaling_run())
     series = {(s.figure, s.load): s for s in scaling_series(data, "wakeup")}
     p50 = series[("p50_us", "hog")]
-    assert [(p.count, p.environment) for p in p50.points] == [(1, "vm1"), (3, "vm3"), (5, "vm5")]
-    # Medians of 3 repetitions of log-normal samples around 2 x (3, 4, 6) us plus the 0.8 us floor.
-    for p, expected in zip(p50.points, (6.8, 8.8, 12.8)):
+    # the machine itself is the 0-VM point
+    assert [(p.count, p.environment) for p in p50.points] == [(0, "native"), (1, "vm1"), (3, "vm3"), (5, "vm5")]
+    # Medians of 3 repetitions of log-normal samples around 2 x (2, 3, 4, 6) us plus the 0.8 us floor.
+    for p, expected in zip(p50.points, (4.8, 6.8, 8.8, 12.8)):
         assert abs(p.median - expected) / expected < 0.05, (p.environment, p.median)
         assert p.low <= p.median <= p.high and p.n == 3
-    assert all(s.points[0].environment == "vm1" for s in series.values())   # native, big: no curve
+    assert all([p.environment for p in s.points][:2] == ["native", "vm1"] for s in series.values())  # big: none
 
 
 def test_no_series_without_two_counts_of_one_guest():
@@ -49,22 +50,41 @@ def test_no_series_without_two_counts_of_one_guest():
 
 
 def test_the_plot_has_one_line_per_load_over_integer_counts():
+    from rtvbench.report.plots import vm_count_figure
     data = RunData(scaling_run())
     chosen = [s for s in scaling_series(data, "wakeup") if s.figure == "max_us"]
-    svg = vm_count_svg([(s.load, [(p.count, p.median, p.low, p.high) for p in s.points]) for s in chosen],
-                       "wakeup max", "us", "t")
+    lines = [(s.load, [(p.count, p.median, p.low, p.high) for p in s.points]) for s in chosen]
+    svg = vm_count_svg([("max", "us", lines)], "wakeup max", "t")
     assert svg.startswith("<svg") and "number of VMs" in svg
     assert svg.count(">idle<") == 1 and svg.count(">hog<") == 1
+    [ax] = [a for a in vm_count_figure([("max", "us", lines)], "t").axes if a.get_visible()]
+    drawn = {c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers}
+    assert drawn == {"idle": [0, 1, 3, 5], "hog": [0, 1, 3, 5]}
 
 
-def test_the_report_plots_latency_against_the_number_of_vms():
+def test_the_report_plots_every_compared_figure_against_the_number_of_vms_with_native_at_zero():
     from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.kinds.latency.decode import LatencyKind
     from rtvbench.report.model import build
-    model = build(evaluate_run(scaling_run()), with_plots=True)
+    from rtvbench.report.plots import vm_count_figure
+    run = scaling_run()
+    data = RunData(run)
+    model = build(evaluate_run(run), with_plots=True)
     [section] = model.sections
-    scaling = [p for p in section.plots if "against the number of VMs" in p.title]
-    assert [p.title.split(" against")[0] for p in scaling] == ["avg", "max"]
-    assert all(p.svg.count(">idle<") == 1 and p.svg.count(">hog<") == 1 for p in scaling)
+    [plot] = [p for p in section.plots if "against the number of VMs" in p.title]
+    compared = LatencyKind().compared_figures(data.figure_names("wakeup"))
+    assert len(compared) >= 5
+    series = scaling_series(data, "wakeup")
+    kind = LatencyKind()
+    panels = [(kind.label(f), "us", [(s.load, [(p.count, p.median, p.low, p.high) for p in s.points])
+                                     for s in series if s.figure == f]) for f in compared]
+    axes = [a for a in vm_count_figure(panels, "t").axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == [kind.label(f) for f in compared]
+    for ax, f in zip(axes, compared):
+        native = next(s for s in series if s.figure == f and s.load == "idle").points[0]
+        idle = next(c.lines[0] for c in ax.containers if c.get_label() == "idle")
+        assert idle.get_xdata()[0] == 0 and idle.get_ydata()[0] == native.median
+    assert all(f">{kind.label(f)}<" in plot.svg for f in compared)
 
 
 def test_a_neighbours_load_in_a_single_guest_is_said_to_be_no_load():

@@ -3,7 +3,9 @@
 A campaign that declares the same guest several times with a different `count` (the number of
 guests booted together; the benchmark runs in the first, `where = "neighbours"` loads in the
 others) asks how a figure grows with the number of VMs. Environments belong to one series when
-their tables are equal but for `count`; a series needs at least two counts to be a curve.
+their tables are equal but for `count`; a series needs at least two counts to be a curve. The
+first environment that is no guest (the machine itself, local or over ssh) is the 0-VM point of
+every series: what the figure is without virtualisation.
 """
 
 from __future__ import annotations
@@ -54,8 +56,11 @@ def scaling_series(data: RunData, bench: str) -> list[ScalingSeries]:
     if not groups:
         return []
     present = sorted({f for m in data.measurements(benchmark=bench) for f in data.figures(m)})
+    native = next((env for env in data.environments
+                   if (spec := data.environment(env)) is not None and "count" not in spec.params), None)
     out = []
     for group in groups:
+        group = ([(0, native)] if native else []) + group
         for figure in kind.compared_figures(present):
             for load in data.loads:
                 points = []

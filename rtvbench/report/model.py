@@ -277,27 +277,27 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
 
 
 def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
-    """Figures against the number of VMs, one plot per figure, one line per load (e.g. 1..5 VMs):
-    the average and the maximum for latency, the first compared figures of the other kinds."""
+    """Every compared figure against the number of VMs, a panel per figure, one line per load (and per
+    guest when several are scaled), the machine itself as 0 VMs."""
     series = scaling_series(ev.data, bench)
     figures = list(dict.fromkeys(s.figure for s in series))
-    chosen = section_for(kind.name).scaling_figures(kind, figures)
-    several_guests = len({s.points[0].environment for s in series}) > 1     # several curves per load
-    out = []
-    for i, figure in enumerate(chosen):
-        lines = [(s.load + (f" ({s.points[0].environment} .. {s.points[-1].environment})" if several_guests else ""),
+
+    def guests(s) -> list:
+        return [p for p in s.points if p.count > 0]
+    several_guests = len({guests(s)[0].environment for s in series if guests(s)}) > 1
+    panels = []
+    for figure in figures:
+        lines = [(s.load + (f" ({guests(s)[0].environment} .. {guests(s)[-1].environment})" if several_guests else ""),
                   [(p.count, p.median, p.low, p.high) for p in s.points])
                  for s in series if s.figure == figure]
-        label = kind.label(figure) if kind else figure
         unit = suffix_unit(figure)
-        svg = plots.vm_count_svg(lines, f"{bench}: {label} against the number of VMs",
-                                 f"{label} ({'us' if unit in ('ns', 'us', 'ms') else unit})", f"{id_prefix}v{i}")
-        if svg:
-            out.append(Plot(f"{label} against the number of VMs (median of the repetitions, min..max bars; "
-                            "the benchmark runs in the first VM, `neighbours` loads in the others)", svg))
-    return out
-
-
+        panels.append((kind.label(figure), "us" if unit in ("ns", "us", "ms") else unit, lines))
+    svg = plots.vm_count_svg(panels, f"{bench} against the number of VMs", f"{id_prefix}v")
+    if not svg:
+        return []
+    return [Plot(f"Every compared figure against the number of VMs (median of the repetitions, min..max bars; "
+                 "0 is the machine itself, the benchmark runs in the first VM, `neighbours` loads in the others)",
+                 svg)]
 
 
 def _distribution_plots(ev: Evaluation, bench: str, kind_name: str, id_prefix: str) -> list[Plot]:

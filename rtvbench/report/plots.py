@@ -259,27 +259,46 @@ def normalised_bars_svg(labels: list[str], series: list[tuple[str, list[float | 
         return _svg(fig, id_prefix)
 
 
-def vm_count_svg(series: list[tuple[str, list[tuple[int, float, float, float]]]], title: str, ylabel: str,
-                 id_prefix: str) -> str | None:
-    """A figure against the number of VMs (latency against 1..5 VMs): one line per load through the
-    medians, with the min..max of the repetitions as error bars; integer counts on the x axis."""
-    series = [(name, sorted(pts)) for name, pts in series if len(pts) >= 2]
-    if not series:
+def vm_count_svg(panels: list[tuple[str, str, list[tuple[str, list[tuple[int, float, float, float]]]]]],
+                 title: str, id_prefix: str) -> str | None:
+    """Figures against the number of VMs (latency against 0..5 VMs, 0 = the machine itself): a panel
+    per (label, y label, series), one line per load through the medians, the min..max of the
+    repetitions as error bars, integer counts on the x axis."""
+    fig = vm_count_figure(panels, title)
+    with rc_context(_RC):
+        return None if fig is None else _svg(fig, id_prefix)
+
+
+def vm_count_figure(panels, title: str) -> Figure | None:
+    panels = [(label, ylabel, [(name, sorted(pts)) for name, pts in series if len(pts) >= 2])
+              for label, ylabel, series in panels]
+    panels = [p for p in panels if p[2]]
+    if not panels:
         return None
     with rc_context(_RC):
-        fig = _figure(6.0, 3.2)
-        ax = fig.add_subplot()
-        for name, pts in series:
-            x = [p[0] for p in pts]
-            med = np.array([p[1] for p in pts])
-            err = np.array([[m - p[2] for m, p in zip(med, pts)], [p[3] - m for m, p in zip(med, pts)]])
-            ax.errorbar(x, med, yerr=err, marker="o", markersize=4, linewidth=1.3, capsize=3, label=_label(name))
-        counts = sorted({p[0] for _, pts in series for p in pts})
-        ax.set_xticks(counts, [str(c) for c in counts])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel("number of VMs")
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        ax.set_title(_label(title))
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        return _svg(fig, id_prefix)
+        cols = 1 if len(panels) == 1 else 2
+        rows = -(-len(panels) // cols)
+        fig = _figure(7.0 if cols > 1 else 6.0, 2.6 * rows + 0.6)
+        grid = fig.subplots(rows, cols, squeeze=False)
+        axes = list(grid.flat)
+        for ax, (label, ylabel, series) in zip(axes, panels):
+            for k, (name, pts) in enumerate(series):
+                x = [p[0] for p in pts]
+                med = np.array([p[1] for p in pts])
+                err = np.array([[m - p[2] for m, p in zip(med, pts)], [p[3] - m for m, p in zip(med, pts)]])
+                ax.errorbar(x, med, yerr=err, marker="o", markersize=3, linewidth=1.2, capsize=3,
+                            color=f"C{k % 10}", label=_label(name))
+            counts = sorted({p[0] for _, pts in series for p in pts})
+            ax.set_xticks(counts, [str(c) for c in counts])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel(_label(ylabel), fontsize=8)
+            ax.set_ylim(bottom=0)
+            ax.set_title(_label(label), fontsize=9)
+        for ax in axes[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes[:len(panels)][-cols:]:
+            ax.set_xlabel("number of VMs (0: the machine itself)")
+        axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.25 if rows == 1 else 1.25),
+                       frameon=False, ncols=4)
+        fig.suptitle(_label(title))
+        return fig

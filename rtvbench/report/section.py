@@ -53,10 +53,6 @@ class Section:
         """Keys this kind adds to the JSON report, over its benchmarks in the run."""
         return {}
 
-    def scaling_figures(self, kind: Kind, figures: list[str]) -> list[str]:
-        """Which figures are drawn against the number of VMs."""
-        return figures[:3]
-
     def distribution_axis(self) -> str:
         """What a value of the kind's distributions is, for plot axes."""
         return "value"

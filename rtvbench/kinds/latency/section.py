@@ -73,9 +73,6 @@ class LatencySection(Section):
     def distribution_axis(self) -> str:
         return "latency"
 
-    def scaling_figures(self, kind: Kind, figures: list[str]) -> list[str]:
-        return [f for f in ("avg_us", "max_us") if f in figures]
-
 
 def _how(ev: Evaluation, bench: str) -> str:
     """How the benchmark ran, from the run's resolved campaign (its defaults included)."""
