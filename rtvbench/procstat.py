@@ -56,6 +56,14 @@ def process_share(delta: dict[str, int]) -> float:
     return 100.0 * sum(delta[s] for s in PROCESS_STATES) / sum(delta.values())
 
 
+def parse_loadavg(text: str) -> dict[str, float]:
+    """/proc/loadavg's three load averages (1, 5 and 15 minutes). Raises ValueError when it is not one."""
+    fields = text.split()
+    if len(fields) < 3:
+        raise ValueError(f"not a /proc/loadavg line: {text[:80]!r}")
+    return {"1": float(fields[0]), "5": float(fields[1]), "15": float(fields[2])}
+
+
 def parse_process_stat(text: str) -> tuple[str, str, int, int, str] | None:
     """(pid, name, utime + stime ticks, last CPU, parent pid) of one /proc/<pid>/stat line (proc(5)),
     or None when it is not one. The name may hold spaces and parentheses: it runs to the last ")"."""

@@ -28,7 +28,7 @@ from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
-from rtvbench.procstat import busiest_processes, cpu_deltas, parse_proc_stat, process_share
+from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
@@ -288,10 +288,16 @@ class Runner:
         except (TargetError, ValueError):
             return
         m.add_cpu_sample(environment, phase, counters)
-        # Which processes took the time, where the target lists them cheaply (this machine).
+        # Which processes took the time, where the target lists them (this machine, ssh boards).
         processes = target.process_ticks()
         if processes:
             m.add_cpu_sample(environment, f"processes_{phase}", processes)
+        if phase == "after":
+            # How loaded the machine was over the last minute, beside what the measured CPUs did.
+            try:
+                m.add_cpu_sample(environment, "loadavg_after", parse_loadavg(target.read_file("/proc/loadavg")))
+            except (TargetError, ValueError):
+                pass
 
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
         """Run one measurement; return (status, error). Status "lost": a target went away during

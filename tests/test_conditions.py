@@ -83,6 +83,8 @@ def test_a_foreign_spinner_makes_the_requirement_inconclusive_and_is_named(tmp_p
     # Alone with the probe the spinner has the CPU; beside a 50 % load, its share of the rest.
     assert c["judged"] and not c["ok"] and c["foreign_percent"] > (50 if load == "idle" else 25), c
     assert c["cpus"] == ["0"]
+    # With the machine's load average as the probe ended, read from the target's /proc/loadavg.
+    assert c["load_average"] >= 0 and f"(load average {c['load_average']:.2f} when the probe ended)" in c["reason"]
 
 
 def _busy_seconds() -> float:

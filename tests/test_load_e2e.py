@@ -277,7 +277,9 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     m = next(x for x in run.measurements if x.environment == "native")
     # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them).
-    assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after"}
+    assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after", "loadavg_after"}
+    with open("/proc/loadavg") as f:       # read after the run: the 1-minute average moves slowly
+        assert abs(m.cpu_stat["loadavg_after"]["1"] - float(f.read().split()[0])) < 3
     procs = m.cpu_stat["processes_after"]
     assert procs and all(isinstance(n, str) and ticks >= 0 and cpu >= 0 and own in (0, 1)
                          for n, ticks, cpu, own in procs.values())

@@ -44,10 +44,12 @@ class Conditions:
     cpus: tuple[str, ...]           # the measured CPUs ("0", "1" ...)
     busiest: str | None             # the measured CPU with the most process time, for the message
     reason: str                     # why not met, or why foreign time was not judged ("" when met)
+    load_average: float | None = None   # the environment's 1-minute load average when the probe ended
 
     def to_dict(self) -> dict:
         return {"judged": self.judged, "ok": self.ok, "foreign_percent": self.foreign_percent,
-                "steal_percent": self.steal_percent, "cpus": list(self.cpus), "reason": self.reason or None}
+                "steal_percent": self.steal_percent, "cpus": list(self.cpus), "reason": self.reason or None,
+                "load_average": self.load_average}
 
 
 def limits(data: RunData) -> tuple[float, float]:
@@ -111,8 +113,12 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
         if named:
             text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
         problems.append(text)
-    return Conditions(judged, not problems, foreign, steal, cpus, busiest,
-                      "; ".join(problems) if problems else why_not)
+    loadavg = m.cpu_stat.get("loadavg_after")
+    load_average = loadavg.get("1") if isinstance(loadavg, dict) and isinstance(loadavg.get("1"), (int, float)) else None
+    reason = "; ".join(problems) if problems else why_not
+    if problems and load_average is not None:
+        reason += f" (load average {load_average:.2f} when the probe ended)"
+    return Conditions(judged, not problems, foreign, steal, cpus, busiest, reason, load_average)
 
 
 def _foreign_ticks(m: Measurement, cpus: tuple[str, ...]) -> int | None:
