@@ -77,6 +77,24 @@ def parse_process_stat(text: str) -> tuple[str, str, int, int, str] | None:
         return None
 
 
+def mark_own(processes: dict[str, list], parents: dict[str, str], roots: set[str]) -> dict[str, list]:
+    """Append to each process entry 1 when it is one of `roots` or descends from one (by its chain of
+    parent pids), else 0: rtvbench's own processes, told from what else runs on the machine."""
+    own: dict[str, bool] = dict.fromkeys(roots, True)
+
+    def is_own(pid: str) -> bool:
+        chain = []
+        while pid not in own and pid in parents and len(chain) < 4096:
+            chain.append(pid)
+            pid = parents[pid]
+        verdict = own.get(pid, False)
+        own.update(dict.fromkeys(chain, verdict))
+        return verdict
+    for pid, entry in processes.items():
+        entry.append(int(is_own(pid)))
+    return processes
+
+
 def foreign_ticks(before: dict[str, list], after: dict[str, list], on_cpus: tuple[str, ...],
                   exclude: set[str] = frozenset()) -> int | None:
     """Ticks that processes rtvbench did not start took between two process lists, counting those that

@@ -101,11 +101,22 @@ SPINNER = ("import os; os.sched_setaffinity(0, {0}); open('/proc/self/comm', 'w'
            "while True: pass\n")
 
 
-def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, probe):
+HALF_LOAD = """
+[loads.half]
+kind = "cpu"
+cpus = [0]
+percent = 50
+"""
+
+
+@pytest.mark.parametrize("load", ["idle", "under a load"])
+def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, probe, load):
     """The board's own process list (read over ssh) names what took the measured CPU: a spinner on
-    CPU 0 of the board (this machine, behind the sshd) makes the requirement INCONCLUSIVE."""
+    CPU 0 of the board (this machine, behind the sshd) makes the requirement INCONCLUSIVE. Under a
+    load of the campaign the load's processes are told from it: they descend from the wrapper shell
+    rtvbench runs commands under."""
     shutil.copy(sshd.config, tmp_path / "ssh_config")
-    (tmp_path / "c.toml").write_text(campaign("ssh-busy", SSH_ENV, 0.5, 1)
+    (tmp_path / "c.toml").write_text(campaign("ssh-busy", SSH_ENV + (HALF_LOAD if load != "idle" else ""), 0.5, 1)
                                      + "[[requirements]]\nmetric = \"wakeup.max_us\"\nmax = 10000000\n")
     spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
     try:
@@ -120,8 +131,16 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
                 env=cli_env(probe))
     [verdict] = json.loads(out.read_text())["verdicts"]
     assert verdict["status"] == "INCONCLUSIVE", verdict
-    assert "went to processes other than the probe" in verdict["reason"], verdict
+    other = "the probe" if load == "idle" else "the probe and the load"
+    assert f"went to processes other than {other} (" in verdict["reason"], verdict
     assert f"rtvb-spinner (pid {spinner.pid})" in verdict["reason"], verdict
+    if load != "idle":
+        # The load ran on CPU 0 too, yet only the spinner is named: its processes were told apart.
+        m = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1).measurements[0]
+        load_pid = str(m.load_records["half"][0]["pid"])
+        assert m.cpu_stat["processes_after"][load_pid][3] == 1
+        assert m.cpu_stat["processes_after"][str(spinner.pid)][3] == 0
+        assert "rtvb-probe" not in verdict["reason"].split("limit")[1]
 
 
 def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):

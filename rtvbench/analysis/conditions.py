@@ -9,10 +9,10 @@ vCPU) is judged on its own.
 
 Under a load, /proc/stat does not tell the load's time from other processes', so foreign time is
 counted process by process instead, from the process lists taken around the measurement where the
-target can list its processes (this machine): the CPU time of every process rtvbench did not start
-(not the runner, the probe, a load or its workers), by the measured CPU it last ran on. A process
-that starts and ends between the two lists is not seen; elsewhere (ssh, guests) foreign time under
-a load is not judged, and the report says so.
+target can list its processes (this machine, ssh boards): the CPU time of every process rtvbench did
+not start (not the runner, the probe, a load or its workers), by the measured CPU it last ran on. A
+process that starts and ends between the two lists is not seen; in guests foreign time under a load
+is not judged, and the report says so.
 A measurement whose conditions are not met keeps its figures, but they are marked wherever they
 appear and a requirement on them is INCONCLUSIVE, never PASS or FAIL.
 

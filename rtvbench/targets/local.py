@@ -19,7 +19,7 @@ from typing import Any, Callable
 from rtvbench import probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
-from rtvbench.procstat import parse_process_stat
+from rtvbench.procstat import mark_own, parse_process_stat
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
@@ -226,17 +226,4 @@ def local_process_ticks() -> dict[str, list]:
             pid, name, ticks, cpu, ppid = parsed
             out[pid] = [name, ticks, cpu]
             parents[pid] = ppid
-    me = str(os.getpid())
-    own: dict[str, bool] = {me: True}
-
-    def is_own(pid: str) -> bool:
-        chain = []
-        while pid not in own and pid in parents and len(chain) < 4096:
-            chain.append(pid)
-            pid = parents[pid]
-        verdict = own.get(pid, False)
-        own.update(dict.fromkeys(chain, verdict))
-        return verdict
-    for pid, entry in out.items():
-        entry.append(int(is_own(pid)))
-    return out
+    return mark_own(out, parents, {str(os.getpid())})

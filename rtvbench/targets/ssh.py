@@ -32,9 +32,9 @@ from pydantic import ValidationInfo, field_validator
 from rtvbench import probe
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.params import StrictModel
-from rtvbench.procstat import parse_process_stat
+from rtvbench.procstat import mark_own, parse_process_stat
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
-from rtvbench.targets.ssh_wrapper import remote_command, split_exit
+from rtvbench.targets.ssh_wrapper import EXIT_MARK, remote_command, split_exit
 
 STOP_GRACE_S = 2            # SIGTERM -> SIGKILL delay for loads (and on a lost connection)
 PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
@@ -436,19 +436,23 @@ class SshTarget(Target):
 
     def process_ticks(self) -> dict[str, list] | None:
         """Every process of the board from one `cat` of /proc/*/stat (a process that ends meanwhile
-        only makes cat complain): names for the measurement conditions. Which of them rtvbench
-        started is not known over ssh, so foreign time under a load is not judged there."""
+        only makes cat complain), marked as rtvbench's when it descends from one of the wrapper
+        shells this target runs its commands under (their command line carries the exit mark)."""
         try:
-            r = self._exec("cat /proc/[0-9]*/stat 2>/dev/null")
+            r = self._exec(f"grep -l {EXIT_MARK} /proc/[0-9]*/cmdline 2>/dev/null; echo @; "
+                           "cat /proc/[0-9]*/stat 2>/dev/null")
         except TargetError:
             return None
-        out = {}
-        for line in r.stdout.decode(errors="replace").splitlines():
+        marked, _, stats = ("\n" + r.stdout.decode(errors="replace")).partition("\n@\n")
+        roots = {path.split("/")[2] for path in marked.split() if path.count("/") == 3}
+        out, parents = {}, {}
+        for line in stats.splitlines():
             parsed = parse_process_stat(line)
             if parsed:
-                pid, name, ticks, cpu, _ = parsed
+                pid, name, ticks, cpu, ppid = parsed
                 out[pid] = [name, ticks, cpu]
-        return out or None
+                parents[pid] = ppid
+        return mark_own(out, parents, roots) if out else None
 
     def deploy_probe(self) -> str:
         q = shlex.quote
