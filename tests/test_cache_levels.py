@@ -228,17 +228,28 @@ def test_dram_is_main_memory_not_the_fast_plateau_before_it(reported):
         assert "the machine reports no cache sizes" in text
 
 
-def test_a_rise_that_never_settles_is_main_memory_and_every_plateau_before_it_a_cache():
+def test_a_rise_that_never_settles_is_not_called_dram_and_every_plateau_before_it_a_cache():
     """Without reported sizes, a fast last plateau followed by sizes far slower that never level off
-    (the shape once read as 'DRAM ~4.9 ns from 64 KiB') names the rise DRAM. The probe's quick sweep
-    (powers of four) steps far enough for a TLB-driven rise to stay a rise."""
-    quick = [4 ** k * KiB for k in range(9)]                   # 1 KiB .. 64 MiB
+    (the shape once read as 'DRAM ~4.9 ns from 64 KiB') is said as a rise; with the sizes reported,
+    what does not fit in the last-level cache is DRAM, even a single size of a sparse sweep."""
+    quick = [4 ** k * KiB for k in range(9)]                   # 1 KiB .. 64 MiB, the probe's quick sweep
     lat = [1.9, 1.9, 1.9, 4.9, 4.9, 60.0, 120.0, 190.0, 300.0]
     found = detect_levels(zip(quick, lat))
-    assert [lv.name for lv in found] == ["L1", "L2", "DRAM"] and not found[-1].settled, found
-    assert found[-1].first_size == 1 * MiB and 120 <= found[-1].latency_ns <= 190
-    assert levels_sentence(found).startswith("~1.9 ns up to 16 KiB (L1), ~4.9 ns up to 256 KiB (L2), DRAM ~")
-    assert "still rising at 64 MiB" in levels_sentence(found)
+    assert [lv.name for lv in found] == ["L1", "L2", "rise"] and not found[-1].settled, found
+    assert found[-1].first_size == 1 * MiB and found[-1].latency_ns == pytest.approx(300.0)
+    assert levels_sentence(found) == ("~1.9 ns up to 16 KiB (L1), ~4.9 ns up to 256 KiB (L2), then rising "
+                                      "without a plateau from 1 MiB to ~300 ns at 64 MiB")
+    found = detect_levels(zip(quick, lat), {1: 32 * KiB, 2: 1 * MiB, 3: 8 * MiB})
+    assert [lv.name for lv in found] == ["L1", "L2", "DRAM"], found
+    assert found[-1].first_size == 16 * MiB and 190 <= found[-1].latency_ns <= 300
+
+
+def test_a_sparse_recorded_sweep_names_only_what_the_reported_caches_support():
+    doc = json.loads(FIXTURE.read_text())
+    points = [p for p in doc["points"] if p[0] in (2 * KiB, 16 * KiB, 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB)]
+    found = detect_levels(points, reported_caches(doc["caches"]))
+    assert found[0].name == "L1" and found[-1].name == "DRAM" and found[-1].first_size == 64 * MiB, found
+    assert all(lv.latency_ns < 30 for lv in found[:-1]) and found[-1].latency_ns > 100
 
 
 def test_a_sequential_chain_gets_no_level_names():

@@ -22,12 +22,15 @@ replacement, TLB reach), and can bulge at a boundary before settling. The method
 6. naming: a plateau's latency is the median of its raw points, its size the largest working
    set still on it. Main memory is what lies beyond the last-level cache, so:
    - where the machine reports its caches (sysfs, recorded by the probe's sysinfo), a plateau
-     that starts at the largest reported cache's size or ends well beyond it is DRAM, the others are caches named by the
-     reported level whose size their end matches within a factor of two (TLB reach and
-     associativity make the step gradual), or in order when none does — and said so;
+     that starts at the largest reported cache's size or ends well beyond it is DRAM, as are
+     slower sizes past the last plateau that do not fit in that cache; the others are named by
+     the smallest reported cache their working sets fit in, and match it when they end within a
+     factor of two of its size (TLB reach and associativity make the step gradual) — a plateau
+     that ends far below it is said not to match;
    - where it does not, the last plateau is DRAM, unless the curve rises further beyond it
-     without settling: then every plateau is a cache and the rise is main memory, "still rising"
-     at the end of the sweep (a fast plateau is never called DRAM because slower sizes follow).
+     without settling: then every plateau is a cache and the rest is said as a rise (which of its
+     sizes are main memory only the cache sizes could tell), so a fast plateau is never called
+     DRAM because slower sizes follow.
 
 Levels closer than TOLERANCE (1.5x) in latency are not told apart. Only a random chain shows
 levels: a sequential chain is prefetched, and its steps are the prefetchers', not the caches'.
@@ -56,6 +59,8 @@ _LOG_TRIM = math.log(TRIM)
 
 #: a plateau's end matches a reported cache size within this factor
 MATCH_FACTOR = 2.0
+#: the name of sizes past the last plateau that keep rising, where no cache sizes say which are DRAM
+RISE = "rise"
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class Level:
     first_size: int        # smallest working set on the plateau, bytes
     last_size: int         # largest working set still on the plateau, bytes
     points: int            # sizes on the plateau
-    settled: bool = True   # False: main memory as a rise that has not levelled off within the sweep
+    settled: bool = True   # False: a rise that has not levelled off within the sweep (latency: its largest set's)
     reported_size: int | None = None    # the reported cache size the plateau's end matches
     unmatched: bool = False             # caches were reported and none ends near this plateau
 
@@ -116,12 +121,13 @@ def detect_levels(points: Iterable[tuple[float, float]], reported: dict[int, int
     k0 = len(sizes)
     while k0 - 1 > last_j and raw[k0 - 1] > high:
         k0 -= 1
+    if reported:
+        return _named_by_reports(plateaus, raw, sizes, reported)
     rise = None
     if len(sizes) - k0 >= 2:
-        rise = Level("DRAM", float(np.exp(np.median(raw[k0:]))), sizes[k0], sizes[-1], len(sizes) - k0,
-                     settled=False)
-    if reported:
-        return _named_by_reports(plateaus, raw, sizes, reported, rise)
+        # Which of these sizes are main memory is unknown without the cache sizes: a rise, whose
+        # latency is that of the largest working set.
+        rise = Level(RISE, float(np.exp(raw[-1])), sizes[k0], sizes[-1], len(sizes) - k0, settled=False)
     out = [Level(f"L{k + 1}", lat, sizes[i], sizes[j], j - i + 1) for k, (lat, i, j) in enumerate(plateaus)]
     if rise is not None:
         return out + [rise]
@@ -130,8 +136,7 @@ def detect_levels(points: Iterable[tuple[float, float]], reported: dict[int, int
     return out
 
 
-def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dict[int, int],
-                      rise: Level | None) -> list[Level]:
+def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dict[int, int]) -> list[Level]:
     llc = max(reported.values())
     out: list[Level] = []
     dram_from = None
@@ -145,15 +150,24 @@ def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dic
             out.append(Level("DRAM", float(np.exp(np.median(raw[dram_from:j + 1]))), sizes[dram_from], sizes[j],
                              j - dram_from + 1))
             continue
-        near = [(abs(math.log(sizes[j] / size)), level, size) for level, size in reported.items()
-                if 1 / MATCH_FACTOR <= sizes[j] / size <= MATCH_FACTOR]
-        if near:
-            _, level, size = min(near)
+        # The level is the smallest cache the plateau's working sets fit in; it matches that cache
+        # when it ends within MATCH_FACTOR of its size.
+        level, size = min(((lv, sz) for lv, sz in reported.items() if sz * MATCH_FACTOR >= sizes[j]),
+                          key=lambda x: x[1])
+        if sizes[j] * MATCH_FACTOR >= size:
             out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, reported_size=size))
         else:
-            out.append(Level(f"L{len(out) + 1}", lat, sizes[i], sizes[j], j - i + 1, unmatched=True))
-    if rise is not None and not any(lv.name == "DRAM" for lv in out):
-        out.append(rise)
+            out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, unmatched=True))
+    if not any(lv.name == "DRAM" for lv in out):
+        # Sizes beyond the last plateau that do not fit in the last-level cache and are clearly
+        # slower are main memory, however few (a quick sweep has one such size).
+        last_lat, _, last_j = plateaus[-1]
+        beyond = [k for k in range(last_j + 1, len(sizes))
+                  if sizes[k] >= llc and raw[k] > math.log(last_lat) + _LOG_TOL]
+        if beyond:
+            k0 = beyond[0]
+            out.append(Level("DRAM", float(np.exp(np.median(raw[k0:]))), sizes[k0], sizes[-1], len(sizes) - k0,
+                             ))
     return out
 
 
@@ -273,9 +287,12 @@ def levels_sentence(levels: list[Level], reported: dict[int, int] | None = None)
                 f"{human_size(lv.last_size)}: no level boundary within the measured sizes")
     parts = []
     for lv in levels:
+        if lv.name == RISE:
+            parts.append(f"then rising without a plateau from {human_size(lv.first_size)} to "
+                         f"~{_latency(lv.latency_ns)} ns at {human_size(lv.last_size)}")
+            continue
         if lv.name == "DRAM":
-            parts.append(f"DRAM ~{_latency(lv.latency_ns)} ns (from {human_size(lv.first_size)}"
-                         + ("" if lv.settled else f", still rising at {human_size(lv.last_size)}") + ")")
+            parts.append(f"DRAM ~{_latency(lv.latency_ns)} ns (from {human_size(lv.first_size)})")
             continue
         check = (f", {human_size(lv.reported_size)} reported" if lv.reported_size else
                  ", no reported cache ends near it" if lv.unmatched else "")

@@ -4,7 +4,7 @@ size, the band the smallest and largest repetition; one line per environment, lo
 
 from __future__ import annotations
 
-from rtvbench.analysis.cache_levels import Level
+from rtvbench.analysis.cache_levels import RISE, Level
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind
 from rtvbench.units import human_size, significant
@@ -68,8 +68,10 @@ def _curve_parts(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str):
 
 def _check(lv: Level, sizes_reported: bool) -> str:
     """How a level compares with the caches the machine reports."""
+    if lv.name == RISE:
+        return "no plateau: which sizes are main memory needs the cache sizes"
     if lv.name == "DRAM":
-        return "still rising at the end of the sweep" if not lv.settled else "beyond the caches" if sizes_reported else "–"
+        return "beyond the caches" if sizes_reported else "–"
     if lv.reported_size:
         return f"ends near the {human_size(lv.reported_size)} reported"
     if lv.unmatched:
