@@ -318,8 +318,9 @@ def comparisons(data: RunData) -> list[Comparison]:
                  if env != base_env]
         pairs += [("load", env, base_load, load) for env in data.environments for load in data.loads
                   if load != base_load]
-        seen = set(pairs)
-        declared = [p for p in _declared_pairs(data, bench) if p not in seen and not seen.add(p)]
+        # A declared pair that a default (or an earlier declaration) already compares is not doubled.
+        defaults = set(pairs)
+        declared = [p for p in dict.fromkeys(_declared_pairs(data, bench)) if p not in defaults]
         for (axis, context, baseline, candidate), is_declared in ([(p, False) for p in pairs]
                                                                   + [(p, True) for p in declared]):
             base_cell, cand_cell = ((baseline, context), (candidate, context)) if axis == "environment" \
