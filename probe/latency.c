@@ -67,6 +67,7 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
     *o = (struct lat_options){
         .interval_ns = 1000000, .priority = 80, .policy = SCHED_FIFO,
         .mode = MODE_ABSTIME, .format = FORMAT_JSONL, .dma_latency_us = 0,
+        .trace = {.max_breaches = 10, .history_ns = 20000000},
     };
     struct opt table[] = {
         {OPT_I("interval-us", &o->interval_ns, 1, 3600000000ull, "N", "period of each thread (default 1000)"),
@@ -93,6 +94,12 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
                 "after each wake-up, run a fixed amount of work that takes\n"
                 "W us undisturbed (a periodic task with a work budget):\n"
                 "adds response times and deadline misses")},
+        {OPT_NS("trace-threshold-us", &o->trace.threshold_ns, 1000, 0.001, 3.6e9, "microseconds", "T",
+                "record kernel events (tracefs) and save the trace of the\n"
+                "measured CPUs when a wake-up is later than T us")},
+        {OPT_I("trace-breaches", &o->trace.max_breaches, 1, 1000, "K", "traces saved at most (default 10)")},
+        {OPT_NS("trace-history-ms", &o->trace.history_ns, 1000000, 0.1, 10000, "milliseconds", "M",
+                "trace kept before a breach's deadline (default 20)")},
         {OPT_TEXT("Without any limit it runs until SIGINT or SIGTERM.")},
         {OPTS_END},
     };
@@ -106,6 +113,8 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
     } else if (o->priority == 0) {
         return usage_error(SUB, "--policy fifo and rr need --priority from 1 to 99.");
     }
+    if (o->trace.threshold_ns && o->format != FORMAT_JSONL)
+        return usage_error(SUB, "--trace-threshold-us saves traces as JSON Lines records; drop --format.");
     if (o->ncpus == 0) {
         o->ncpus = allowed_cpus(o->cpus, LAT_MAX_CPUS);
         if (o->ncpus <= 0)
@@ -204,6 +213,9 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
     jw_uint(&w, "histogram_us", o->histogram_us);
     jw_int(&w, "cpu_dma_latency_us", o->dma_latency_us);
     jw_uint(&w, "work_ns", o->work_ns);
+    jw_uint(&w, "trace_threshold_ns", o->trace.threshold_ns);
+    jw_uint(&w, "trace_breaches", o->trace.max_breaches);
+    jw_uint(&w, "trace_history_ns", o->trace.history_ns);
     jw_end(&w);
     jw_obj(&w, "privileges");
     jw_str(&w, "policy", sched_policy_name(p->policy));
@@ -214,6 +226,12 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
         jw_null(&w, "cpu_dma_latency");
     else
         jw_bool(&w, "cpu_dma_latency", p->dma_latency);
+    if (p->trace < 0) {
+        jw_null(&w, "trace");
+    } else {
+        jw_bool(&w, "trace", p->trace);
+        trace_write_events(&w, "trace_events");
+    }
     jw_end(&w);
     jw_emit(&w);
     jw_free(&w);
@@ -334,6 +352,7 @@ static void *worker_main(void *arg)
     uint64_t window_index = 0;
     uint64_t window_end = o->window_ns ? origin + window_len : UINT64_MAX;
     uint64_t cycle = 0;
+    const int tracing = trace_active();
 
     while (!atomic_load_explicit(&stop_requested, memory_order_relaxed)) {
         uint64_t now;
@@ -365,6 +384,18 @@ static void *worker_main(void *arg)
         }
 
         uint64_t lat = now > deadline ? now - deadline : 0;
+        if (tracing) {
+            /* After the timestamp: the trace's cost lands in the CPU time
+             * per wake-up, not in the latency just measured. */
+            if (lat > o->trace.threshold_ns) {
+                if (trace_breach(w->cpu, w->tid, cycle, deadline, now, origin))
+                    w->traced++;
+                else
+                    w->untraced++;
+            } else {
+                trace_mark(cycle, lat);
+            }
+        }
         hist_record(w->window, lat);
         w->last_ns = lat;
         for (int i = 0; i < o->nthresholds; i++)
@@ -484,11 +515,18 @@ int cmd_latency(int argc, char **argv)
     sigaction(WAKE_SIGNAL, &wake, NULL);
 
     acquire_privileges(&o, &priv, &dma_fd);
+    char trace_why[400] = "";
+    priv.trace = -1;
+    if (o.trace.threshold_ns)
+        priv.trace = trace_setup(&o.trace, o.cpus, o.ncpus, trace_why, sizeof trace_why) == 0;
     uint64_t t0 = mono_ns();
     time_t wall_start = time(NULL);
     if (o.format == FORMAT_JSONL)
         print_meta(argc, argv, &o, &priv);
     warn_privileges(&o, &priv);
+    if (priv.trace == 0)
+        jw_warning("no_trace", "No kernel trace is captured on breaches: %s. The latency is measured "
+                   "without it.", trace_why);
 
     struct lat_worker *workers = calloc((size_t)o.ncpus, sizeof *workers);
     if (!workers) {
@@ -540,6 +578,7 @@ int cmd_latency(int argc, char **argv)
         }
         if (o.format == FORMAT_JSONL)
             drain_windows(workers, o.ncpus);
+        trace_poll();
         int done = 0;
         for (int i = 0; i < o.ncpus; i++)
             done += atomic_load(&workers[i].done);
@@ -548,6 +587,7 @@ int cmd_latency(int argc, char **argv)
     }
     for (int i = 0; i < o.ncpus; i++)
         pthread_join(workers[i].thread, NULL);
+    trace_finish();
     if (dma_fd >= 0)
         close(dma_fd);
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "hist.h"
+#include "trace.h"
 
 #define LAT_MAX_THRESHOLDS 16
 #define LAT_MAX_CPUS 1024
@@ -36,6 +37,7 @@ struct lat_options {
     unsigned histogram_us;     /* cyclictest histogram rows, 0 = none */
     int dma_latency_us;        /* value for /dev/cpu_dma_latency, -1 = leave it */
     uint64_t work_ns;          /* fixed work after each wake-up ("victim"), 0 = none */
+    struct trace_options trace; /* kernel trace capture on a breach; threshold 0 = off */
 };
 
 /* What the process actually obtained, reported in meta. */
@@ -45,6 +47,7 @@ struct lat_privileges {
     int rt_granted;
     int mlockall;
     int dma_latency;           /* 1 set, 0 refused, -1 not requested or absent */
+    int trace;                 /* 1 capturing, 0 refused, -1 not requested */
 };
 
 struct window_summary {
@@ -66,6 +69,7 @@ struct lat_worker {
     uint64_t last_ns;          /* latest latency, cyclictest's "Act" */
     struct hist *response;     /* work completion - deadline, with --work-us */
     uint64_t work_loops;       /* iterations of the work loop that take work_ns */
+    uint64_t traced, untraced; /* wake-ups over the trace threshold: saved, not saved */
     uint64_t deadline_misses, window_deadline_misses, window_response_max;
     uint64_t *us_buckets;      /* cyclictest histogram, histogram_us rows */
     uint64_t us_overflows;

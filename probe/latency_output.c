@@ -76,6 +76,7 @@ struct result_figures {
     pid_t tid;
     const struct hist *latency, *response;   /* response: NULL without --work-us */
     uint64_t missed, deadline_misses, work_loops;
+    uint64_t traced, untraced;
     const uint64_t *over;
 };
 
@@ -99,6 +100,10 @@ static void print_result(const struct result_figures *f, const struct lat_option
     }
     jw_end(&w);
     hist_write_json(f->latency, &w, "histogram");
+    if (o->trace.threshold_ns) {
+        jw_uint(&w, "breaches_traced", f->traced);
+        jw_uint(&w, "breaches_untraced", f->untraced);
+    }
     if (f->response) {
         jw_uint(&w, "work_ns", o->work_ns);
         if (f->cpu >= 0)
@@ -128,6 +133,7 @@ void lat_print_results(struct lat_worker *ws, int n, const struct lat_options *o
             .cpu = ws[i].cpu, .tid = ws[i].tid, .latency = ws[i].total, .response = ws[i].response,
             .missed = ws[i].missed, .deadline_misses = ws[i].deadline_misses,
             .work_loops = ws[i].work_loops, .over = ws[i].over,
+            .traced = ws[i].traced, .untraced = ws[i].untraced,
         };
         print_result(&f, o);
         hist_merge(all, ws[i].total);
@@ -135,6 +141,8 @@ void lat_print_results(struct lat_worker *ws, int n, const struct lat_options *o
             hist_merge(all_response, ws[i].response);
         merged.missed += ws[i].missed;
         merged.deadline_misses += ws[i].deadline_misses;
+        merged.traced += ws[i].traced;
+        merged.untraced += ws[i].untraced;
         for (int t = 0; t < o->nthresholds; t++)
             over[t] += ws[i].over[t];
     }

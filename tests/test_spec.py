@@ -231,6 +231,9 @@ AGREEMENT = {
         "window_s": ("window_ns", lambda v: 0 if v is None else round(v * 1e9)),
         "mode": ("mode", str),
         "work_us": ("work_ns", lambda v: 0 if v is None else v * 1000),
+        "trace_threshold_us": ("trace_threshold_ns", lambda v: 0 if v is None else v * 1000),
+        "trace_breaches": ("trace_breaches", int),
+        "trace_history_ms": ("trace_history_ns", lambda v: round(v * 1e6)),
     }, {"loops"}),
     "mem-lat": ({"sizes": [4096]}, ["mem-lat", "--sizes", "4096"], {
         "stride": ("stride_bytes", int), "mode": ("mode", str), "repetitions": ("repetitions", int),

@@ -29,6 +29,9 @@ ThresholdUs = probe_number("threshold-us", 0.001, 3.6e9, "a number of microsecon
 ThresholdsUs = probe_list(ThresholdUs, "threshold-us", 16)
 WindowS = probe_number("window-s", 0.01, 1e6, "a number of seconds")
 WorkUs = probe_number("work-us", 0.001, 3.6e9, "a number of microseconds")
+TraceThresholdUs = probe_number("trace-threshold-us", 0.001, 3.6e9, "a number of microseconds")
+TraceBreaches = probe_int("trace-breaches", 1, 1000)
+TraceHistoryMs = probe_number("trace-history-ms", 0.1, 10000, "a number of milliseconds")
 
 
 class LatencyParams(StrictModel):
@@ -44,6 +47,12 @@ class LatencyParams(StrictModel):
     # A fixed work budget after each wake-up (the "victim" of interference tests): adds
     # response times and deadline misses to the results.
     work_us: WorkUs | None = None
+    # Kernel trace capture: on a wake-up later than this, the probe saves the trace of the measured
+    # CPUs (at most trace_breaches per measurement, trace_history_ms before each deadline) and the
+    # report explains each spike.
+    trace_threshold_us: TraceThresholdUs | None = None
+    trace_breaches: TraceBreaches = 10
+    trace_history_ms: TraceHistoryMs = 20
 
     @model_validator(mode="before")
     @classmethod
@@ -112,6 +121,9 @@ class LatencyBenchmark(Benchmark):
         args += ["--mode", p.mode]
         if p.work_us is not None:
             args += ["--work-us", number_arg(p.work_us)]
+        if p.trace_threshold_us is not None:
+            args += ["--trace-threshold-us", number_arg(p.trace_threshold_us),
+                     "--trace-breaches", str(p.trace_breaches), "--trace-history-ms", number_arg(p.trace_history_ms)]
         return args
 
     def expected_seconds(self) -> float:

@@ -1,0 +1,264 @@
+"""Kernel trace capture on latency breaches (`latency --trace-threshold-us`) and its attribution.
+
+Ground truth: a SCHED_FIFO 90 hog of known shape (tests/helpers/rt_hog.py logs every burst on
+CLOCK_MONOTONIC) on the measured CPU must be named, with its name, pid, policy and priority, as
+the cause of every traced breach that fell inside one of its bursts, and of no other; an
+interrupt-heavy load (loopback TCP on the measured CPU) must be classified as interrupt or
+softirq work. The machine is shared: other work may cause breaches too, so the assertions are
+about the breaches whose cause is known, and the traced + untraced breach counts are checked
+against the probe's own threshold count.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from probe_records import of_type, records
+from rtvbench.kinds.latency.attribution import attribute, parse_lines
+from rtvbench.probe import ProbeStream
+
+HELPERS = Path(__file__).parent / "helpers"
+TRACEFS = Path("/sys/kernel/tracing")
+CPU = max(os.sched_getaffinity(0))
+MS = 1_000_000
+
+
+def _tracefs_usable() -> bool:
+    if os.geteuid() != 0:
+        return False
+    if not (TRACEFS / "instances").is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)
+    return (TRACEFS / "instances").is_dir()
+
+
+needs_tracefs = pytest.mark.skipif(not _tracefs_usable(), reason="needs root and a kernel with tracefs")
+
+
+def _instances() -> set[str]:
+    return {p.name for p in (TRACEFS / "instances").iterdir() if p.name.startswith("rtvb-probe-")}
+
+
+def _check_stream(text: str) -> list[dict]:
+    """Every line through the host's own checks, as the runner would store it."""
+    stream = ProbeStream("trace test")
+    for line in text.splitlines():
+        stream.feed(line)
+    return records(text)
+
+
+def _with_hog(probe: Path, tmp_path: Path, *args: str) -> tuple[list[dict], list[tuple[int, int]]]:
+    log = tmp_path / "bursts.txt"
+    hog = subprocess.Popen([sys.executable, str(HELPERS / "rt_hog.py"), str(CPU), "5", "200", "3.2", str(log)])
+    try:
+        proc = subprocess.run([str(probe), "latency", "--cpus", str(CPU), "--interval-us", "1000",
+                               "--duration-s", "3", *args], capture_output=True, text=True, timeout=60)
+    finally:
+        hog.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    bursts = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
+    return _check_stream(proc.stdout), bursts
+
+
+@needs_tracefs
+def test_the_rt_hog_is_named_as_the_cause_of_its_breaches(probe, tmp_path):
+    recs, bursts = _with_hog(probe, tmp_path, "--trace-threshold-us", "1000", "--trace-breaches", "40")
+    assert recs[0]["privileges"]["trace"] is True
+    assert "sched:sched_switch" in recs[0]["privileges"]["trace_events"]
+    traces = of_type(recs, "trace")
+    (merged,) = [r for r in of_type(recs, "result") if r["cpu"] == "all"]
+    # Every wake-up over the threshold is either traced or counted as not traced.
+    over = merged["count"] and merged["breaches_traced"] + merged["breaches_untraced"]
+    assert merged["breaches_traced"] == len(traces) <= 40
+    assert over >= 10, merged          # 14 bursts of 5 ms in 3 s, each a breach of ~4 ms
+    # ... and capture costs no activation: every period is a sample or a counted miss.
+    assert merged["count"] + merged["missed"] in range(2999, 3002)
+
+    hog_spikes, as_task = 0, 0
+    for rec in traces:
+        spike = attribute(rec)
+        assert spike is not None
+        d, w = rec["deadline_ns"], rec["wake_ns"]
+        inside = any(a <= w and b >= d and min(b, w) - max(a, d) >= (w - d) / 2 for a, b in bursts)
+        if inside:
+            hog_spikes += 1
+            assert spike.culprit.startswith("rtvb-hog (pid ") and "SCHED_FIFO 90" in spike.culprit, spike.explanation
+            # The hog ran for most of the wake-up's delay, after the timer had fired on time. (Once in
+            # dozens of runs on a virtual machine the timer itself fired only at the end of a burst, an
+            # interrupt held back outside the guest: then it is an irq-off stretch under the hog.)
+            if spike.cause == "task":
+                as_task += 1
+                assert spike.phases_ns["scheduling"] > 0.8 * spike.latency_ns
+            else:
+                assert spike.cause == "irq-off", spike.explanation
+        elif not any(a <= w and b >= d for a, b in bursts):
+            # Another task's breach (a shared machine): never blamed on the hog.
+            assert "rtvb-hog" not in spike.culprit, spike.explanation
+    assert hog_spikes >= 4, [attribute(r).explanation for r in traces]
+    assert as_task >= 0.75 * hog_spikes, [attribute(r).explanation for r in traces]
+
+
+@needs_tracefs
+def test_an_interrupt_heavy_load_is_classified_as_interrupt_work(probe):
+    load = subprocess.Popen([str(probe), "load", "--kind", "net", "--workers", "2", "--cpus", f"{CPU},{CPU}",
+                             "--block-size", "1K", "--duration-s", "8", "--window-s", "0"],
+                            stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        proc = subprocess.run([str(probe), "latency", "--cpus", str(CPU), "--interval-us", "200", "--duration-s", "4",
+                               "--trace-threshold-us", "50", "--trace-breaches", "8"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        load.send_signal(signal.SIGTERM)
+        load.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    spikes = [attribute(r) for r in of_type(_check_stream(proc.stdout), "trace")]
+    assert len(spikes) >= 4, proc.stdout[-2000:]
+    # Breaches a foreign real-time task caused (another test on a shared machine) say nothing about
+    # interrupts; of the others, most must be the load's interrupt and softirq work.
+    own = [s for s in spikes if not (s.cause == "task" and "rtvb-probe" not in s.culprit)]
+    irq = [s for s in own if s.cause in ("irq", "softirq")]
+    assert len(irq) >= 0.6 * len(own), [(s.cause, s.culprit) for s in spikes]
+    assert any("NET_RX" in s.culprit or "HRTIMER" in s.culprit or "NET_TX" in s.culprit for s in irq), \
+        [(s.cause, s.culprit) for s in spikes]
+
+
+@needs_tracefs
+def test_the_instance_is_removed_and_a_killed_probes_is_cleaned_up(probe):
+    before = _instances()
+    proc = subprocess.Popen([str(probe), "latency", "--cpus", str(CPU), "--duration-s", "30",
+                             "--trace-threshold-us", "100000"], stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()                      # meta: the instance exists by now
+    name = f"rtvb-probe-{proc.pid}"
+    assert name in _instances()
+    # The user's own tracing is left alone: the top-level buffer keeps recording as it did.
+    top_on = (TRACEFS / "tracing_on").read_text()
+    proc.kill()
+    proc.wait()
+    assert name in _instances()                 # SIGKILL: nothing could remove it
+    out = subprocess.run([str(probe), "latency", "--cpus", str(CPU), "--loops", "20", "--trace-threshold-us", "100000"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert name not in _instances()             # the next probe removed the dead one's
+    assert _instances() <= before               # and its own
+    assert (TRACEFS / "tracing_on").read_text() == top_on
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+def test_without_tracefs_access_it_says_so_and_still_measures(probe, tmp_path):
+    exe = tmp_path / "rtvb-probe"
+    exe.write_bytes(probe.read_bytes())
+    exe.chmod(0o755)
+    tmp_path.chmod(0o755)
+    proc = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", str(exe), "latency",
+                           "--loops", "200", "--interval-us", "500", "--cpus", "0", "--trace-threshold-us", "10"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    recs = _check_stream(proc.stdout)
+    assert recs[0]["privileges"]["trace"] is False
+    (warning,) = [w for w in of_type(recs, "warning") if w["code"] == "no_trace"]
+    assert "run as root" in warning["message"] or "mount" in warning["message"], warning
+    assert warning["message"].endswith("The latency is measured without it.")
+    (merged,) = [r for r in of_type(recs, "result") if r["cpu"] == "all"]
+    assert merged["count"] == 200 and not of_type(recs, "trace")
+    assert merged["breaches_traced"] == 0
+
+
+def test_trace_options_are_checked(probe):
+    for args, fragment in ((["--trace-threshold-us", "0"], "--trace-threshold-us"),
+                           (["--trace-threshold-us", "10", "--trace-breaches", "0"], "--trace-breaches"),
+                           (["--trace-threshold-us", "10", "--format", "cyclictest"], "drop --format")):
+        proc = subprocess.run([str(probe), "latency", "--loops", "1", *args], capture_output=True, text=True,
+                              timeout=10)
+        assert proc.returncode == 2 and fragment in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------------------
+# Attribution on constructed traces: each cause from the events that define it.
+
+def _line(task: str, pid: int, t_us: float, event: str, body: str, flags: str = "d..2.") -> str:
+    return f"{task:>16}-{pid:<7} [001] {flags} {t_us / 1e6:12.6f}: {event}: {body}"
+
+
+def _record(lines: list[str], deadline_us: float, wake_us: float, steal_ns: int | None = 0, tasks=()) -> dict:
+    return {"type": "trace", "index": 0, "cpu": 1, "tid": 500, "cycle": 7, "deadline_ns": int(deadline_us * 1000),
+            "wake_ns": int(wake_us * 1000), "latency_ns": int((wake_us - deadline_us) * 1000), "offset_ns": 5 * MS,
+            "steal_ns": steal_ns, "cpus": [{"cpu": 1, "dropped_lines": 0, "lines": lines, "tasks": list(tasks)}]}
+
+
+def _wake(t_us: float, flags: str = "dNh4.", task: str = "<idle>", pid: int = 0) -> list[str]:
+    """The timer waking the measuring thread at t_us, after a tick of the running task well before (a
+    saved trace always reaches back before the deadline)."""
+    return [_line(task, pid, t_us - 500, "local_timer_entry", "vector=236", "d.h1."),
+            _line(task, pid, t_us - 499, "local_timer_exit", "vector=236", "d.h1."),
+            _line(task, pid, t_us, "hrtimer_expire_entry",
+                  f"hrtimer=00000000abcdef01 function=hrtimer_wakeup now={int(t_us * 1000)}", "d.h1."),
+            _line(task, pid, t_us + 0.5, "sched_wakeup", "comm=rtvb-probe pid=500 prio=19 target_cpu=001", flags)]
+
+
+def _switch_in(t_us: float, prev: str, prev_pid: int, prev_prio: int) -> list[str]:
+    return [_line(prev, prev_pid, t_us, "sched_switch",
+                  f"prev_comm={prev} prev_pid={prev_pid} prev_prio={prev_prio} prev_state=R ==> "
+                  "next_comm=rtvb-probe next_pid=500 next_prio=19"),
+            _line("rtvb-probe", 500, t_us + 2, "tracing_mark_write", "rtvb-probe breach cycle=7 latency_ns=1")]
+
+
+def test_attribution_of_a_softirq_after_the_wake_up():
+    lines = (_wake(1000.0, task="bash", pid=77)
+             + [_line("bash", 77, 1001, "softirq_entry", "vec=3 [action=NET_RX]", "..s1."),
+                _line("bash", 77, 1081, "softirq_exit", "vec=3 [action=NET_RX]", "..s1.")]
+             + _switch_in(1082, "bash", 77, 120))
+    s = attribute(_record(lines, 995, 1085))
+    assert (s.cause, s.culprit) == ("softirq", "NET_RX")
+    assert s.phases_ns == {"timer": 5000, "scheduling": 82000, "return": 3000}
+    assert "80 us" in s.explanation
+
+
+def test_attribution_of_a_late_timer_under_a_task_with_interrupts_off_and_of_a_hypervisor_gap():
+    lines = ([_line("spinner", 88, 900, "sched_switch", "prev_comm=x prev_pid=3 prev_prio=120 prev_state=S ==> "
+                    "next_comm=spinner next_pid=88 next_prio=120")]
+             + _wake(1500.0, task="spinner", pid=88) + _switch_in(1502, "spinner", 88, 120))
+    quiet = attribute(_record(lines, 1000, 1505, steal_ns=0))
+    assert quiet.cause == "irq-off" and quiet.culprit.startswith("spinner (pid 88"), quiet.explanation
+    stolen = attribute(_record(lines, 1000, 1505, steal_ns=400_000))
+    assert stolen.cause == "hypervisor" and "steal" in stolen.explanation
+    idle = attribute(_record([_line("<idle>", 0, 900, "sched_switch", "prev_comm=rtvb-probe prev_pid=500 "
+                                    "prev_prio=19 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120")]
+                             + _wake(1500.0) + _switch_in(1502, "swapper/1", 0, 120), 1000, 1505, steal_ns=0))
+    assert idle.cause == "idle-exit"
+
+
+def test_attribution_of_a_lower_priority_task_holding_the_cpu_and_of_one_of_higher_priority():
+    lines = _wake(1000.0, task="kworker/1:1", pid=41) + _switch_in(1400, "kworker/1:1", 41, 120)
+    low = attribute(_record(lines, 999, 1403))
+    assert low.cause == "preempt-off" and low.culprit == "kworker/1:1 (pid 41, SCHED_OTHER nice 0)"
+    lines = _wake(1000.0, task="irq/9-acpi", pid=60) + _switch_in(1400, "irq/9-acpi", 60, 9)
+    high = attribute(_record(lines, 999, 1403, tasks=[{"pid": 60, "comm": "irq/9-acpi", "policy": "fifo",
+                                                       "rt_priority": 90, "nice": 0}]))
+    assert high.cause == "task" and high.culprit == "irq/9-acpi (pid 60, SCHED_FIFO 90)"
+    # Steal time that rose meanwhile (in whole ticks) does not take the blame from a task entitled to the CPU.
+    assert attribute(_record(lines, 999, 1403, steal_ns=4 * MS, tasks=[
+        {"pid": 60, "comm": "irq/9-acpi", "policy": "fifo", "rt_priority": 90, "nice": 0}])).cause == "task"
+    # Without the probe's /proc reading (the task had ended), the trace's own priority decides.
+    gone = attribute(_record(lines, 999, 1403))
+    assert gone.cause == "task" and gone.culprit == "irq/9-acpi (pid 60, real-time priority 90)"
+    lower = attribute(_record(_wake(1000.0, task="irq/9-acpi", pid=60) + _switch_in(1400, "irq/9-acpi", 60, 49),
+                              999, 1403))
+    assert lower.cause == "preempt-off" and lower.culprit == "irq/9-acpi (pid 60, real-time priority 50)"
+
+
+def test_a_trace_that_does_not_reach_the_deadline_is_unknown_not_guessed():
+    s = attribute(_record(_wake(1500.0)[2:] + _switch_in(1502, "swapper/1", 0, 120), 1000, 1505))
+    assert s.cause == "unknown" and "cannot be explained" in s.explanation
+
+
+def test_trace_lines_parse_with_odd_task_names():
+    (e,) = parse_lines(["   kworker/u4:2-[fs]-123  [001] d.h1.   236.850699: irq_handler_entry: irq=24 name=virtio0"])
+    assert (e.task, e.pid, e.t_ns, e.event) == ("kworker/u4:2-[fs]", 123, 236_850_699_000, "irq_handler_entry")
