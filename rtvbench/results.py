@@ -44,6 +44,9 @@ class Measurement:
     # Empty when the target could not be read.
     cpu_stat: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     end: dict[str, Any] | None = None   # the probe's end record (elapsed and CPU time), when it printed one
+    # The kernel traces the probe saved around wake-ups over its trace threshold (latency
+    # --trace-threshold-us): `trace` records, verbatim.
+    traces: list[dict[str, Any]] = field(default_factory=list)
 
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""

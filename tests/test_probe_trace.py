@@ -262,3 +262,82 @@ def test_a_trace_that_does_not_reach_the_deadline_is_unknown_not_guessed():
 def test_trace_lines_parse_with_odd_task_names():
     (e,) = parse_lines(["   kworker/u4:2-[fs]-123  [001] d.h1.   236.850699: irq_handler_entry: irq=24 name=virtio0"])
     assert (e.task, e.pid, e.t_ns, e.event) == ("kworker/u4:2-[fs]", 123, 236_850_699_000, "irq_handler_entry")
+
+
+# ---------------------------------------------------------------------------
+# From campaign file to report: the spike tables, the excerpts and what a comparison removed.
+
+CAMPAIGN = f"""
+name = "explain-spikes"
+repetitions = 1
+
+[environments.native]
+target = "local"
+
+[loads.idle]
+[loads.rt_hog]            # 5 ms every 200 ms at SCHED_FIFO 90 on the measured CPU
+kind = "cpu"
+percent = 2.5
+period_ms = 200
+policy = "fifo"
+priority = 90
+workers = 1
+cpus = "{CPU}"
+
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = 2
+cpus = "{CPU}"
+priority = 80
+trace_threshold_us = 2000
+trace_breaches = 20
+"""
+
+
+@needs_tracefs
+def test_the_report_explains_the_spikes_and_what_a_load_added(probe, tmp_path):
+    import json
+
+    from host_helpers import cli_env, run_cli
+
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=120)
+    assert r.returncode == 0, r.stderr
+    for fmt in ("json", "html", "md"):
+        r = run_cli("report", "--format", fmt, "-o", f"r.{fmt}", "--store", "sqlite:///s.db", cwd=tmp_path,
+                    env=cli_env(probe))
+        assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    cells = {(c["environment"], c["load"]): c for c in _find(doc, "spikes")["wakeup"]}
+    hog = cells[("native", "rt_hog")]
+    # 10 bursts of 5 ms in 2 s: each one a breach of about 4 ms, traced or counted.
+    assert hog["traced"] + hog["untraced"] >= 8, hog
+    named = [s for s in hog["spikes"] if "SCHED_FIFO 90" in s["culprit"] and s["culprit"].startswith("rtvb-probe")]
+    assert len(named) >= 0.75 * hog["traced"] and named, [(s["cause"], s["culprit"]) for s in hog["spikes"]]
+    assert all(s["cause"] in ("task", "irq-off") for s in named)
+    assert all(s["excerpt"] and s["repetition"] == 1 and s["cpu"] == CPU for s in hog["spikes"])
+    html = (tmp_path / "r.html").read_text()
+    assert "Traced spikes by cause: wake-ups later than 2000 us" in html
+    assert html.count('<details class="fields excerpt">') == min(hog["traced"], 10) + min(
+        cells[("native", "idle")]["traced"], 10)
+    assert "tracing_mark_write: rtvb-probe breach" in html
+    md = (tmp_path / "r.md").read_text()
+    assert "Traced spikes by cause, `rt_hog` against `idle` in `native`:" in md.replace("\\_", "_")
+    assert "other tasks (rtvb-probe, SCHED_FIFO 90)" in md.replace("\\_", "_")
+
+
+def _find(doc, key):
+    if isinstance(doc, dict):
+        if key in doc and isinstance(doc[key], dict):
+            return doc[key]
+        for v in doc.values():
+            found = _find(v, key)
+            if found is not None:
+                return found
+    elif isinstance(doc, list):
+        for v in doc:
+            found = _find(v, key)
+            if found is not None:
+                return found
+    return None

@@ -98,6 +98,8 @@ def _render(m: ReportModel) -> str:
         out += [f"### ({i}.4) Result", ""]
         for t in s.repetition_tables + s.comparison_tables + s.ranking_tables + s.load_tables:
             out += [table(t), ""]
+        for e in s.excerpts:
+            out += [f"**{prose(e.title)}**", "", _fenced(e.text), ""]
         out += [f"### ({i}.5) Consideration", "",
                 " ".join(prose(c.text) for c in s.consideration if c.severity == "info"), ""]
         out += [f"- ⚠ {prose(c.text)}" for c in s.consideration if c.severity == "warning"] + [""]

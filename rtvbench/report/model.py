@@ -19,7 +19,7 @@ from rtvbench.report import plots
 from rtvbench.report.environments import fingerprint_view, preflight
 from rtvbench.report.loads import cell_achieved_text, usage_tables
 from rtvbench.report.section import section_for
-from rtvbench.report.tables import Plot, Row, Sentence, Table
+from rtvbench.report.tables import Excerpt, Plot, Row, Sentence, Table
 
 
 @dataclass
@@ -35,6 +35,7 @@ class BenchmarkSection:
     consideration: list[Sentence]
     load_tables: list[Table] = field(default_factory=list)      # achieved load, CPU usage (/proc/stat)
     ranking_tables: list[Table] = field(default_factory=list)   # aggressors by the victim's degradation
+    excerpts: list[Excerpt] = field(default_factory=list)       # folded texts: kernel traces of spikes
 
 
 @dataclass
@@ -273,7 +274,7 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
     return BenchmarkSection(bench, kind_name, description, pre, commands, parts.results if parts else [],
                             parts.comparisons if parts else [], figures, consideration, usage_tables(ev, bench),
-                            parts.rankings if parts else [])
+                            parts.rankings if parts else [], parts.excerpts if parts else [])
 
 
 def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:

@@ -17,7 +17,7 @@ from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind
 from rtvbench.kinds import load
 from rtvbench.report import suite
-from rtvbench.report.tables import Plot, Table
+from rtvbench.report.tables import Excerpt, Plot, Table
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Parts:
     comparisons: list[Table] = field(default_factory=list)   # environments and loads against their baselines
     plots: list[Plot] = field(default_factory=list)
     rankings: list[Table] = field(default_factory=list)      # aggressors by the victim's degradation
+    excerpts: list[Excerpt] = field(default_factory=list)    # folded preformatted texts (trace excerpts)
 
 
 class Section:

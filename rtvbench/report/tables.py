@@ -28,6 +28,14 @@ class Table:
 
 
 @dataclass
+class Excerpt:
+    """Preformatted text shown folded under a title (a kernel trace around a latency spike)."""
+
+    title: str
+    text: str
+
+
+@dataclass
 class Plot:
     title: str
     svg: str

@@ -163,7 +163,7 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
             windows=by_type("window"), warnings=by_type("warning"), error=r["error"],
             target_log=r["target_log"], attempt=r["attempt"],
             load_records=loads[r["id"]], cpu_stat=stats[r["id"]],
-            end=(by_type("end") or [None])[-1]))
+            end=(by_type("end") or [None])[-1], traces=by_type("trace")))
     failed = [Measurement(
         id=r["id"], environment=r["environment"], load=r["load"], benchmark=r["benchmark"],
         kind=r["kind"], repetition=r["repetition"], status=r["status"], command=list(r["command"]),

@@ -11,7 +11,7 @@ from typing import Any
 from rtvbench.analysis.histogram import Histogram, result_histogram
 from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
 from rtvbench.units import exact_duration
-from rtvbench.kinds.latency import considerations, interference, tails
+from rtvbench.kinds.latency import considerations, interference, spikes, tails
 from rtvbench.kinds.latency.names import (OVER, PERCENTILES, RESPONSE, RESPONSE_COMPARED, TIME_STEMS, TIME_UNITS,
                                           over_figure, over_threshold_ns)
 from rtvbench.results import Measurement
@@ -117,11 +117,13 @@ class LatencyKind(Kind):
         found += interference.ranking_findings(ranked, self.label)
         cells = extras["tails"] if extras and "tails" in extras else tails.cell_tails(data, bench)
         out = [(f.severity, f.topic, f.text) for f in found]
-        return out + [("info", "tail", text) for text in tails.tail_sentences(cells, bench)]
+        out += [("info", "tail", text) for text in tails.tail_sentences(cells, bench)]
+        traced = extras["spikes"] if extras and "spikes" in extras else spikes.cell_spikes(data, bench)
+        return out + [("info", "spikes", text) for text in _spike_sentences(traced, comps)]
 
     def analyse(self, data, bench: str) -> dict[str, Any]:
         return {"rankings": interference.rankings(data, bench), "matrix": interference.response_matrix(data, bench),
-                "tails": tails.cell_tails(data, bench)}
+                "tails": tails.cell_tails(data, bench), "spikes": spikes.cell_spikes(data, bench)}
 
     def samples_needed(self, figure: str) -> int:
         # A percentile p is only a percentile when at least one sample lies beyond it:
@@ -237,3 +239,28 @@ def _cpu_list(cpus: Any) -> str:
 
 
 register(LatencyKind())
+
+
+def _spike_sentences(cells: list, comps: list) -> list[str]:
+    """What the traces say per cell (the leading cause), then cause by cause for each compared pair."""
+    out = []
+    for c in cells:
+        if not c.spikes:
+            if c.untraced:
+                out.append(f"`{c.environment}` under `{c.load}`: {c.untraced} wake-ups exceeded the trace threshold "
+                           "but none was traced (see the probe's warnings).")
+            continue
+        counts = sorted(c.counts.items(), key=lambda kv: -kv[1])
+        listed = ", ".join(f"{n} {spikes.CAUSE_WORDS[cause]}" for cause, n in counts)
+        more = f"; {c.untraced} more breaches were not traced" if c.untraced else ""
+        out.append(f"`{c.environment}` under `{c.load}`: {len(c.spikes)} traced spikes: {listed}{more}.")
+    pairs = []
+    for comp in comps:
+        key = (comp.axis, comp.context, comp.baseline, comp.candidate)
+        if key in [p[0] for p in pairs]:
+            continue
+        words = (f"`{comp.candidate}` against `{comp.baseline}` under `{comp.context}`" if comp.axis == "environment"
+                 else f"`{comp.candidate}` against `{comp.baseline}` in `{comp.context}`")
+        pairs.append((key, (words, comp.baseline_environment, comp.baseline_load, comp.candidate_environment,
+                            comp.candidate_load)))
+    return out + spikes.comparison_sentences(cells, [p[1] for p in pairs])

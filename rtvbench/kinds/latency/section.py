@@ -18,12 +18,14 @@ from rtvbench.analysis.stats import summarize
 from rtvbench.units import format_time, format_value, suffix_unit
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
+from rtvbench.kinds.latency.attribution import CAUSE_WORDS, CAUSES
+from rtvbench.kinds.latency.spikes import CellSpikes
 from rtvbench.kinds.latency.tails import CellTail, time_text
 from rtvbench.report import plots, suite
 from rtvbench.report.loads import (cell_achieved_text, load_kind_words, measurement_achieved_text,
                                    measurement_busy_text)
 from rtvbench.report.section import Parts, Section, register
-from rtvbench.report.tables import Plot, Row, Table
+from rtvbench.report.tables import Excerpt, Plot, Row, Table
 
 #: the figures of the per-CPU table, in cyclictest's order (C, Min, Avg, Max beside count and missed)
 CPU_TABLE = ("count", "min_us", "avg_us", "p999_us", "max_us", "missed")
@@ -42,7 +44,9 @@ class LatencySection(Section):
         comparisons = ([per_env] if per_env else []) + suite.overhead_tables(ev, bench, kind, figures)
         rankings = [ranking_table(ev, rk, kind) for rk in ev.extras.get(bench, {}).get("rankings", [])]
         figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
-        return Parts(results, comparisons, figures, rankings)
+        traced = ev.extras.get(bench, {}).get("spikes", [])
+        results += spike_tables(traced, ev.data.benchmark_params(bench))
+        return Parts(results, comparisons, figures, rankings, spike_excerpts(traced))
 
     def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
         out = []
@@ -68,6 +72,7 @@ class LatencySection(Section):
             "interference": [_ranking_json(rk) for b in benches for rk in ev.extras.get(b, {}).get("rankings", [])],
             "response_matrix": [_matrix_json(ev, r) for b in benches for r in ev.extras.get(b, {}).get("matrix", [])],
             "tails": {b: [c.to_dict() for c in ev.extras.get(b, {}).get("tails", [])] for b in benches},
+            "spikes": {b: [c.to_dict() for c in ev.extras.get(b, {}).get("spikes", [])] for b in benches},
         }
 
     def distribution_axis(self) -> str:
@@ -329,3 +334,49 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
                       "(peaks over threshold), extrapolated to a probability of 10^-6 per activation, with a "
                       "profile-likelihood interval; an estimate under that model, refused when the fit is "
                       "rejected, the tail is bounded (shape below -0.5) or the samples are too few.")
+
+
+#: trace excerpts shown per cell; the JSON export has every one
+EXCERPTS_PER_CELL = 10
+
+
+def spike_tables(cells: list[CellSpikes], params: dict[str, Any]) -> list[Table]:
+    """The counts by cause per cell, then each cell's traced spikes (per CPU, in time order)."""
+    if not cells:
+        return []
+    causes = [c for c in CAUSES if any(c in cell.counts for cell in cells)]
+    threshold = params.get("trace_threshold_us")
+    limit = params.get("trace_breaches")
+    rows = [Row([f"`{c.environment}`", f"`{c.load}`", str(len(c.spikes)), str(c.untraced)]
+                + [str(c.counts.get(cause, 0)) for cause in causes]) for c in cells]
+    out = [Table(f"Traced spikes by cause: wake-ups later than {threshold:g} us",
+                 ["Environment", "Load", "Traced", "Not traced"] + [CAUSE_WORDS[c] for c in causes], rows,
+                 note=(f"The probe saves the kernel trace of at most {limit} breaches per measurement, and none "
+                       "while it is saving one: those are counted as not traced. The cause is what took most of the "
+                       "longest phase of the late wake-up (timer, scheduling, return to the thread)."),
+                 numeric_from=2)]
+    for c in cells:
+        if not c.spikes:
+            continue
+        ordered = sorted(c.spikes, key=lambda s: (s.cpu, s.repetition or 0, s.offset_s or 0.0))
+        out.append(Table(
+            f"Traced spikes: `{c.environment}` under `{c.load}`",
+            ["Repetition", "CPU", "At (s)", "Latency", "Timer delay", "Scheduling delay", "Cause", "Culprit"],
+            [Row([str(s.repetition), str(s.cpu), f"{s.offset_s:.3f}" if s.offset_s is not None else "-",
+                  format_value(s.latency_ns / 1000, "us"), format_value(s.phases_ns.get("timer", 0) / 1000, "us"),
+                  format_value(s.phases_ns.get("scheduling", 0) / 1000, "us"), s.cause, s.culprit or "-"])
+             for s in ordered],
+            note="Timer delay: from the deadline to the timer firing; scheduling delay: from then to the switch "
+                 "to the measuring thread.", numeric_from=1, numeric_to=6))
+    return out
+
+
+def spike_excerpts(cells: list[CellSpikes]) -> list[Excerpt]:
+    out = []
+    for c in cells:
+        for s in sorted(c.spikes, key=lambda s: -s.latency_ns)[:EXCERPTS_PER_CELL]:
+            at = f" at {s.offset_s:.3f} s" if s.offset_s is not None else ""
+            title = (f"Trace of `{c.environment}` under `{c.load}`, repetition {s.repetition}, CPU {s.cpu}{at}: "
+                     f"{format_value(s.latency_ns / 1000, 'us')}, {s.cause}" + (f" ({s.culprit})" if s.culprit else ""))
+            out.append(Excerpt(title, s.explanation + "\n\n" + "\n".join(s.excerpt)))
+    return out
