@@ -24,6 +24,10 @@ X86_STATUS = 0x43
 ARM64_CODE = b"".join(w.to_bytes(4, "little") for w in (0xD2800100, 0xF2B08000, 0xD4000002, 0x14000000))
 
 _cache: dict[tuple, str | None] = {}
+#: present when the host's KVM is the PVM flavour: it runs guest kernels built for PVM only, and an
+#: ordinary kernel passes the firmware check (real mode) and then stops at its first 64-bit steps
+#: with an internal error, QEMU paused instead of exiting
+PVM_MODULE = Path("/sys/module/kvm_pvm")
 
 
 def _firmware(arch: str) -> bytes:
@@ -42,6 +46,8 @@ def kvm_problem(qemu: str, arch: str, machine: list[str]) -> str | None:
         return _cache[key]
     if not os.path.exists("/dev/kvm"):
         result: str | None = "there is no /dev/kvm"
+    elif PVM_MODULE.exists():
+        result = "the host's KVM is the PVM flavour (kvm_pvm), which runs only guest kernels built for it"
     elif not os.access("/dev/kvm", os.R_OK | os.W_OK):
         result = "/dev/kvm is not readable and writable by this user (add it to the kvm group)"
     else:
