@@ -43,12 +43,15 @@
 
 /* The event set: what can hold a CPU between a timer's deadline and the
  * woken thread running. Groups whose members differ between architectures
- * (ipi, irq_vectors) are enabled whole. */
+ * (ipi, irq_vectors) are enabled whole, less the local timer interrupt's
+ * own entry and exit: they fire on every wake-up, before the thread reads
+ * the clock, and the hrtimer events inside them already mark that interrupt
+ * (each event on that path adds to every latency measured). */
 static const char *const wanted_events[] = {
     "sched:sched_switch", "sched:sched_wakeup",
     "irq:irq_handler_entry", "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
     "timer:hrtimer_expire_entry", "timer:hrtimer_expire_exit",
-    "ipi:*", "irq_vectors:*",
+    "ipi:*", "irq_vectors:*", "!irq_vectors:local_timer_entry", "!irq_vectors:local_timer_exit",
 };
 
 enum { OFF, ARMED, SAVING, SPENT };
@@ -70,6 +73,7 @@ static struct {
     unsigned saved;
     atomic_int state;
     atomic_int pending;        /* a breach stopped the buffer; main thread saves it */
+    _Atomic uint64_t armed_ns; /* when the buffer last started recording */
     struct breach b;           /* written before `pending` is released */
     /* Steal time per traced CPU at the last poll: the hypervisor's share
      * around a breach is the rise from the poll before it to the save. */
@@ -242,6 +246,7 @@ int trace_setup(const struct trace_options *o, const int *cpus, int ncpus, char 
         T.steal_at_ns = mono_ns();
     if (write(T.on_fd, "1", 1) != 1)
         return fail(why, why_len, "starting the trace buffer", errno);
+    atomic_store(&T.armed_ns, mono_ns());
     atomic_store(&T.state, ARMED);
     return 0;
 }
@@ -294,6 +299,11 @@ void trace_mark(uint64_t cycle, uint64_t latency_ns)
 
 int trace_breach(int cpu, pid_t tid, uint64_t cycle, uint64_t deadline_ns, uint64_t wake_ns, uint64_t origin_ns)
 {
+    /* The saved trace must reach back `history` before the deadline: a
+     * breach sooner after the buffer (re)started would come with too little
+     * of what led to it to be explained. */
+    if (deadline_ns < atomic_load_explicit(&T.armed_ns, memory_order_relaxed) + T.opt.history_ns)
+        return 0;
     int armed = ARMED;
     if (!atomic_compare_exchange_strong(&T.state, &armed, SAVING))
         return 0;
@@ -609,6 +619,7 @@ void trace_poll(void)
         }
         write_text(T.dir, "trace", "", O_TRUNC);           /* empty the buffer for the next breach */
         (void)!write(T.on_fd, "1", 1);
+        atomic_store(&T.armed_ns, mono_ns());
         atomic_store(&T.state, ARMED);
     }
     if (read_steal(T.steal_ticks) == 0)

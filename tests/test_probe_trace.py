@@ -200,7 +200,8 @@ def _wake(t_us: float, flags: str = "dNh4.", task: str = "<idle>", pid: int = 0)
             _line(task, pid, t_us - 499, "local_timer_exit", "vector=236", "d.h1."),
             _line(task, pid, t_us, "hrtimer_expire_entry",
                   f"hrtimer=00000000abcdef01 function=hrtimer_wakeup now={int(t_us * 1000)}", "d.h1."),
-            _line(task, pid, t_us + 0.5, "sched_wakeup", "comm=rtvb-probe pid=500 prio=19 target_cpu=001", flags)]
+            _line(task, pid, t_us + 0.5, "sched_wakeup", "comm=rtvb-probe pid=500 prio=19 target_cpu=001", flags),
+            _line(task, pid, t_us + 0.6, "hrtimer_expire_exit", "hrtimer=00000000abcdef01", "dNh1.")]
 
 
 def _switch_in(t_us: float, prev: str, prev_pid: int, prev_prio: int) -> list[str]:
@@ -239,6 +240,11 @@ def test_attribution_of_a_lower_priority_task_holding_the_cpu_and_of_one_of_high
     lines = _wake(1000.0, task="kworker/1:1", pid=41) + _switch_in(1400, "kworker/1:1", 41, 120)
     low = attribute(_record(lines, 999, 1403))
     assert low.cause == "preempt-off" and low.culprit == "kworker/1:1 (pid 41, SCHED_OTHER nice 0)"
+    # A lost exit event does not leave the timer interrupt running: the next event from task context
+    # (the flags' third column '.') ends it.
+    no_exit = [x for x in lines if "hrtimer_expire_exit" not in x]
+    no_exit.insert(-2, _line("kworker/1:1", 41, 1002, "sched_waking", "comm=kworker pid=9 prio=120", "d..3."))
+    assert attribute(_record(no_exit, 999, 1403)).cause == "preempt-off"
     lines = _wake(1000.0, task="irq/9-acpi", pid=60) + _switch_in(1400, "irq/9-acpi", 60, 9)
     high = attribute(_record(lines, 999, 1403, tasks=[{"pid": 60, "comm": "irq/9-acpi", "policy": "fifo",
                                                        "rt_priority": 90, "nice": 0}]))

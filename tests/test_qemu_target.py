@@ -23,6 +23,7 @@ import pytest
 from host_helpers import cli_env, run_cli
 from rtvbench.campaign import CampaignError, parse_campaign
 from rtvbench.errors import InputError, RtvbenchError, TargetError, TargetLost
+from rtvbench.kinds.latency.attribution import attribute
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.qemu.channel import AgentChannel
@@ -623,3 +624,38 @@ window_s = 0.5
     assert sorted(m.attempt for m in run.measurements) == [1, 2]
     assert all(m.status == "ok" and m.result() is not None for m in run.measurements)
     assert not processes_with(marker)           # the fresh guest was powered off at the end
+
+
+def test_guest_trace_capture_explains_its_breaches(guest):
+    """Debian's guest kernels have tracefs: the probe mounts it, traces in its own instance and saves
+    the breaches of an emulated CPU, each explained (an emulated guest's wake-ups are late by far more
+    than 300 us, so breaches come)."""
+    recs, done = _records(guest, ["/init", "latency", "--duration-s", "1", "--interval-us", "1000",
+                                  "--trace-threshold-us", "300", "--trace-breaches", "2"])
+    assert done.returncode == 0, done.stderr
+    assert recs[0]["privileges"]["trace"] is True, [r for r in recs if r["type"] == "warning"]
+    assert "sched:sched_switch" in recs[0]["privileges"]["trace_events"]
+    traces = [r for r in recs if r["type"] == "trace"]
+    res = next(r for r in recs if r["type"] == "result" and r["cpu"] == "all")
+    assert 1 <= len(traces) == res["breaches_traced"] <= 2
+    for rec in traces:
+        spike = attribute(rec)
+        assert spike is not None and spike.latency_ns > 300_000
+        assert any("rtvb-probe breach" in line for line in rec["cpus"][0]["lines"])
+        assert spike.cause != "unknown", spike.explanation
+        assert spike.excerpt and spike.explanation.startswith("The wake-up was")
+
+
+def test_a_pvm_host_kvm_is_not_used_for_ordinary_kernels(tmp_path, monkeypatch):
+    """PVM (a paravirtual KVM) passes the real-mode firmware check but stops an ordinary kernel at
+    its first 64-bit steps with QEMU paused: the module's presence alone decides."""
+    from rtvbench.targets.qemu import kvm
+    monkeypatch.setattr(kvm, "PVM_MODULE", tmp_path)          # exists: this "host" runs PVM
+    monkeypatch.setattr(kvm, "_cache", {})
+    monkeypatch.setattr(kvm.os.path, "exists", lambda p: True)
+    assert "PVM" in kvm.kvm_problem("qemu-system-x86_64", "x86_64", ["-M", "q35"])
+    monkeypatch.setattr(kvm, "PVM_MODULE", tmp_path / "absent")
+    monkeypatch.setattr(kvm, "_cache", {})
+    monkeypatch.setattr(kvm, "_try", lambda *a: None)
+    monkeypatch.setattr(kvm.os, "access", lambda *a: True)
+    assert kvm.kvm_problem("qemu-system-x86_64", "x86_64", ["-M", "q35"]) is None

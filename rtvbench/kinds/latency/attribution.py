@@ -262,6 +262,8 @@ class Timeline:
         evs = self.events
         for i, e in enumerate(evs):
             current = self._running(e, current)
+            if len(e.flags) > 2 and e.flags[2] == ".":
+                stack.clear()        # the event came from task context: no handler is running (a lost exit)
             self._enter_exit(e, stack)
             nxt = evs[i + 1].t_ns if i + 1 < len(evs) else end
             lo, hi = max(e.t_ns, start), min(nxt, end)
@@ -292,16 +294,27 @@ class Timeline:
     @staticmethod
     def _enter_exit(e: Event, stack: list[tuple[str, str]]) -> None:
         name = e.event
+        # The probe leaves the local timer interrupt's own events out (they fire on every wake-up);
+        # an hrtimer expiring in hard interrupt context ('h' or 'H' in the flags' third column)
+        # marks that interrupt instead.
+        hardirq = len(e.flags) > 2 and e.flags[2] in "hH"
+        if name == "hrtimer_expire_entry":
+            if hardirq:
+                stack.append(("irq", "timer interrupt"))
+            return
+        if name == "hrtimer_expire_exit":
+            if hardirq and stack and stack[-1] == ("irq", "timer interrupt"):
+                stack.pop()
+            return
         if name == "softirq_entry":
             m = re.search(r"action=(\w+)", e.body)
             stack.append(("softirq", m.group(1) if m else f"vector {e.field('vec')}"))
         elif name == "irq_handler_entry":
             stack.append(("irq", f"IRQ {e.field('irq')} ({e.field('name')})"))
-        elif name.endswith("_entry") and name not in ("hrtimer_expire_entry", "softirq_entry"):
+        elif name.endswith("_entry"):
             vector = name[: -len("_entry")].replace("_", " ")
             stack.append(("irq", vector))
-        elif name in ("softirq_exit", "irq_handler_exit") or (
-                name.endswith("_exit") and name != "hrtimer_expire_exit"):
+        elif name.endswith("_exit"):
             if stack:
                 stack.pop()
 
