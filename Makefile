@@ -85,4 +85,5 @@ $(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/
 bench: $(BUILD)/bench-hist-record probe
 	$(BUILD)/bench-hist-record
 	$(PY) bench/latency_cpu_cost.py
+	$(PY) bench/trace_cost.py
 	@for b in $(BUILD)/rtvb-probe $(wildcard $(BUILD)/*/rtvb-probe); do printf '%-40s %8d bytes\n' $$b $$(stat -c %s $$b); done
