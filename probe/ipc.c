@@ -297,11 +297,7 @@ static void print_meta(int argc, char **argv, const struct ipc_opts *o)
     if (o->corrupt_request >= 0)
         jw_int(&w, "x_corrupt_request", o->corrupt_request);
     jw_end(&w);
-    jw_obj(&w, "privileges");
-    jw_int(&w, "euid", (int64_t)geteuid());
-    jw_end(&w);
-    jw_emit(&w);
-    jw_free(&w);
+    meta_finish_euid(&w);
 }
 
 int cmd_ipc(int argc, char **argv)

@@ -458,11 +458,7 @@ static void print_meta(int argc, char **argv, const struct os_opts *o, const str
     jw_double(&w, "target_rel_error", o->timing.target_rel_error);
     jw_end(&w);
     jw_end(&w);
-    jw_obj(&w, "privileges");
-    jw_int(&w, "euid", (int64_t)geteuid());
-    jw_end(&w);
-    jw_emit(&w);
-    jw_free(&w);
+    meta_finish_euid(&w);
 }
 
 /* The tests remove what they make; this also removes what an interrupted

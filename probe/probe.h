@@ -36,6 +36,7 @@ int cmd_mem_alloc(int argc, char **argv);
 int cmd_os(int argc, char **argv);
 int cmd_ipc(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_kernel_tracer(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 
@@ -89,6 +90,12 @@ static inline uint64_t mono_ns(void)
 /* Start a "meta" record with the fields every subcommand shares; the caller
  * adds its parameters and privileges, then jw_emit()s. */
 void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv);
+/* Close a meta record whose only privilege is the effective uid, and emit it. */
+void meta_finish_euid(struct jw *w);
+/* CPU time of helpers that work for the subcommand outside its process (the
+ * kernel tracers' threads), added to the end record's cpu_time_ns so that the
+ * host counts it as the measurement's own, not as foreign load. */
+extern uint64_t end_extra_cpu_ns;
 /* Emit the final "end" record. status: "ok", "interrupted" or "error". */
 void emit_end(const char *status, uint64_t elapsed_ns, const char *error);
 

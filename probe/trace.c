@@ -33,7 +33,7 @@
 #include "jsonw.h"
 #include "probe.h"
 
-#define INSTANCE_PREFIX "rtvb-probe-"
+#define INSTANCE_PREFIX TRACEFS_INSTANCE_PREFIX
 #define BUFFER_KB "1024"
 #define MAX_TRACE_CPUS 1024
 #define MAX_EVENTS 16
@@ -83,7 +83,7 @@ static struct {
 
 static int read_steal(uint64_t *out);
 
-static int write_text(const char *dir, const char *name, const char *text, int flags)
+int tracefs_write(const char *dir, const char *name, const char *text, int flags)
 {
     char path[640];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -104,7 +104,7 @@ static int is_dir(const char *path)
 
 /* The tracefs mount with instances, mounting it at its usual place when it
  * is not mounted (as tracing tools do); NULL with the reason in why. */
-static const char *tracefs_root(char *why, size_t why_len)
+const char *tracefs_root(char *why, size_t why_len)
 {
     static const char *const roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
     char path[128];
@@ -132,7 +132,7 @@ static const char *tracefs_root(char *why, size_t why_len)
 
 /* Instances of probes that no longer run: a probe killed with SIGKILL cannot
  * remove its own. */
-static void remove_stale_instances(const char *root)
+void tracefs_remove_stale(const char *root)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/instances", root);
@@ -190,7 +190,7 @@ static void remove_instance(void)
         close(T.marker_fd);
     T.on_fd = T.marker_fd = -1;
     if (T.dir[0]) {
-        write_text(T.dir, "set_event", "", O_TRUNC);
+        tracefs_write(T.dir, "set_event", "", O_TRUNC);
         rmdir(T.dir);
         T.dir[0] = 0;
     }
@@ -209,7 +209,7 @@ int trace_setup(const struct trace_options *o, const int *cpus, int ncpus, char 
     const char *root = tracefs_root(why, why_len);
     if (!root)
         return -1;
-    remove_stale_instances(root);
+    tracefs_remove_stale(root);
     snprintf(T.dir, sizeof T.dir, "%s/instances/%s%d", root, INSTANCE_PREFIX, (int)getpid());
     if (mkdir(T.dir, 0700) != 0) {
         int e = errno;
@@ -219,17 +219,17 @@ int trace_setup(const struct trace_options *o, const int *cpus, int ncpus, char 
         return -1;
     }
     int err;
-    if ((err = write_text(T.dir, "trace_clock", "mono", 0)))
+    if ((err = tracefs_write(T.dir, "trace_clock", "mono", 0)))
         return fail(why, why_len, "selecting the tracing clock \"mono\"", err);
-    if ((err = write_text(T.dir, "buffer_size_kb", BUFFER_KB, 0)))
+    if ((err = tracefs_write(T.dir, "buffer_size_kb", BUFFER_KB, 0)))
         return fail(why, why_len, "sizing the trace buffer", err);
     char mask[MAX_TRACE_CPUS / 4 + MAX_TRACE_CPUS / 32 + 2];
     cpumask_text(cpus, ncpus, mask, sizeof mask);
-    if ((err = write_text(T.dir, "tracing_cpumask", mask, 0)))
+    if ((err = tracefs_write(T.dir, "tracing_cpumask", mask, 0)))
         return fail(why, why_len, "limiting tracing to the measured CPUs", err);
     /* One event per write: a kernel without one of them refuses only it. */
     for (size_t i = 0; i < sizeof wanted_events / sizeof *wanted_events && T.nevents < MAX_EVENTS; i++)
-        if (write_text(T.dir, "set_event", wanted_events[i], O_APPEND) == 0)
+        if (tracefs_write(T.dir, "set_event", wanted_events[i], O_APPEND) == 0)
             T.events[T.nevents++] = wanted_events[i];
     if (T.nevents == 0)
         return fail(why, why_len, "enabling the scheduler, interrupt and timer events", EINVAL);
@@ -470,6 +470,39 @@ static struct span *select_lines(char *text, size_t len, uint64_t from_ns, size_
     return all;
 }
 
+int proc_stat(int pid, char *comm, size_t comm_len, long long *f)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = 0;
+    /* comm is in parentheses and may hold anything: fields resume after the last ')'. */
+    char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+    if (!open_p || !close_p || close_p < open_p)
+        return -1;
+    *close_p = 0;
+    snprintf(comm, comm_len, "%s", open_p + 1);
+    memset(f, 0, PROC_STAT_FIELDS * sizeof *f);
+    int n = 3;                      /* field 3, the state letter, stays 0 */
+    char *s = close_p + 2;
+    while (*s && *s != ' ')
+        s++;
+    while (*s && n + 1 < PROC_STAT_FIELDS) {
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            break;
+        f[++n] = strtoll(s, &s, 10);
+    }
+    return n >= 41 ? 0 : -1;
+}
+
 /* The policy and priority of the threads named in the saved lines, while
  * they still exist: the trace itself gives only the kernel's priority. */
 static void write_tasks(struct jw *w, struct span *lines, size_t n)
@@ -491,46 +524,18 @@ static void write_tasks(struct jw *w, struct span *lines, size_t n)
     }
     jw_arr(w, "tasks");
     for (int i = 0; i < npids; i++) {
-        char path[64], buf[1024];
-        snprintf(path, sizeof path, "/proc/%d/stat", pids[i]);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t r = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (r <= 0)
-            continue;
-        buf[r] = 0;
-        /* comm is in parentheses and may hold anything: fields resume after the last ')'. */
-        char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
-        if (!open_p || !close_p || close_p < open_p)
-            continue;
-        *close_p = 0;
-        long long f[64];
-        int nf = 0;
-        char *s = close_p + 2;
-        while (nf < 64 && *s) {
-            while (*s == ' ')
-                s++;
-            if (nf == 0) {          /* state, a letter */
-                f[nf++] = 0;
-                while (*s && *s != ' ')
-                    s++;
-                continue;
-            }
-            f[nf++] = strtoll(s, &s, 10);
-        }
-        /* Fields 3.. are f[0..]: field 40 is rt_priority, 41 policy, 19 nice. */
-        if (nf < 39)
+        char comm[64];
+        long long f[PROC_STAT_FIELDS];
+        if (proc_stat(pids[i], comm, sizeof comm, f) < 0)
             continue;
         jw_obj(w, NULL);
         jw_int(w, "pid", pids[i]);
-        jw_str(w, "comm", open_p + 1);
+        jw_str(w, "comm", comm);
         static const char *const policies[] = {"other", "fifo", "rr", "batch", "iso", "idle", "deadline"};
-        long long pol = f[38];
+        long long pol = f[41];
         jw_str(w, "policy", pol >= 0 && pol < 7 ? policies[pol] : "unknown");
-        jw_int(w, "rt_priority", f[37]);
-        jw_int(w, "nice", f[16]);
+        jw_int(w, "rt_priority", f[40]);
+        jw_int(w, "nice", f[19]);
         jw_end(w);
     }
     jw_end(w);
@@ -614,10 +619,10 @@ void trace_poll(void)
         atomic_store(&T.pending, 0);
         if (T.saved >= T.opt.max_breaches) {
             atomic_store(&T.state, SPENT);
-            write_text(T.dir, "set_event", "", O_TRUNC);   /* nothing more to record: no event cost */
+            tracefs_write(T.dir, "set_event", "", O_TRUNC);   /* nothing more to record: no event cost */
             return;
         }
-        write_text(T.dir, "trace", "", O_TRUNC);           /* empty the buffer for the next breach */
+        tracefs_write(T.dir, "trace", "", O_TRUNC);           /* empty the buffer for the next breach */
         (void)!write(T.on_fd, "1", 1);
         atomic_store(&T.armed_ns, mono_ns());
         atomic_store(&T.state, ARMED);

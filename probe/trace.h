@@ -14,6 +14,7 @@
 #ifndef RTVB_TRACE_H
 #define RTVB_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,5 +51,20 @@ void trace_poll(void);
 void trace_finish(void);
 /* Traces saved so far. */
 unsigned trace_saved(void);
+
+/* tracefs helpers, shared with the kernel-tracer subcommand. */
+#define TRACEFS_INSTANCE_PREFIX "rtvb-probe-"
+/* The tracefs mount with instances (mounted at /sys/kernel/tracing when it is
+ * not); NULL with one sentence in `why`. */
+const char *tracefs_root(char *why, size_t why_len);
+/* Remove the instances of rtvb-probe processes that no longer run. */
+void tracefs_remove_stale(const char *root);
+/* /proc/PID/stat: comm, and the numeric fields at their 1-based numbers of
+ * proc(5) in f[0..PROC_STAT_FIELDS) (f[14] utime, f[15] stime, f[19] nice,
+ * f[40] rt_priority, f[41] policy). 0, or -1 when it cannot be read. */
+#define PROC_STAT_FIELDS 64
+int proc_stat(int pid, char *comm, size_t comm_len, long long *f);
+/* Write `text` to dir/name (open flags added: O_APPEND, O_TRUNC); 0 or errno. */
+int tracefs_write(const char *dir, const char *name, const char *text, int flags);
 
 #endif

@@ -263,13 +263,24 @@ static uint64_t own_cpu_ns(void)
     return total;
 }
 
+void meta_finish_euid(struct jw *w)
+{
+    jw_obj(w, "privileges");
+    jw_int(w, "euid", (int64_t)geteuid());
+    jw_end(w);
+    jw_emit(w);
+    jw_free(w);
+}
+
+uint64_t end_extra_cpu_ns;
+
 void emit_end(const char *status, uint64_t elapsed_ns, const char *error)
 {
     struct jw w = {0};
     jw_record(&w, "end");
     jw_str(&w, "status", status);
     jw_uint(&w, "elapsed_ns", elapsed_ns);
-    jw_uint(&w, "cpu_time_ns", own_cpu_ns());
+    jw_uint(&w, "cpu_time_ns", own_cpu_ns() + end_extra_cpu_ns);
     if (error)
         jw_str(&w, "error", error);
     jw_emit(&w);

@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign import default_campaign_path, load_campaign
 from rtvbench.cli import main
 from rtvbench.plan import plan
@@ -85,7 +86,7 @@ CASES = [
      '"cpu", "fork", "idle", "io", "leak", "mem", "net", "timer")'),
     ("unknown benchmark kind", ('kind = "latency"', 'kind = "oss"'),
      'campaign.toml:13: benchmarks.wakeup.kind: unknown benchmark kind "oss" '
-     '(supported: "ipc", "latency", "mem-alloc", "mem-bw", "mem-lat", "os", "work")'),
+     f'(supported: {", ".join(chr(34) + n + chr(34) for n in BENCHMARKS.names())})'),
     ("missing program of a command load", ('command = "stress-ng', 'command = "stress-ngx'),
      'campaign.toml:10: loads.stress.command: program "stress-ngx" is not found on PATH: '
      "install it or fix the command"),

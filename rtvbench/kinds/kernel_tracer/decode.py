@@ -1,0 +1,188 @@
+"""The `kernel-tracer` kind: the kernel tracers' summaries as figures, merged and per CPU.
+
+timerlat (the timer's interrupt and the woken kernel thread, each activation):
+  `irq_<stat>_us`, `thread_<stat>_us` (`_ns`, `_ms` too) for min, avg, p50, p90, p99, p999, max:
+  how late the timer interrupt ran, and how late the thread it woke ran; `count` activations.
+  The thread latency includes the IRQ latency: their difference is the scheduling part.
+osnoise (the tracer's thread, each period):
+  `noise_percent` the share of the run lost, `noise_per_s_us` the same per second, `max_single_noise_us`
+  the longest single interruption, `hw_events`, `nmi_events`, `irq_events`, `softirq_events`,
+  `thread_events` what interrupted it (hardware noise is time lost with nothing in the kernel to
+  show for it: SMIs, or the hypervisor); `count` periods.
+The distributions are the IRQ and the thread latency (timerlat).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtvbench.analysis.histogram import result_histogram
+from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
+from rtvbench.analysis.quantities import differences
+from rtvbench.analysis.stats import summarize
+from rtvbench.results import Measurement
+from rtvbench.units import exact_duration
+
+STATS = {"min": None, "avg": None, "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "max": None}
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
+CONTEXTS = ("irq", "thread")
+EVENTS = ("hw_events", "nmi_events", "irq_events", "softirq_events", "thread_events")
+DISTRIBUTIONS = {"irq": "IRQ latency", "thread": "thread latency"}
+
+
+class KernelTracerKind(Kind):
+    name = "kernel-tracer"
+    per_cpu = True
+    table_figures = ("count", "irq_avg_us", "irq_p99_us", "irq_max_us", "thread_avg_us", "thread_p99_us",
+                     "thread_max_us", "noise_percent", "max_single_noise_us", *EVENTS)
+    comparison_figures = ("irq_avg_us", "irq_p99_us", "irq_max_us", "thread_avg_us", "thread_p99_us",
+                          "thread_max_us", "noise_percent", "max_single_noise_us")
+
+    def is_figure(self, figure: str) -> bool:
+        if figure in ("count", "noise_percent", *EVENTS):
+            return True
+        stem, _, unit = figure.rpartition("_")
+        if stem in ("noise_per_s", "max_single_noise"):
+            return unit in TIME_UNITS
+        context, _, stat = stem.partition("_")
+        return context in CONTEXTS and stat in STATS and unit in TIME_UNITS
+
+    def decode(self, m: Measurement) -> Result:
+        out = Result()
+        for r in m.results:
+            cpu = r.get("cpu")
+            if cpu == "all":
+                out.figures.update(_figures(r))
+                out.samples = _count(r)
+                for context, name in DISTRIBUTIONS.items():
+                    hist = result_histogram(r.get(context)) if isinstance(r.get(context), dict) else None
+                    if hist is not None and hist.total:
+                        out.distributions[name] = hist
+            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
+                out.figures.update({cpu_figure(cpu, k): v for k, v in _figures(r).items()})
+                if _count(r) is not None:
+                    out.cpu_samples[cpu] = _count(r)
+                thread = r.get("thread")
+                hist = result_histogram(thread) if isinstance(thread, dict) else None
+                if hist is not None and hist.total:
+                    out.cpu_distributions[cpu] = hist
+        return out
+
+    def figures(self, m: Measurement) -> dict[str, float]:
+        r = m.result("all")
+        return _figures(r) if r is not None else {}
+
+    def row_figures(self, present: list[str]) -> list[str]:
+        return [f for f in self.table_figures if f in present]
+
+    def compared_figures(self, present: list[str]) -> list[str]:
+        return [f for f in self.comparison_figures if f in present]
+
+    def stable_figures(self, present: list[str]) -> list[str]:
+        return [f for f in ("irq_avg_us", "thread_avg_us", "noise_percent") if f in present]
+
+    def samples_needed(self, figure: str) -> int:
+        stem = figure.rpartition("_")[0].partition("_")[2]
+        pct = STATS.get(stem)
+        return round(1 / (1 - pct / 100)) if pct else 1
+
+    def is_extreme(self, figure: str) -> bool:
+        return "_max_" in figure or figure.startswith("max_single_noise")
+
+    def sample_count(self, m: Measurement) -> int | None:
+        return _count(m.result("all"))
+
+    def unit(self, figure: str) -> str:
+        if figure == "noise_percent":
+            return "%"
+        if figure.startswith("noise_per_s_"):
+            return figure.rpartition("_")[2] + "/s"
+        return super().unit(figure)
+
+    def label(self, figure: str) -> str:
+        fixed = {"count": "samples", "noise_percent": "noise share", "hw_events": "hardware noise events",
+                 "nmi_events": "NMIs", "irq_events": "interrupts", "softirq_events": "softirqs",
+                 "thread_events": "thread preemptions"}
+        if figure in fixed:
+            return fixed[figure]
+        stem = figure.rpartition("_")[0]
+        if stem == "noise_per_s":
+            return "noise per second"
+        if stem == "max_single_noise":
+            return "longest single noise"
+        context, _, stat = stem.partition("_")
+        return f"{'IRQ' if context == 'irq' else 'thread'} latency {stat}"
+
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        p = params or {}
+        tracer = p.get("tracer") or benchmark.get("tracer") or "timerlat"
+        duration = p.get("duration_ns") or (benchmark.get("duration_s") or 10) * 1e9
+        if tracer == "timerlat":
+            period = p.get("period_us") or benchmark.get("period_us") or 1000
+            return ("The kernel's timerlat tracer: on each CPU a kernel thread is woken by a timer every "
+                    f"{exact_duration(period * 1000)}, and the kernel records how late the timer's interrupt ran "
+                    "(IRQ latency) and how late the woken thread ran (thread latency, which includes the IRQ "
+                    f"latency), for {exact_duration(duration)}. Measured inside the kernel, it separates what "
+                    "delays the interrupt (interrupts disabled, the hypervisor) from what delays the scheduling.")
+        return ("The kernel's osnoise tracer: on each CPU a kernel thread runs with preemption enabled and "
+                "accounts every interruption by its source (hardware, NMI, interrupt, softirq, thread), for "
+                f"{exact_duration(duration)}; hardware noise is time lost with nothing in the kernel to show "
+                "for it (firmware, or a hypervisor taking the CPU).")
+
+    def considerations(self, data, bench: str, comps: list,
+                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+        out = []
+        for env, load in data.cells(bench):
+            parts = []
+            for figure in ("irq_max_us", "thread_max_us", "noise_percent", "max_single_noise_us", "hw_events"):
+                s = summarize(data.values(env, load, bench, figure))
+                if s.n:
+                    parts.append(f"{self.label(figure)} {self.format(s.median, figure)}")
+            if parts:
+                out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): "
+                                              + "; ".join(parts) + "."))
+        return out + differences(self, comps)
+
+
+def _count(r: dict[str, Any] | None) -> int | None:
+    if r is None:
+        return None
+    n = r.get("count")
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _figures(r: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if _count(r) is not None:
+        out["count"] = _count(r)
+    for context in CONTEXTS:
+        sub = r.get(context)
+        if not isinstance(sub, dict) or not sub.get("count"):
+            continue
+        for stat in STATS:
+            ns = _number(sub.get(f"{stat}_ns"))
+            if ns is None:
+                continue
+            for unit, scale in TIME_UNITS.items():
+                out[f"{context}_{stat}_{unit}"] = ns / scale
+    runtime, noise = _number(r.get("runtime_ns")), _number(r.get("noise_ns"))
+    if runtime:
+        out["noise_percent"] = 100.0 * (noise or 0.0) / runtime
+        for unit, scale in TIME_UNITS.items():
+            out[f"noise_per_s_{unit}"] = (noise or 0.0) / runtime * 1e9 / scale
+    single = _number(r.get("max_single_noise_ns"))
+    if single is not None and runtime:
+        for unit, scale in TIME_UNITS.items():
+            out[f"max_single_noise_{unit}"] = single / scale
+    for name in EVENTS:
+        v = _number(r.get(name))
+        if v is not None and runtime:
+            out[name] = v
+    return out
+
+
+register(KernelTracerKind())

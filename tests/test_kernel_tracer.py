@@ -1,0 +1,132 @@
+"""The kernel's timerlat and osnoise tracers (`rtvb-probe kernel-tracer`, kind `kernel-tracer`).
+
+This machine's kernel has neither tracer: the probe must say so in one sentence and exit 3. Debian's
+PREEMPT_RT kernel has both, so a campaign boots it in a qemu guest and runs each tracer there; the
+summaries are checked against what the tracers guarantee: timerlat's thread latency includes its IRQ
+latency for every activation (so every percentile of the thread latency is at least the IRQ's),
+one activation per period per CPU; osnoise accounts whole periods of runtime, and the available share
+is exactly 1 - noise / runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from host_helpers import REPO, cli_env, run_cli
+from probe_records import of_type, records
+from rtvbench.store import load_run, open_store
+
+RT_KERNEL = REPO / "kernels" / "x86_64-rt" / "vmlinuz"
+
+
+def _host_has(tracer: str) -> bool:
+    try:
+        return tracer in Path("/sys/kernel/tracing/available_tracers").read_text().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(_host_has("timerlat"), reason="this kernel has timerlat")
+def test_a_kernel_without_the_tracer_is_one_sentence_and_exit_3(probe):
+    proc = subprocess.run([str(probe), "kernel-tracer", "--tracer", "timerlat", "--duration-s", "1"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "has no timerlat tracer" in proc.stderr, proc.stderr
+    recs = records(proc.stdout)
+    assert recs[0]["type"] == "meta" and recs[-1]["type"] == "end" and recs[-1]["status"] == "error"
+    assert "CONFIG_TIMERLAT_TRACER" in recs[-1]["error"] and not of_type(recs, "result")
+
+
+def test_options_are_checked(probe):
+    for args, fragment in ((["--tracer", "hwlat", "--duration-s", "1"], "--tracer"),
+                           (["--tracer", "osnoise"], "needs --duration-s"),
+                           (["--duration-s", "1", "--period-us", "50"], "--period-us")):
+        proc = subprocess.run([str(probe), "kernel-tracer", *args], capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 2 and fragment in proc.stderr and proc.stdout == "", proc.stderr
+
+
+CAMPAIGN = f"""
+name = "kernel-tracers"
+repetitions = 1
+
+[environments.rt_guest]
+target = "qemu"
+arch = "x86_64"
+kernel = "{RT_KERNEL}"
+cpus = 2
+
+[benchmarks.timerlat]
+kind = "kernel-tracer"
+tracer = "timerlat"
+duration_s = 2
+period_us = 1000
+
+[benchmarks.osnoise]
+kind = "kernel-tracer"
+tracer = "osnoise"
+duration_s = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def rt_run(probe, tmp_path_factory):
+    if not RT_KERNEL.is_file():
+        pytest.skip("no PREEMPT_RT kernel in kernels/ (make kernels)")
+    tmp = tmp_path_factory.mktemp("ktracer")
+    (tmp / "c.toml").write_text(CAMPAIGN)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env(probe), timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("report", "--format", "json", "-o", "r.json", "--store", "sqlite:///s.db", cwd=tmp,
+                env=cli_env(probe))
+    assert r.returncode == 0, r.stderr
+    store = open_store(f"sqlite:///{tmp}/s.db")
+    run = load_run(store, 1)
+    return run, json.loads((tmp / "r.json").read_text())
+
+
+def _results(run, bench: str) -> dict:
+    (m,) = [m for m in run.measurements if m.benchmark == bench]
+    assert m.status == "ok", m.error
+    return {r["cpu"]: r for r in m.results}
+
+
+def test_timerlat_thread_latency_contains_the_irq_latency(rt_run):
+    run, _ = rt_run
+    results = _results(run, "timerlat")
+    assert set(results) == {0, 1, "all"}
+    for cpu in (0, 1):
+        r = results[cpu]
+        irq, thread = r["irq"], r["thread"]
+        # At most one activation per period per CPU (an emulated guest loses many to its own slowness).
+        assert 100 <= irq["count"] <= 2000 * 1.01, irq["count"]
+        assert abs(thread["count"] - irq["count"]) <= 2
+        for stat in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"):
+            assert thread[stat] >= irq[stat] * 0.99, (cpu, stat, irq[stat], thread[stat])
+    assert results["all"]["irq"]["count"] == results[0]["irq"]["count"] + results[1]["irq"]["count"]
+
+
+def test_osnoise_accounts_whole_periods(rt_run):
+    run, _ = rt_run
+    results = _results(run, "osnoise")
+    for cpu in (0, 1):
+        r = results[cpu]
+        assert r["count"] >= 2 and r["runtime_ns"] == pytest.approx(r["count"] * 1e9, rel=0.02)
+        assert 0 <= r["noise_ns"] <= r["runtime_ns"] and r["max_single_noise_ns"] <= r["noise_ns"]
+        assert r["available_percent"] == pytest.approx(100 * (1 - r["noise_ns"] / r["runtime_ns"]), abs=1e-6)
+        assert r["irq_events"] > 0           # the tick at least
+
+
+def test_the_figures_reach_the_report_and_the_tracer_threads_are_the_measurements_own(rt_run):
+    run, doc = rt_run
+    summarized = {(s["benchmark"], s["figure"]) for s in doc["summaries"]}
+    for figure in ("timerlat.irq_p99_us", "timerlat.thread_max_us", "timerlat.cpu1.thread_p99_us",
+                   "osnoise.noise_percent", "osnoise.max_single_noise_us", "osnoise.cpu0.hw_events"):
+        assert tuple(figure.split(".", 1)) in summarized, figure
+    # The osnoise threads keep every CPU busy for the whole run, timerlat's wake every period: that is
+    # the measurement, not foreign load (before the probe counted them, timerlat's came to 17 %).
+    for m in doc["measurements"]:
+        assert m["conditions"]["judged"] and m["conditions"]["ok"], m["conditions"]
