@@ -69,6 +69,13 @@ period_us = 1000
 kind = "kernel-tracer"
 tracer = "osnoise"
 duration_s = 3
+
+[benchmarks.wakeup]       # trace capture on the PREEMPT_RT kernel too
+kind = "latency"
+interval_us = 1000
+duration_s = 1
+trace_threshold_us = 300
+trace_breaches = 3
 """
 
 
@@ -129,4 +136,28 @@ def test_the_figures_reach_the_report_and_the_tracer_threads_are_the_measurement
     # The osnoise threads keep every CPU busy for the whole run, timerlat's wake every period: that is
     # the measurement, not foreign load (before the probe counted them, timerlat's came to 17 %).
     for m in doc["measurements"]:
-        assert m["conditions"]["judged"] and m["conditions"]["ok"], m["conditions"]
+        if m["benchmark"] != "wakeup":
+            assert m["conditions"]["judged"] and m["conditions"]["ok"], m["conditions"]
+
+
+def test_spikes_on_the_rt_kernel_are_traced_and_explained(rt_run):
+    run, doc = rt_run
+    (m,) = [m for m in run.measurements if m.benchmark == "wakeup"]
+    assert m.meta["privileges"]["trace"] is True
+    assert 1 <= len(m.traces) <= 3
+    (cell,) = _spikes(doc)["wakeup"]
+    assert cell["traced"] == len(m.traces)
+    assert all(s["cause"] != "unknown" and s["excerpt"] for s in cell["spikes"]), cell["spikes"]
+
+
+def _spikes(doc):
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            if isinstance(d.get("spikes"), dict):
+                return d["spikes"]
+            stack.extend(d.values())
+        elif isinstance(d, list):
+            stack.extend(d)
+    return None
