@@ -85,7 +85,7 @@ CASES = [
      '"cpu", "fork", "idle", "io", "leak", "mem", "net", "timer")'),
     ("unknown benchmark kind", ('kind = "latency"', 'kind = "oss"'),
      'campaign.toml:13: benchmarks.wakeup.kind: unknown benchmark kind "oss" '
-     '(supported: "ipc", "latency", "mem-alloc", "mem-bw", "mem-lat", "os", "work")'),
+     '(supported: "ipc", "latency", "mem-alloc", "mem-bw", "mem-lat", "noise", "os", "work")'),
     ("missing program of a command load", ('command = "stress-ng', 'command = "stress-ngx'),
      'campaign.toml:10: loads.stress.command: program "stress-ngx" is not found on PATH: '
      "install it or fix the command"),
