@@ -19,6 +19,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"latency", cmd_latency, "timer wake-up latency and jitter (cyclictest-class)", 1},
+    {"noise", cmd_noise, "OS noise: time a busy CPU loses to interruptions (oslat-class)", 1},
     {"sysinfo", cmd_sysinfo, "fingerprint of the environment, one JSON record", 0},
     {"work", cmd_work, "self-verifying CPU workloads (MiBench-, Dhrystone-, Whetstone-, Linpack-class)", 1},
     {"mem-lat", cmd_mem_lat, "memory read latency by pointer chasing over working-set sizes", 1},
@@ -55,8 +56,8 @@ static int check_or_describe(int argc, char **argv)
 {
     const struct subcommand *sub = argc > 2 ? find_subcommand(argv[2]) : NULL;
     if (!sub || !sub->campaign) {
-        fprintf(stderr, "rtvb-probe: %s needs a subcommand a campaign runs (latency, work, mem-lat, mem-bw, "
-                        "mem-alloc, os, ipc, load or kernel-tracer).\n", argv[1]);
+        fprintf(stderr, "rtvb-probe: %s needs a subcommand a campaign runs (latency, noise, work, mem-lat, "
+                        "mem-bw, mem-alloc, os, ipc, load or kernel-tracer).\n", argv[1]);
         return EXIT_USAGE;
     }
     opts_mode = !strcmp(argv[1], "--check-args") ? OPTS_CHECK : OPTS_DESCRIBE;

@@ -28,6 +28,7 @@ enum {
 };
 
 int cmd_latency(int argc, char **argv);
+int cmd_noise(int argc, char **argv);
 int cmd_sysinfo(int argc, char **argv);
 int cmd_work(int argc, char **argv);
 int cmd_mem_lat(int argc, char **argv);

@@ -29,7 +29,7 @@ MAX_BUCKETS = 10_000
 # Fields named for a quantity: a number (or null), or a list of numbers (`values_ns`, `times_ns`).
 _QUANTITY = re.compile(r".*_(ns|us|bps|bytes|per_s|percent|ops|flops)$")
 # Fields that count something: an integer >= 0 (or null).
-_COUNTS = frozenset({"count", "missed", "deadline_misses", "index", "schema", "pid"})
+_COUNTS = frozenset({"count", "missed", "deadline_misses", "events", "index", "schema", "pid"})
 _STRINGS = frozenset({"type", "code", "message", "subcommand", "status", "probe_version", "arch", "error",
                       "start_time"})
 _OBJECTS = frozenset({"params", "privileges", "over", "histogram", "response"})

@@ -60,7 +60,7 @@ def test_noisy_repetitions_are_flagged_and_steady_ones_are_not():
 
     run = build_run(distributions={("native", "idle"): lognormal_latency(2_000), ("native", "stress"): alternating},
                     samples=5_000, repetitions=6)
-    noisy = [f.text for f in _findings(run)[1] if f.topic == "noise"]
+    noisy = [f.text for f in _findings(run)[1] if f.topic == "noisy"]
     assert len(noisy) == 1 and "`native` under `stress` are noisy" in noisy[0] and "avg varies by" in noisy[0]
 
 

@@ -35,6 +35,7 @@ def streams(probe):
     runs = {
         "latency": ["latency", "--loops", "300", "--interval-us", "200", "--policy", "other", "--threshold-us", "50",
                     "--window-s", "0.02", "--work-us", "20"],
+        "noise": ["noise", "--duration-s", "0.05", "--cpus", "0", "--policy", "other"],
         "mem-lat": ["mem-lat", "--sizes", "4096,65536", "--mode", "random", "--quick"],
         "ipc": ["ipc", "--transport", "pipe", "--sizes", "16", "--count", "200"],
         "work": ["work", "--kernels", "crc32,fft", "--size", "small", "--repetitions", "1"],

@@ -1,6 +1,6 @@
 """Kernel trace capture on latency breaches (`latency --trace-threshold-us`) and its attribution.
 
-Ground truth: a SCHED_FIFO 90 hog of known shape (tests/helpers/rt_hog.py logs every burst on
+Ground truth: a SCHED_FIFO 90 hog of known shape (tests/helpers/named_rt_hog.py logs every burst on
 CLOCK_MONOTONIC) on the measured CPU must be named, with its name, pid, policy and priority, as
 the cause of every traced breach that fell inside one of its bursts, and of no other; an
 interrupt-heavy load (loopback TCP on the measured CPU) must be classified as interrupt or
@@ -55,7 +55,7 @@ def _check_stream(text: str) -> list[dict]:
 
 def _with_hog(probe: Path, tmp_path: Path, *args: str) -> tuple[list[dict], list[tuple[int, int]]]:
     log = tmp_path / "bursts.txt"
-    hog = subprocess.Popen([sys.executable, str(HELPERS / "rt_hog.py"), str(CPU), "5", "200", "3.2", str(log)])
+    hog = subprocess.Popen([sys.executable, str(HELPERS / "named_rt_hog.py"), str(CPU), "5", "200", "3.2", str(log)])
     try:
         proc = subprocess.run([str(probe), "latency", "--cpus", str(CPU), "--interval-us", "1000",
                                "--duration-s", "3", *args], capture_output=True, text=True, timeout=60)

@@ -26,7 +26,7 @@ NEGLIGIBLE_PERCENT = 1.0
 @dataclass
 class Finding:
     severity: str        # "info" | "warning"
-    topic: str           # "result" | "load" | "environment" | "deadline" | "missed" | "noise" | "probe-warning" | "failure"
+    topic: str           # "result" | "load" | "environment" | "deadline" | "missed" | "noisy" | "probe-warning" | "failure"
     text: str
 
 
@@ -66,7 +66,7 @@ def noise(data: RunData, bench: str, kind) -> list[Finding]:
         said = ", ".join(f"{kind.label(f)} varies by {cv * 100:.0f} %" for cv, f in noisy[:3])
         if len(noisy) > 3:
             said += f", and {len(noisy) - 3} more of the {len(figures)} figures"
-        out.append(Finding(WARNING, "noise",
+        out.append(Finding(WARNING, "noisy",
                            f"Repetitions in `{env}` under `{load}` are noisy ({said}; coefficient of variation, "
                            f"above {NOISY_CV * 100:.0f} %): something else disturbed the runs, so comparisons "
                            "involving them are less certain."))

@@ -143,7 +143,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
 
 
 #: what a warning of each topic is about, for the summary's one line per benchmark
-_WARNING_TOPICS = {"deadline": "deadlines exceeded", "missed": "periods missed", "noise": "noisy repetitions",
+_WARNING_TOPICS = {"deadline": "deadlines exceeded", "missed": "periods missed", "noisy": "noisy repetitions",
                    "probe-warning": "the probe's warnings", "failure": "failed or interrupted measurements",
                    "verification": "wrong workload results", "interference": "a load that made it faster",
                    "conditions": "measurement conditions not met", "result": "an unknown benchmark kind"}

@@ -1,39 +1,49 @@
-"""A real-time CPU hog of known shape, for trace attribution ground truth.
+"""A known interruption for noise tests: a SCHED_FIFO process that takes one CPU for a burst every period.
 
-    python3 rt_hog.py CPU SPIN_MS EVERY_MS DURATION_S LOG
+Usage: rt_hog.py CPU PRIORITY BURST_MS PERIOD_MS
 
-Pinned to CPU, SCHED_FIFO priority 90, named `rtvb-hog`: spins SPIN_MS every EVERY_MS for
-DURATION_S, and writes each burst's start and end (CLOCK_MONOTONIC ns, the clock the probe and
-its trace use) to LOG, one "start end" line per burst, so a test can tell which late wake-ups it
-caused.
+It pins itself to CPU at SCHED_FIFO PRIORITY (so it preempts a measuring thread of lower
+priority there), prints "ready" once it is, then every PERIOD_MS spins for BURST_MS of
+CLOCK_MONOTONIC. On SIGTERM it prints one JSON line, {"bursts": [[start, end], ...]}, the
+CLOCK_REALTIME ns of every burst, so a test can count the bursts that fell inside a run.
 """
 
+import json
 import os
+import signal
 import sys
 import time
 
-
-def main() -> None:
-    cpu, spin_ms, every_ms, duration_s, log = (int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]),
-                                               float(sys.argv[4]), sys.argv[5])
-    with open("/proc/self/comm", "w") as f:
-        f.write("rtvb-hog")
-    os.sched_setaffinity(0, {cpu})
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(90))
-    bursts = []
-    end = time.monotonic_ns() + int(duration_s * 1e9)
-    period, spin = int(every_ms * 1e6), int(spin_ms * 1e6)
-    nxt = time.monotonic_ns() + period
-    while nxt < end:
-        time.sleep(max(0.0, (nxt - time.monotonic_ns()) / 1e9))
-        start = time.monotonic_ns()
-        while time.monotonic_ns() - start < spin:
-            pass
-        bursts.append((start, time.monotonic_ns()))
-        nxt += period
-    with open(log, "w") as f:
-        f.writelines(f"{a} {b}\n" for a, b in bursts)
+cpu, priority, burst_ms, period_ms = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+bursts: list[tuple[int, int]] = []
+stop = False
 
 
-if __name__ == "__main__":
-    main()
+def on_term(*_):
+    global stop
+    stop = True
+
+
+signal.signal(signal.SIGTERM, on_term)
+os.sched_setaffinity(0, {cpu})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+print("ready", flush=True)
+
+burst_ns, period_ns = int(burst_ms * 1e6), int(period_ms * 1e6)
+next_start = time.monotonic_ns() + period_ns
+while not stop:
+    wait = next_start - time.monotonic_ns()
+    if wait > 0:
+        time.sleep(wait / 1e9)
+    if stop:
+        break
+    real0, t0 = time.time_ns(), time.monotonic_ns()
+    end = t0 + burst_ns
+    while time.monotonic_ns() < end:
+        pass
+    bursts.append((real0, real0 + time.monotonic_ns() - t0))
+    next_start += period_ns
+    # A late start does not make up for bursts it missed: the period stays the same.
+    while next_start <= time.monotonic_ns():
+        next_start += period_ns
+print(json.dumps({"bursts": bursts}), flush=True)

@@ -103,6 +103,9 @@ class LatencyKind(Kind):
     def _times(out: dict[str, float], r: dict[str, Any], hist: Histogram | None, prefix: str) -> None:
         for stem in TIME_STEMS:
             ns = r.get(f"{stem}_ns")
+            # The schema lets a quantity be a list (`values_ns`); here only a number means anything.
+            if isinstance(ns, bool) or not isinstance(ns, (int, float)):
+                ns = None
             if ns is None and stem in PERCENTILES and hist is not None:
                 ns = hist.percentile(PERCENTILES[stem])
             if ns is None:

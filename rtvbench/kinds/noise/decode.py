@@ -1,0 +1,214 @@
+"""The `noise` kind: OS noise from the probe's merged `cpu: "all"` result and each CPU's own.
+
+Figures (merged, and per CPU as `cpu<N>.<figure>`):
+  `noise_per_s_us` (`_ns`)        time lost to interruptions per second of run (per CPU: the mean over CPUs)
+  `noise_percent`                 the same as a share of the run
+  `noise_us` (`_ns`, `_ms`)       time lost in the whole run
+  `events`, `events_per_s`        gaps above the threshold, in all and per second
+  `min_ns`, `avg_us`, `max_us`, `p99_us` ... (`_ns`, `_us`, `_ms`)  the gaps between clock reads:
+                                  the minimum is the loop's own cost, the maximum the longest interruption
+  `count`                         clock reads (gaps recorded)
+The distribution `gap` is the probe's histogram of every gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtvbench.analysis.histogram import result_histogram
+from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
+from rtvbench.analysis.quantities import differences
+from rtvbench.analysis.stats import summarize
+from rtvbench.results import Measurement
+from rtvbench.units import exact_duration
+
+#: figure stem -> percent, in the probe's naming (p999 = 99.9 %)
+PERCENTILES: dict[str, float] = {
+    "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9,
+    "p9999": 99.99, "p99999": 99.999, "p999999": 99.9999,
+}
+GAP_STEMS = ("min", "avg", "max", "stddev", *PERCENTILES)
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
+NOISE_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
+PER_S_UNITS = {"ns": 1.0, "us": 1e3}
+COUNTS = ("count", "events", "events_per_s")
+#: the distribution of the merged result
+GAP = "gap"
+
+
+class NoiseKind(Kind):
+    name = "noise"
+    per_cpu = True
+    table_figures = ("count", "events", "min_ns", "p99_us", "p9999_us", "max_us", "noise_per_s_us",
+                     "noise_percent")
+    comparison_figures = ("noise_per_s_us", "noise_percent", "events_per_s", "p9999_us", "p999999_us", "max_us")
+
+    def is_figure(self, figure: str) -> bool:
+        if figure in COUNTS or figure == "noise_percent":
+            return True
+        stem, _, unit = figure.rpartition("_")
+        if stem == "noise":
+            return unit in NOISE_UNITS
+        if stem == "noise_per_s":
+            return unit in PER_S_UNITS
+        return stem in GAP_STEMS and unit in TIME_UNITS
+
+    def decode(self, m: Measurement) -> Result:
+        out = Result()
+        for r in m.results:
+            cpu = r.get("cpu")
+            if cpu == "all":
+                out.figures.update(_figures(r))
+                out.samples = _count(r)
+                hist = result_histogram(r)
+                if hist is not None and hist.total:
+                    out.distributions[GAP] = hist
+            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
+                out.figures.update({cpu_figure(cpu, k): v for k, v in _figures(r).items()})
+                if _count(r) is not None:
+                    out.cpu_samples[cpu] = _count(r)
+                hist = result_histogram(r)
+                if hist is not None and hist.total:
+                    out.cpu_distributions[cpu] = hist
+        return out
+
+    def figures(self, m: Measurement) -> dict[str, float]:
+        r = m.result("all")
+        return _figures(r) if r is not None else {}
+
+    def stable_figures(self, present: list[str]) -> list[str]:
+        # The loop's own cost and the body of the gaps should not move between repetitions; how
+        # much is stolen, and the longest interruption, legitimately do.
+        return ["min_ns", "p99_us"]
+
+    def row_figures(self, present: list[str]) -> list[str]:
+        return list(self.table_figures)
+
+    def samples_needed(self, figure: str) -> int:
+        # A percentile p is only a percentile when at least one sample lies beyond it.
+        stem = figure.rpartition("_")[0]
+        if stem in PERCENTILES:
+            return round(1 / (1 - PERCENTILES[stem] / 100))
+        return 1
+
+    def is_extreme(self, figure: str) -> bool:
+        return figure == "max_us" or figure.startswith("max_")
+
+    def sample_count(self, m: Measurement) -> int | None:
+        return _count(m.result("all"))
+
+    def considerations(self, data, bench: str, comps: list,
+                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+        out = []
+        for env, load in data.cells(bench):
+            parts = []
+            for figure in ("max_us", "noise_per_s_us", "noise_percent", "events_per_s", "min_ns"):
+                s = summarize(data.values(env, load, bench, figure))
+                if s.n:
+                    parts.append(f"{self.label(figure)} {self.format(s.median, figure)}")
+            if parts:
+                out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): "
+                                              + "; ".join(parts) + "."))
+        return out + differences(self, comps)
+
+    def unit(self, figure: str) -> str:
+        if figure == "noise_percent":
+            return "%"
+        if figure == "events_per_s":
+            return "/s"
+        if figure.startswith("noise_per_s_"):
+            return figure.rpartition("_")[2] + "/s"
+        return super().unit(figure)
+
+    def label(self, figure: str) -> str:
+        fixed = {"count": "clock reads", "events": "interruptions", "events_per_s": "interruptions per second",
+                 "noise_percent": "noise share"}
+        if figure in fixed:
+            return fixed[figure]
+        stem, _, _ = figure.rpartition("_")
+        if stem == "noise":
+            return "noise in the run"
+        if stem == "noise_per_s":
+            return "noise per second"
+        if stem in PERCENTILES:
+            return f"gap p{PERCENTILES[stem]:g}"
+        return {"min": "gap min (loop cost)", "max": "longest gap"}.get(stem, f"gap {stem}")
+
+    def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
+        p = params or {}
+        duration_ns = p.get("duration_ns") or _scaled(benchmark.get("duration_s"), 1e9)
+        threshold_ns = p.get("threshold_ns") or _scaled(benchmark.get("threshold_us"), 1e3) or 1000
+        priority = p.get("priority", benchmark.get("priority"))
+        policy = p.get("policy") or benchmark.get("policy")
+        cpus = p.get("cpus") or benchmark.get("cpus")
+        text = ("OS noise: on each measured CPU one pinned thread spins reading the monotonic clock and records "
+                "every gap between two consecutive reads. The smallest gap is the loop's own cost; a gap longer "
+                f"than {exact_duration(threshold_ns)} is an interruption (an interrupt, a kernel thread, another "
+                "task, the hypervisor), and what it lasted beyond the smallest gap is time stolen from the task. "
+                "Unlike a wake-up latency test it sees every interruption of a running CPU, not only those that "
+                "delay a timer wake-up. ")
+        how = []
+        if duration_ns:
+            how.append(f"for {exact_duration(duration_ns)}")
+        if policy and policy != "other" and priority is not None:
+            how.append(f"under SCHED_{str(policy).upper()} priority {priority}")
+        elif policy == "other":
+            how.append("at normal priority")
+        if cpus:
+            many = isinstance(cpus, list) and len(cpus) != 1
+            how.append(f"on CPU{'s' if many else ''} {', '.join(map(str, cpus)) if isinstance(cpus, list) else cpus}")
+        if how:
+            text += f"Each measurement runs {' '.join(how)}. "
+        return text + ("Percentiles of the gaps come from the probe's log-linear histogram (within 1 % of exact); "
+                       "min, max, the noise and the interruption count are exact.")
+
+
+def _figures(r: dict[str, Any]) -> dict[str, float]:
+    """The figures of one result record (merged or one CPU's)."""
+    out: dict[str, float] = {}
+    for key in ("count", "events"):
+        v = r.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[key] = v
+    span = _num(r.get("span_ns"))
+    if span and "events" in out:
+        out["events_per_s"] = out["events"] * 1e9 / span
+    if not out.get("count"):
+        return out       # no gap recorded: every time figure would be null
+    hist = result_histogram(r)
+    for stem in GAP_STEMS:
+        ns = _num(r.get(f"{stem}_ns"))
+        if ns is None and stem in PERCENTILES and hist is not None:
+            ns = hist.percentile(PERCENTILES[stem])
+        if ns is None:
+            continue
+        for unit, scale in TIME_UNITS.items():
+            out[f"{stem}_{unit}"] = ns / scale
+    noise = _num(r.get("noise_ns"))
+    if noise is not None:
+        for unit, scale in NOISE_UNITS.items():
+            out[f"noise_{unit}"] = noise / scale
+    per_s = _num(r.get("noise_per_s_ns"))
+    if per_s is not None:
+        for unit, scale in PER_S_UNITS.items():
+            out[f"noise_per_s_{unit}"] = per_s / scale
+    share = _num(r.get("noise_percent"))
+    if share is not None:
+        out["noise_percent"] = share
+    return out
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _count(r: dict[str, Any] | None) -> int | None:
+    n = r.get("count") if isinstance(r, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _scaled(value: Any, factor: float) -> float | None:
+    return value * factor if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+register(NoiseKind())
