@@ -271,3 +271,19 @@ def test_a_sequential_chain_gets_no_level_names():
     assert "L1" in kind.key_result(data, "mem", "native", "idle")
     said = " ".join(t for _, _, t in kind.extra_considerations(data, "mem", []))
     assert "sequential curve" not in said and "192 KiB" not in said
+
+
+def test_a_guest_shown_its_hosts_whole_last_level_cache_still_finds_dram():
+    """A guest on a large server CPU is shown the socket's whole L3 (480 MiB here, as on the machine
+    these tests run on), of which it gets a share: its 163 ns plateau from 4 MiB fits in that L3 on
+    paper, but no cache ends near it and it is as slow as main memory, so it is DRAM. A plateau that
+    ends far below its cache and is fast (the EPYC curve's 16 ns L3 share) stays a cache."""
+    reported = {1: 48 << 10, 2: 2 << 20, 3: 480 << 20}
+    curve = ([(s, 1.2) for s in (4 << 10, 8 << 10, 16 << 10, 32 << 10)] + [(64 << 10, 2.5)]
+             + [(s, 4.0) for s in (128 << 10, 256 << 10, 512 << 10, 1 << 20)] + [(2 << 20, 40.0)]
+             + [(s, 163.0) for s in (4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20)])
+    names = [(lv.name, lv.first_size) for lv in detect_levels(curve, reported)]
+    assert names == [("L1", 4 << 10), ("L2", 128 << 10), ("DRAM", 4 << 20)], names
+    fast = curve[:-5] + [(s, 16.0) for s in (4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20)]
+    last = detect_levels(fast, reported)[-1]
+    assert last.name == "L3" and last.unmatched

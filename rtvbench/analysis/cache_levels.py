@@ -26,7 +26,9 @@ replacement, TLB reach), and can bulge at a boundary before settling. The method
      slower sizes past the last plateau that do not fit in that cache; the others are named by
      the smallest reported cache their working sets fit in, and match it when they end within a
      factor of two of its size (TLB reach and associativity make the step gradual) — a plateau
-     that ends far below it is said not to match;
+     that ends far below it is said not to match, unless it is as slow as main memory (60 ns or
+     more after a faster level): a guest can be shown its host's whole last-level cache, hundreds
+     of MiB, of which it gets a share, and such a plateau is DRAM;
    - where it does not, the last plateau is DRAM, unless the curve rises further beyond it
      without settling: then every plateau is a cache and the rest is said as a rise (which of its
      sizes are main memory only the cache sizes could tell), so a fast plateau is never called
@@ -59,6 +61,9 @@ _LOG_TRIM = math.log(TRIM)
 
 #: a plateau's end matches a reported cache size within this factor
 MATCH_FACTOR = 2.0
+#: slower than any cache hit (large server L3s answer in 30-50 ns, main memory in 80 ns and more): a
+#: plateau this slow that ends far below the reported cache it would fit in is main memory
+DRAM_FLOOR_NS = 60.0
 #: the name of sizes past the last plateau that keep rising, where no cache sizes say which are DRAM
 RISE = "rise"
 
@@ -156,6 +161,15 @@ def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dic
                           key=lambda x: x[1])
         if sizes[j] * MATCH_FACTOR >= size:
             out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, reported_size=size))
+        elif out and lat >= DRAM_FLOOR_NS:
+            # Ends far below the cache it would fit in and is as slow as main memory: a guest shown its
+            # host's whole last-level cache (hundreds of MiB) gets only a share of it.
+            if out[-1].name == "DRAM":
+                out.pop()
+            else:
+                dram_from = i
+            out.append(Level("DRAM", float(np.exp(np.median(raw[dram_from:j + 1]))), sizes[dram_from], sizes[j],
+                             j - dram_from + 1))
         else:
             out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, unmatched=True))
     if not any(lv.name == "DRAM" for lv in out):
