@@ -311,8 +311,9 @@ def _cpu_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_Load]) -
                 warn("load_outranks_measurement",
                      f"load `{ld.name}` runs at real-time priority {ld.rt_priority}, not below the "
                      f"{place.rt_priority} of benchmark `{b.name}`, on {cpus_words(shared)} in `{e}`: the measuring "
-                     "thread waits for the load instead of preempting it, so the latencies measure the load's "
-                     f"run time; give `{b.name}` a higher priority than the load.")
+                     "thread waits for the load instead of preempting it, so its figures include the load's "
+                     "run time: intended when the load is the interference under study, otherwise give "
+                     f"`{b.name}` a higher priority than the load.")
             elif place.pinned is not None and ld.pinned is not None and place.rt_priority is None:
                 what = ("wake-ups wait for the load's time slice" if place.realtime_option else
                         "the two take turns on the CPU")

@@ -423,9 +423,10 @@ def test_work_budget_gives_response_times_and_deadline_misses(probe):
     resp = res["response"]
     assert resp["count"] == res["count"] == 300 and res["work_ns"] == 500_000
     assert sum(b[2] for b in resp["histogram"]["buckets"]) == resp["count"]
-    # Calibrated on the fastest run: the work never takes less than its budget
-    # (5 % for clock and frequency jitter) ...
-    assert resp["min_ns"] >= res["min_ns"] + 0.95 * 500_000, (resp["min_ns"], res["min_ns"])
+    # Calibrated on the fastest run: the work never takes much less than its budget
+    # (10 %: a virtual CPU's speed drifts between the calibration and the run; seen
+    # once 7 % faster in a full suite run on a shared VM) ...
+    assert resp["min_ns"] >= res["min_ns"] + 0.90 * 500_000, (resp["min_ns"], res["min_ns"])
     # ... and typically takes about its budget: the median response is the
     # median wake-up plus 500 us, within 30 % of the work on a shared machine.
     assert abs(resp["p50_ns"] - res["p50_ns"] - 500_000) <= 150_000, (resp["p50_ns"], res["p50_ns"])
