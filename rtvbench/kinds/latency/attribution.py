@@ -1,9 +1,9 @@
 """Why a wake-up was late: the probe's saved kernel trace of a breach, read and classified.
 
 The probe (`latency --trace-threshold-us`) records scheduler, interrupt and timer events in a
-tracefs instance on the CLOCK_MONOTONIC clock, and on a wake-up later than the threshold saves
-the last milliseconds of every measured CPU with the breach's deadline D and wake-up time W on
-the same clock (docs/tracing.md). A late wake-up has three phases:
+tracefs instance, and on a wake-up later than the threshold saves the last milliseconds of every
+measured CPU with the breach's deadline D and wake-up time W on CLOCK_MONOTONIC and the offset of
+the trace's clock to it (docs/tracing.md). A late wake-up has three phases:
 
   timer      D .. E   the timer interrupt that wakes the thread fires at E (hrtimer_wakeup);
   scheduling E .. S   the woken thread waits until it is switched in at S;
@@ -172,13 +172,22 @@ def attribute(record: dict[str, Any]) -> Spike | None:
             tasks_proc = [t for t in c.get("tasks") or [] if isinstance(t, dict)]
             dropped = _int(c.get("dropped_lines")) or 0
     events = parse_lines(lines)
+    if record.get("clock") == "local":
+        # The trace runs on the CPU's own clock; the probe measured the offset to CLOCK_MONOTONIC at
+        # the breach marker. Without it, the events cannot be placed against the deadline.
+        shift = record.get("clock_offset_ns")
+        if not isinstance(shift, int) or isinstance(shift, bool):
+            events = []
+        for e in events:
+            e.t_ns -= shift
     spike = Spike(cpu=cpu, offset_s=offset / 1e9 if offset is not None else None, latency_ns=wake - deadline,
                   cause="unknown", culprit="", explanation="", steal_ns=steal)
     known = {t["pid"]: t for t in tasks_proc if _int(t.get("pid")) is not None}
     spike.excerpt = _excerpt(events, deadline, wake)
     if not events or events[0].t_ns > deadline:
-        spike.explanation = ("The saved trace does not reach back to the deadline (lines dropped or the buffer "
-                             "started later), so the breach cannot be explained.")
+        spike.explanation = ("The saved trace does not reach back to the deadline (lines dropped, the buffer "
+                             "started later, or its clock could not be aligned), so the breach cannot be "
+                             "explained.")
         return spike
     Timeline(events, known, tid, steal).explain(spike, deadline, wake)
     if dropped:
