@@ -12,6 +12,7 @@ against the probe's own threshold count.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -347,3 +348,17 @@ def _find(doc, key):
             if found is not None:
                 return found
     return None
+
+
+def test_a_local_clock_trace_is_placed_by_the_probes_offset_and_not_without_it():
+    lines = (_wake(1000.0, task="bash", pid=77)
+             + [_line("bash", 77, 1001, "softirq_entry", "vec=3 [action=NET_RX]", "..s1."),
+                _line("bash", 77, 1081, "softirq_exit", "vec=3 [action=NET_RX]", "..s1.")]
+             + _switch_in(1082, "bash", 77, 120))
+    # The same events on a clock 7 s ahead of CLOCK_MONOTONIC: the deadline and wake-up stay monotonic,
+    # the hrtimer's own `now` too (it is the timer's clock, not the trace's).
+    ahead = [re.sub(r"(\s)(\d+\.\d{6}):", lambda m: f"{m.group(1)}{float(m.group(2)) + 7:.6f}:", x) for x in lines]
+    s = attribute({**_record(ahead, 995, 1085), "clock": "local", "clock_offset_ns": 7_000_000_000})
+    assert (s.cause, s.culprit) == ("softirq", "NET_RX") and s.phases_ns["scheduling"] == 82000
+    lost = attribute({**_record(ahead, 995, 1085), "clock": "local", "clock_offset_ns": None})
+    assert lost.cause == "unknown"
