@@ -381,7 +381,12 @@ class Timeline:
             spike.cause, spike.culprit = "idle-exit", "idle"
             spike.explanation = (f"{lead}, while the CPU was idle and no event explains it: the exit from an idle "
                                  "state, firmware, or a hypervisor that does not account steal time.")
-        elif phase == "timer" or (task is not None and task.pid == self.tid):
+        elif task is not None and task.pid == self.tid:
+            spike.cause, spike.culprit = "irq-off", culprit
+            spike.explanation = (f"{lead}, in the measuring thread itself with no event in between: on its way "
+                                 "back to user space the CPU was taken away or slowed (a virtual CPU not running, "
+                                 "an emulated one) without steal being accounted, or interrupts were disabled.")
+        elif phase == "timer":
             spike.cause, spike.culprit = "irq-off", culprit
             spike.explanation = (f"{lead}, while {culprit} ran and no interrupt came: interrupts disabled "
                                  "(or the CPU taken away without steal being accounted).")
