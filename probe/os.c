@@ -187,6 +187,12 @@ void os_timing_derive(struct timing *t, double scale, double sub, const double *
         return;
     for (int i = 0; i < k; i++) {
         double v = t->values[i] * scale - (sub_per_sample ? sub_per_sample[i] : sub);
+        /* No operation costs less than nothing: a sample the correction takes
+         * below zero says the difference is lost in the noise. */
+        if (v < 0) {
+            v = 0;
+            t->clamped++;
+        }
         t->values[i] = sorted[i] = v;
         sum += v;
         sumsq += v * v;
@@ -200,7 +206,7 @@ void os_timing_derive(struct timing *t, double scale, double sub, const double *
     t->max_ns = sorted[k - 1];
     t->stddev_ns = sqrt(var);
     t->rel_error = mean > 0 ? sqrt(var / k) / mean : INFINITY;
-    t->converged = t->converged && t->rel_error < target;
+    t->converged = t->converged && t->rel_error < target && !t->clamped;
     t->loop_overhead_ns *= scale;
 }
 

@@ -80,8 +80,10 @@ void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing 
 
     for (;;) {
         double per_op = (double)run_once(fn, arg, n) / (double)n - overhead;
-        if (per_op < 0)
+        if (per_op < 0) {
             per_op = 0;
+            out->clamped++;
+        }
         out->values[k++] = per_op;
         sum += per_op;
         sumsq += per_op * per_op;
@@ -90,7 +92,7 @@ void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing 
             double var = (sumsq - sum * sum / k) / (k - 1);
             double se = var > 0 ? sqrt(var / k) : 0;
             out->rel_error = mean > 0 ? se / mean : 0;
-            if (out->rel_error < o->target_rel_error) {
+            if (out->rel_error < o->target_rel_error && !out->clamped) {
                 out->converged = 1;
                 break;
             }
@@ -125,6 +127,7 @@ void timing_write_json(const struct timing *t, struct jw *w)
     jw_uint(w, "n_per_sample", t->n_per_sample);
     jw_double(w, "loop_overhead_ns", t->loop_overhead_ns);
     jw_bool(w, "converged", t->converged);
+    jw_int(w, "clamped_samples", t->clamped);
     jw_arr(w, "values_ns");
     for (int i = 0; i < t->samples; i++)
         jw_double(w, NULL, t->values[i]);

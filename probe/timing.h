@@ -10,7 +10,10 @@
  *     `target_rel_error` (default 1 %) with at least `min_samples`, or
  *     `max_time_ns` has passed (then `converged` is 0 and says so);
  *  3. subtracts the cost of the bare loop (an empty loop of the same n,
- *     timed the same way), so ns/op is the operation's own cost.
+ *     timed the same way), so ns/op is the operation's own cost. The
+ *     correction is bounded: a sample it would take below zero (an operation
+ *     cheaper than the noise of its loop) is 0, counted in `clamped`, and the
+ *     figure is then not converged: no time is ever negative.
  */
 #ifndef RTVB_TIMING_H
 #define RTVB_TIMING_H
@@ -40,6 +43,7 @@ struct timing {
     uint64_t n_per_sample;
     int samples;
     int converged;
+    int clamped;                /* samples the correction took below zero, set to 0 (then not converged) */
     double values[TIMING_MAX_SAMPLES];   /* per-sample ns/op */
 };
 
@@ -49,7 +53,7 @@ void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing 
 
 /* Write the timing as members of the current JSON object:
  * ns_per_op, median_ns, min_ns, max_ns, stddev_ns, rel_error, samples,
- * n_per_sample, loop_overhead_ns, converged, values_ns [...] */
+ * n_per_sample, loop_overhead_ns, converged, clamped_samples, values_ns [...] */
 void timing_write_json(const struct timing *t, struct jw *w);
 
 #endif

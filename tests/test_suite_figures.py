@@ -162,3 +162,23 @@ def test_ipc(probe):
     assert dists["unix 1024 B"].max_ns == r["max_ns"]
     for bad in ("unix.1KiB.p99", "unix.1024.p99", "unix.1024B.p95", "smoke.16B.avg"):
         assert not known_figure("ipc", bad), bad
+
+
+def test_os_figures_that_did_not_settle_are_said_and_no_time_is_negative(probe):
+    from types import SimpleNamespace
+
+    m = measure(probe, "os", {"tests": ["null", "ctx"], "quick": True, "ctx": ["2p/0k"], "max_time_s": 0.02,
+                              "min_sample_ms": 1})
+    for r in m.results:
+        if "ns_per_op" in r:
+            assert isinstance(r["clamped_samples"], int) and r["clamped_samples"] >= 0, r
+            assert r["ns_per_op"] >= 0 and r["min_ns"] >= 0 and min(r["values_ns"]) >= 0, r
+            assert not (r["clamped_samples"] and r["converged"]), r
+    # A ring whose correction swallowed the switch (as the 64 KiB rows once did), and a settled null.
+    result(m, test="ctx").update(converged=False, clamped_samples=3)
+    result(m, test="null").update(converged=True, clamped_samples=0)
+    data = SimpleNamespace(measurements=lambda benchmark=None, statuses=None: [m])
+    ((severity, topic, text),) = get_kind("os").extra_considerations(data, "b", [])
+    assert (severity, topic) == ("warning", "convergence")
+    assert "`ctx.2p_0k` in 1 repetition, the correction as large as the measurement in 1 (samples clamped at zero)" \
+        in text and "`null`" not in text, text

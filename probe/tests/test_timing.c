@@ -92,6 +92,17 @@ int main(void)
     timing_defaults(&o);
     time_op(nothing, NULL, &o, &t);
     expect("empty op after loop correction", t.median_ns, 0, 0.5);
+    /* Cheaper than its loop's noise: no sample below zero, and a figure whose
+     * samples the correction clamped says it did not converge. */
+    for (int i = 0; i < t.samples; i++)
+        if (t.values[i] < 0) {
+            printf("empty op: sample %d is %.3f ns\n", i, t.values[i]);
+            failures++;
+        }
+    if (t.clamped && t.converged) {
+        printf("empty op: %d samples clamped, yet converged\n", t.clamped);
+        failures++;
+    }
     if (t.samples < o.min_samples) {
         printf("too few samples: %d\n", t.samples);
         failures++;

@@ -137,5 +137,34 @@ class OsKind(QuantityKind):
                 "shared machine). Bandwidths (`*_bw`, re-reads) are bytes per second. Files live in the page "
                 "cache; round trips and bandwidths are with a forked peer process.")
 
+    def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
+        """The figures whose measurement did not settle: their error stayed above the target, or the
+        correction (the loop's cost, a ring's hop without a switch) was as large as the measurement, so
+        samples were clamped at zero. Such a figure is an order of magnitude, not a comparison."""
+        unsettled: dict[tuple[str, str], dict[str, list[int]]] = {}
+        for m in data.measurements(benchmark=bench, statuses=("ok",)):
+            for r in m.results:
+                test = r.get("test")
+                variant = _variant(r) if test in OS_TESTS else None
+                if variant is None or r.get("converged") is not False:
+                    continue
+                stem = f"{test}.{variant}" if variant else test
+                clamped = r.get("clamped_samples")
+                unsettled.setdefault((m.environment, m.load), {}).setdefault(stem, []).append(
+                    clamped if isinstance(clamped, int) and not isinstance(clamped, bool) else 0)
+        out = []
+        for (env, load), stems in unsettled.items():
+            parts = []
+            for stem in sorted(stems, key=self.order):
+                runs = stems[stem]
+                clamped = sum(1 for c in runs if c)
+                why = (f", the correction as large as the measurement in {clamped} (samples clamped at zero)"
+                       if clamped else "")
+                parts.append(f"`{stem}` in {len(runs)} repetition{'s' if len(runs) != 1 else ''}{why}")
+            out.append(("warning", "convergence",
+                        f"In `{env}` under `{load}`, these figures did not reach their error target: "
+                        + "; ".join(parts) + ". Read them as orders of magnitude; differences in them are noise."))
+        return out
+
 
 register(OsKind())
