@@ -102,8 +102,11 @@ def _fit(excess: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
     def neg(p):
         return -_loglik(excess, w, p[0], math.exp(p[1]))
 
-    best = optimize.minimize(neg, [xi0, math.log(sigma0)], method="Nelder-Mead",
-                             options={"xatol": 1e-8, "fatol": 1e-9, "maxiter": 4000})
+    # Vertices outside the GPD's support have an infinite cost; the simplex's convergence check then
+    # subtracts infinities, which numpy would warn of on the user's console for nothing.
+    with np.errstate(invalid="ignore"):
+        best = optimize.minimize(neg, [xi0, math.log(sigma0)], method="Nelder-Mead",
+                                 options={"xatol": 1e-8, "fatol": 1e-9, "maxiter": 4000})
     xi, sigma = float(best.x[0]), math.exp(float(best.x[1]))
     return xi, sigma, -float(best.fun)
 
