@@ -116,3 +116,30 @@ void hist_write_json(const struct hist *h, struct jw *w, const char *key)
     jw_end(w);
     jw_end(w);
 }
+
+static const struct {
+    const char *field;
+    double p;
+} stat_percentiles[] = {
+    {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9},
+    {"p9999_ns", 99.99}, {"p99999_ns", 99.999}, {"p999999_ns", 99.9999},
+};
+
+void hist_write_stats(const struct hist *h, struct jw *w)
+{
+    jw_uint(w, "count", h->count);
+    if (h->count) {
+        jw_uint(w, "min_ns", h->min);
+        jw_double(w, "avg_ns", hist_mean(h));
+        jw_uint(w, "max_ns", h->max);
+        jw_double(w, "stddev_ns", hist_stddev(h));
+        for (size_t i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
+            jw_uint(w, stat_percentiles[i].field, hist_percentile(h, stat_percentiles[i].p));
+    } else {
+        static const char *const empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns"};
+        for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
+            jw_null(w, empty[i]);
+        for (size_t i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
+            jw_null(w, stat_percentiles[i].field);
+    }
+}

@@ -65,5 +65,9 @@ double hist_stddev(const struct hist *h);   /* population standard deviation */
 struct jw;
 /* Write "histogram": {"scheme": ..., "buckets": [[lo, hi, count], ...]} */
 void hist_write_json(const struct hist *h, struct jw *w, const char *key);
+/* Write count, min_ns, avg_ns, max_ns, stddev_ns and the percentiles p50_ns,
+ * p90_ns, p99_ns, p999_ns ... p999999_ns as members of the current object
+ * (null, but the count, when the histogram is empty). */
+void hist_write_stats(const struct hist *h, struct jw *w);
 
 #endif

@@ -193,23 +193,8 @@ static void feed_line(const struct kt_options *o, struct kt_cpu *cs, const char 
 
 static void write_latency(struct jw *w, const char *key, const struct hist *h)
 {
-    static const struct {
-        const char *field;
-        double p;
-    } pcts[] = {{"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9}};
     jw_obj(w, key);
-    jw_uint(w, "count", h->count);
-    if (h->count) {
-        jw_uint(w, "min_ns", h->min);
-        jw_double(w, "avg_ns", hist_mean(h));
-        jw_uint(w, "max_ns", h->max);
-        for (size_t i = 0; i < sizeof pcts / sizeof *pcts; i++)
-            jw_uint(w, pcts[i].field, hist_percentile(h, pcts[i].p));
-    } else {
-        jw_null(w, "min_ns");
-        jw_null(w, "avg_ns");
-        jw_null(w, "max_ns");
-    }
+    hist_write_stats(h, w);
     hist_write_json(h, w, "histogram");
     jw_end(w);
 }

@@ -468,24 +468,6 @@ static void drain_windows(struct lat_worker *ws, int n)
     }
 }
 
-static int start_worker(struct lat_worker *w, const struct lat_privileges *p)
-{
-    pthread_attr_t attr;
-    cpu_set_t set;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, WORKER_STACK);
-    CPU_ZERO(&set);
-    CPU_SET(w->cpu, &set);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&attr, p->policy);
-    struct sched_param sp = {.sched_priority = p->priority};
-    pthread_attr_setschedparam(&attr, &sp);
-    int rc = pthread_create(&w->thread, &attr, worker_main, w);
-    pthread_attr_destroy(&attr);
-    return rc;
-}
-
 static struct hist *new_hist(void)
 {
     struct hist *h = malloc(sizeof *h);
@@ -552,7 +534,8 @@ int cmd_latency(int argc, char **argv)
     pthread_barrier_init(&ready, NULL, (unsigned)o.ncpus + 1);
     pthread_barrier_init(&go, NULL, (unsigned)o.ncpus + 1);
     for (int i = 0; i < o.ncpus; i++) {
-        rc = start_worker(&workers[i], &priv);
+        rc = sched_start_pinned(&workers[i].thread, workers[i].cpu, priv.policy, priv.priority, WORKER_STACK,
+                                worker_main, &workers[i]);
         if (rc) {
             /* Cannot continue with fewer threads than asked: the result would
              * silently cover other CPUs than the user chose. */

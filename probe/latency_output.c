@@ -12,14 +12,6 @@
 #include "latency.h"
 #include "probe.h"
 
-static const struct {
-    const char *field;
-    double p;
-} percentiles[] = {
-    {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9},
-    {"p9999_ns", 99.99}, {"p99999_ns", 99.999}, {"p999999_ns", 99.9999},
-};
-
 void lat_print_window(const struct window_summary *s, int cpu, int with_work)
 {
     struct jw w = {0};
@@ -50,26 +42,6 @@ void lat_print_window(const struct window_summary *s, int cpu, int with_work)
     jw_free(&w);
 }
 
-/* count, min/avg/max/stddev and the percentiles of one histogram. */
-static void write_stats(struct jw *w, const struct hist *h)
-{
-    jw_uint(w, "count", h->count);
-    if (h->count) {
-        jw_uint(w, "min_ns", h->min);
-        jw_double(w, "avg_ns", hist_mean(h));
-        jw_uint(w, "max_ns", h->max);
-        jw_double(w, "stddev_ns", hist_stddev(h));
-        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_uint(w, percentiles[i].field, hist_percentile(h, percentiles[i].p));
-    } else {
-        static const char *empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns"};
-        for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
-            jw_null(w, empty[i]);
-        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_null(w, percentiles[i].field);
-    }
-}
-
 /* What one result record reports: one CPU's figures, or all CPUs merged. */
 struct result_figures {
     int cpu;                   /* -1: all CPUs */
@@ -91,7 +63,7 @@ static void print_result(const struct result_figures *f, const struct lat_option
         jw_str(&w, "cpu", "all");
     }
     jw_uint(&w, "missed", f->missed);
-    write_stats(&w, f->latency);
+    hist_write_stats(f->latency, &w);
     jw_obj(&w, "over");
     for (int i = 0; i < o->nthresholds; i++) {
         char key[32];
@@ -110,7 +82,7 @@ static void print_result(const struct result_figures *f, const struct lat_option
             jw_uint(&w, "work_loops", f->work_loops);
         jw_uint(&w, "deadline_misses", f->deadline_misses);
         jw_obj(&w, "response");
-        write_stats(&w, f->response);
+        hist_write_stats(f->response, &w);
         hist_write_json(f->response, &w, "histogram");
         jw_end(&w);
     }

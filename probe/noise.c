@@ -225,24 +225,6 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int start_worker(struct noise_worker *w, const struct noise_privileges *p)
-{
-    pthread_attr_t attr;
-    cpu_set_t set;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, WORKER_STACK);
-    CPU_ZERO(&set);
-    CPU_SET(w->cpu, &set);
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&attr, p->policy);
-    struct sched_param sp = {.sched_priority = p->priority};
-    pthread_attr_setschedparam(&attr, &sp);
-    int rc = pthread_create(&w->thread, &attr, worker_main, w);
-    pthread_attr_destroy(&attr);
-    return rc;
-}
-
 /* The workers never sleep, so on a machine whose every CPU is measured a
  * main thread of ordinary priority would run only when RT throttling lets
  * it, seconds late for a stop signal, or never with throttling off. It waits
@@ -259,14 +241,6 @@ static int raise_main_thread(const struct noise_privileges *p)
     sp.sched_priority = p->priority;
     return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
 }
-
-static const struct {
-    const char *field;
-    double p;
-} percentiles[] = {
-    {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9},
-    {"p9999_ns", 99.99}, {"p99999_ns", 99.999}, {"p999999_ns", 99.9999},
-};
 
 struct noise_figures {
     int cpu;                   /* -1: all CPUs */
@@ -287,30 +261,21 @@ static void print_result(const struct noise_figures *f, uint64_t threshold_ns)
     } else {
         jw_str(&w, "cpu", "all");
     }
-    jw_uint(&w, "count", h->count);
+    hist_write_stats(h, &w);
     jw_uint(&w, "span_ns", f->span_ns);
     jw_uint(&w, "threshold_ns", threshold_ns);
     jw_uint(&w, "events", f->events);
     if (h->count) {
         uint64_t noise = f->noise_ns;
         double span = f->span_ns ? (double)f->span_ns : 1.0;
-        jw_uint(&w, "min_ns", h->min);
-        jw_double(&w, "avg_ns", hist_mean(h));
-        jw_uint(&w, "max_ns", h->max);
-        jw_double(&w, "stddev_ns", hist_stddev(h));
-        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_uint(&w, percentiles[i].field, hist_percentile(h, percentiles[i].p));
         jw_uint(&w, "noise_ns", noise);
         jw_double(&w, "noise_per_s_ns", (double)noise * 1e9 / span);
         jw_double(&w, "noise_percent", (double)noise * 100.0 / span);
         jw_uint(&w, "max_offset_ns", f->max_offset_ns);
     } else {
-        static const char *const empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns", "noise_ns",
-                                            "noise_per_s_ns", "noise_percent", "max_offset_ns"};
+        static const char *const empty[] = {"noise_ns", "noise_per_s_ns", "noise_percent", "max_offset_ns"};
         for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
             jw_null(&w, empty[i]);
-        for (size_t i = 0; i < sizeof percentiles / sizeof *percentiles; i++)
-            jw_null(&w, percentiles[i].field);
     }
     if (f->cpu < 0) {
         if (h->count)
@@ -399,7 +364,8 @@ int cmd_noise(int argc, char **argv)
     pthread_barrier_init(&ready, NULL, (unsigned)o.ncpus + 1);
     pthread_barrier_init(&go, NULL, (unsigned)o.ncpus + 1);
     for (int i = 0; i < o.ncpus; i++) {
-        rc = start_worker(&workers[i], &priv);
+        rc = sched_start_pinned(&workers[i].thread, workers[i].cpu, priv.policy, priv.priority, WORKER_STACK,
+                                worker_main, &workers[i]);
         if (rc) {
             /* Fewer threads than asked would measure other CPUs than chosen. */
             fprintf(stderr, "rtvb-probe noise: cannot start the thread for CPU %d: %s.\n", workers[i].cpu,

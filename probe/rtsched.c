@@ -78,3 +78,22 @@ int sched_acquire(int policy, int priority)
     }
     return rc == 0;
 }
+
+int sched_start_pinned(pthread_t *thread, int cpu, int policy, int priority, size_t stack_bytes,
+                       void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, stack_bytes);
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, policy);
+    struct sched_param sp = {.sched_priority = priority};
+    pthread_attr_setschedparam(&attr, &sp);
+    int rc = pthread_create(thread, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
+}

@@ -8,6 +8,9 @@
 #ifndef RTVB_RTSCHED_H
 #define RTVB_RTSCHED_H
 
+#include <pthread.h>
+#include <stddef.h>
+
 /* The policies as options name them, in this order: fifo, rr, other, batch,
  * idle. A subcommand accepts the first SCHED_RT_OR_OTHER (latency) or all
  * SCHED_ANY_POLICY (load). */
@@ -30,5 +33,11 @@ int sched_is_rt(int policy);
  * made the difference, since the caller's threads need it. Returns 1 when
  * granted, else 0. */
 int sched_acquire(int policy, int priority);
+
+/* Start fn(arg) in a thread pinned to `cpu` at policy / priority (not
+ * inherited from the caller), with a stack of stack_bytes; pthread_create's
+ * result. The measuring threads of latency and noise start this way. */
+int sched_start_pinned(pthread_t *thread, int cpu, int policy, int priority, size_t stack_bytes,
+                       void *(*fn)(void *), void *arg);
 
 #endif

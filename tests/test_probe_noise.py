@@ -137,7 +137,10 @@ def test_a_known_hog_is_measured_and_absent_without_it(probe):
         maxima.append(with_hog["max_ns"])
         assert bursts - 2 <= hog_gaps <= bursts + 2 + band_without, (hog_gaps, bursts, band_without)
         assert with_hog["events"] >= bursts - 2, (with_hog["events"], bursts)
-        assert 4 <= with_hog["noise_percent"] <= 12, with_hog["noise_percent"]
+        # The total holds the hog's share and the machine's own noise, which is measured right after
+        # (on a shared VM it moves between runs by several points: 6 to 10 % seen in one minute).
+        assert hog_share <= with_hog["noise_percent"] <= hog_share + without["noise_percent"] + 5, \
+            (with_hog["noise_percent"], hog_share, without["noise_percent"])
         assert 4.5 <= hog_share <= 7.5, hog_share
         # noise per second is the same quantity in ns per s of run
         assert with_hog["noise_per_s_ns"] == pytest.approx(with_hog["noise_percent"] * 1e7, rel=1e-6)
