@@ -106,13 +106,8 @@ static int parse_options(int argc, char **argv, struct lat_options *o)
     int rc = opts_parse(SUB, table, argc, argv);
     if (rc)
         return rc;
-    if (o->policy == SCHED_OTHER) {
-        if (opts_seen(table, "priority") && o->priority != 0)
-            return usage_error(SUB, "--policy other takes no real-time priority; drop --priority or use 0.");
-        o->priority = 0;
-    } else if (o->priority == 0) {
-        return usage_error(SUB, "--policy fifo and rr need --priority from 1 to 99.");
-    }
+    if (sched_check_priority(SUB, o->policy, &o->priority, opts_seen(table, "priority")))
+        return EXIT_USAGE;
     if (o->trace.threshold_ns && o->format != FORMAT_JSONL)
         return usage_error(SUB, "--trace-threshold-us saves traces as JSON Lines records; drop --format.");
     if (o->ncpus == 0) {

@@ -5,6 +5,8 @@
 #include <sched.h>
 #include <sys/resource.h>
 
+#include "probe.h"
+
 const char *const sched_policy_names[SCHED_ANY_POLICY] = {"fifo", "rr", "other", "batch", "idle"};
 const int sched_policy_values[SCHED_ANY_POLICY] = {SCHED_FIFO, SCHED_RR, SCHED_OTHER, SCHED_BATCH, SCHED_IDLE};
 
@@ -96,4 +98,19 @@ int sched_start_pinned(pthread_t *thread, int cpu, int policy, int priority, siz
     int rc = pthread_create(thread, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     return rc;
+}
+
+int sched_check_priority(const char *sub, int policy, int *priority, int priority_given)
+{
+    if (policy == SCHED_OTHER) {
+        if (priority_given && *priority != 0) {
+            usage_error(sub, "--policy other takes no real-time priority; drop --priority or use 0.");
+            return -1;
+        }
+        *priority = 0;
+    } else if (*priority == 0) {
+        usage_error(sub, "--policy fifo and rr need --priority from 1 to 99.");
+        return -1;
+    }
+    return 0;
 }

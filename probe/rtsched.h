@@ -1,6 +1,7 @@
 /*
  * rtsched: scheduling policies by name, and finding out whether threads
- * may run at a real-time policy, shared by latency and load.
+ * may run at a real-time policy, the checks of --policy / --priority and
+ * the start of pinned measuring threads, shared by latency, noise and load.
  *
  * (Not "sched.h": the C unit tests compile with -Iprobe, where a header of
  * that name would stand in for the system's <sched.h>.)
@@ -33,6 +34,11 @@ int sched_is_rt(int policy);
  * made the difference, since the caller's threads need it. Returns 1 when
  * granted, else 0. */
 int sched_acquire(int policy, int priority);
+
+/* The --policy / --priority pair of a measuring subcommand: "other" takes no
+ * priority (a given non-zero one is an error; *priority becomes 0), fifo and
+ * rr need 1..99. 0, or the usage error printed for `sub` and -1. */
+int sched_check_priority(const char *sub, int policy, int *priority, int priority_given);
 
 /* Start fn(arg) in a thread pinned to `cpu` at policy / priority (not
  * inherited from the caller), with a stack of stack_bytes; pthread_create's

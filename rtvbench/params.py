@@ -12,12 +12,40 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterable
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, model_validator
 from pydantic_core import PydanticCustomError
 
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+#: the probe's default real-time priority of its measuring threads (latency, noise), which
+#: tests/test_spec.py and tests/test_probe_noise.py check the probe agrees with
+DEFAULT_RT_PRIORITY = 80
+RT_POLICIES = ("fifo", "rr")
+
+
+class RealtimeThreads(StrictModel):
+    """The `policy` / `priority` rules of a benchmark that measures with one thread per CPU at a real-time
+    policy: a real-time policy without a priority gets the probe's default, "other" takes none. A
+    subclass declares the two fields (where they stand in its table)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_priority(cls, data):
+        if isinstance(data, dict) and "priority" not in data and \
+                data.get("policy", cls.model_fields["policy"].default) in RT_POLICIES:
+            return {**data, "priority": DEFAULT_RT_PRIORITY}
+        return data
+
+    @model_validator(mode="after")
+    def _rt_consistent(self):
+        if self.policy == "other" and self.priority:
+            raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
+        if self.policy != "other" and self.priority == 0:
+            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
+        return self
 
 
 def _is_int(v: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from rtvbench.analysis.histogram import Histogram
 from rtvbench.units import format_value, suffix_unit
@@ -30,6 +30,34 @@ def split_cpu(name: str) -> tuple[int | None, str]:
     """(CPU, figure) of a per-CPU figure name, (None, name) for a merged one."""
     m = _CPU_FIGURE.match(name)
     return (int(m.group(1)), m.group(2)) if m else (None, name)
+
+
+def record_count(r: dict[str, Any] | None) -> int | None:
+    """A record's `count`, when it is an integer."""
+    n = r.get("count") if isinstance(r, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def decode_per_cpu(m: Measurement, figures: Callable[[dict[str, Any]], dict[str, float]],
+                   distributions: Callable[[dict[str, Any]], dict[str, Histogram | None]]) -> "Result":
+    """The result of a kind whose probe prints a result per CPU and a merged `cpu: "all"` one: the merged
+    figures, each CPU's as `cpu<N>.<figure>`, the sample counts, the merged record's named distributions
+    and each CPU's main one (the first its record yields)."""
+    out = Result()
+    for r in m.results:
+        cpu = r.get("cpu")
+        if cpu == "all":
+            out.figures.update(figures(r))
+            out.samples = record_count(r)
+            out.distributions.update({name: h for name, h in distributions(r).items() if h is not None and h.total})
+        elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
+            out.figures.update({cpu_figure(cpu, k): v for k, v in figures(r).items()})
+            if record_count(r) is not None:
+                out.cpu_samples[cpu] = record_count(r)
+            main = next(iter(distributions(r).values()), None)
+            if main is not None and main.total:
+                out.cpu_distributions[cpu] = main
+    return out
 
 
 @dataclass

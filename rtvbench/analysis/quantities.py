@@ -163,6 +163,21 @@ class QuantityKind(Kind):
         return []
 
 
+def cell_medians(kind, data, bench: str, figures: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """One sentence per cell: the medians over its repetitions of the given figures (those it has)."""
+    out = []
+    for env, load in data.cells(bench):
+        parts = []
+        for figure in figures:
+            s = summarize(data.values(env, load, bench, figure))
+            if s.n:
+                parts.append(f"{kind.label(figure)} {kind.format(s.median, figure)}")
+        if parts:
+            out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): "
+                                          + "; ".join(parts) + "."))
+    return out
+
+
 def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
     """One sentence per compared pair of cells: how many figures differ significantly, the largest."""
     groups: dict[tuple, list] = {}

@@ -18,7 +18,7 @@ import math
 
 from rtvbench.analysis.compare import LOG_T, Comparison
 from rtvbench.analysis.dataset import COMPLETE
-from rtvbench.analysis.kind import Kind
+from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
 from rtvbench.units import format_percent, significant
@@ -225,3 +225,49 @@ def size_series(ev: Evaluation, bench: str, keyed: dict[str, tuple[str, float]],
                 out.setdefault(f"{env} / {load}: {group}", []).append(
                     (x, s.median / scale, s.min / scale, s.max / scale))
     return list(out.items())
+
+
+def figure_parts(ev: Evaluation, bench: str, kind: Kind) -> tuple[list[Table], list[Table]]:
+    """(result tables, comparison tables) of a kind whose figure names carry their unit: the average (min,
+    max) and per-repetition tables of its row figures, the overhead tables of its compared ones."""
+    present = ev.data.figure_names(bench)
+    stems = [f for f in kind.row_figures(present) if f in present]
+    tables: list[Table] = []
+    if any(ev.summary(env, load, bench, f) for env, load in ev.data.cells(bench) for f in stems):
+        tables.append(avg_min_max_table(ev, bench, kind, stems))
+        tables += repetition_tables(ev, bench, kind, stems)
+    compared = [f for f in kind.compared_figures(present) if f in present]
+    return tables, overhead_tables(ev, bench, kind, compared)
+
+
+def cpu_table(ev: Evaluation, bench: str, kind: Kind, figures: tuple[str, ...], note: str = "") -> Table | None:
+    """Per environment, load and CPU the medians over the completed repetitions of those `figures` that
+    some CPU has (kinds that measure per CPU)."""
+    data = ev.data
+    present = set(data.figure_names(bench))
+    shown = [f for f in figures if any(n.endswith("." + f) and n.startswith("cpu") for n in present)]
+    rows = []
+    for env, load in data.cells(bench):
+        ms = data.measurements(env, load, bench, COMPLETE)
+        for cpu in sorted({c for m in ms for c in data.result(m).cpus}):
+            cells = [env, load, str(cpu)]
+            for figure in shown:
+                s = ev.summary(env, load, bench, cpu_figure(cpu, figure))
+                cells.append("–" if s is None else kind.format(s.median, figure))
+            rows.append(Row(cells))
+    if not rows or not shown:
+        return None
+    header = ["Environment", "Load", "CPU"] + [kind.label(f) for f in shown]
+    return Table(f"{bench}: per CPU (median over the completed repetitions)", header, rows, numeric_from=3,
+                 note=note)
+
+
+def median_columns(ev: Evaluation, bench: str, kind: Kind, env: str, load: str,
+                   figures: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A cell's (label, median) of those `figures` it has, for a kind's key results columns."""
+    out = []
+    for figure in figures:
+        s = ev.summary(env, load, bench, figure)
+        if s and s.n:
+            out.append((kind.label(figure), kind.format(s.median, figure)))
+    return out

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from rtvbench.analysis.histogram import result_histogram
-from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
-from rtvbench.analysis.quantities import differences
-from rtvbench.analysis.stats import summarize
+from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
+from rtvbench.analysis.quantities import cell_medians, differences
 from rtvbench.results import Measurement
 from rtvbench.units import exact_duration
 
@@ -29,6 +28,9 @@ CONTEXTS = ("irq", "thread")
 EVENTS = ("hw_events", "nmi_events", "irq_events", "softirq_events", "thread_events")
 DISTRIBUTIONS = {"irq": "IRQ latency", "thread": "thread latency"}
 
+
+#: the figures of each cell's sentence in the consideration
+SUMMARY = ("irq_max_us", "thread_max_us", "noise_percent", "max_single_noise_us", "hw_events")
 
 class KernelTracerKind(Kind):
     name = "kernel-tracer"
@@ -48,25 +50,10 @@ class KernelTracerKind(Kind):
         return context in CONTEXTS and stat in STATS and unit in TIME_UNITS
 
     def decode(self, m: Measurement) -> Result:
-        out = Result()
-        for r in m.results:
-            cpu = r.get("cpu")
-            if cpu == "all":
-                out.figures.update(_figures(r))
-                out.samples = _count(r)
-                for context, name in DISTRIBUTIONS.items():
-                    hist = result_histogram(r.get(context)) if isinstance(r.get(context), dict) else None
-                    if hist is not None and hist.total:
-                        out.distributions[name] = hist
-            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
-                out.figures.update({cpu_figure(cpu, k): v for k, v in _figures(r).items()})
-                if _count(r) is not None:
-                    out.cpu_samples[cpu] = _count(r)
-                thread = r.get("thread")
-                hist = result_histogram(thread) if isinstance(thread, dict) else None
-                if hist is not None and hist.total:
-                    out.cpu_distributions[cpu] = hist
-        return out
+        # The thread latency first: it is each CPU's main distribution (what a woken task sees).
+        return decode_per_cpu(m, _figures, lambda r: {
+            DISTRIBUTIONS[c]: result_histogram(r[c]) if isinstance(r.get(c), dict) else None
+            for c in ("thread", "irq")})
 
     def figures(self, m: Measurement) -> dict[str, float]:
         r = m.result("all")
@@ -90,7 +77,7 @@ class KernelTracerKind(Kind):
         return "_max_" in figure or figure.startswith("max_single_noise")
 
     def sample_count(self, m: Measurement) -> int | None:
-        return _count(m.result("all"))
+        return record_count(m.result("all"))
 
     def unit(self, figure: str) -> str:
         if figure == "noise_percent":
@@ -131,24 +118,7 @@ class KernelTracerKind(Kind):
 
     def considerations(self, data, bench: str, comps: list,
                        extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
-        out = []
-        for env, load in data.cells(bench):
-            parts = []
-            for figure in ("irq_max_us", "thread_max_us", "noise_percent", "max_single_noise_us", "hw_events"):
-                s = summarize(data.values(env, load, bench, figure))
-                if s.n:
-                    parts.append(f"{self.label(figure)} {self.format(s.median, figure)}")
-            if parts:
-                out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): "
-                                              + "; ".join(parts) + "."))
-        return out + differences(self, comps)
-
-
-def _count(r: dict[str, Any] | None) -> int | None:
-    if r is None:
-        return None
-    n = r.get("count")
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
+        return cell_medians(self, data, bench, SUMMARY) + differences(self, comps)
 
 
 def _number(v: Any) -> float | None:
@@ -157,8 +127,8 @@ def _number(v: Any) -> float | None:
 
 def _figures(r: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    if _count(r) is not None:
-        out["count"] = _count(r)
+    if record_count(r) is not None:
+        out["count"] = record_count(r)
     for context in CONTEXTS:
         sub = r.get(context)
         if not isinstance(sub, dict) or not sub.get("count"):

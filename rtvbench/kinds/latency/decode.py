@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rtvbench.analysis.histogram import Histogram, result_histogram
-from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
+from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.units import exact_duration
 from rtvbench.kinds.latency import considerations, interference, spikes, tails
 from rtvbench.kinds.latency.names import (OVER, PERCENTILES, RESPONSE, RESPONSE_COMPARED, TIME_STEMS, TIME_UNITS,
@@ -51,22 +51,8 @@ class LatencyKind(Kind):
         """Merged figures from the `cpu: "all"` result, each CPU's from its own result record (as
         `cpu<N>.<figure>`), the wake-up (and response) distributions, and the largest wake-up of any
         CPU per window as a time series."""
-        out = Result()
-        for r in m.results:
-            cpu = r.get("cpu")
-            if cpu == "all":
-                out.figures.update(self._result_figures(r))
-                out.samples = _count(r)
-                for name, hist in (("wake-up", result_histogram(r)), ("response", result_histogram(r.get("response")))):
-                    if hist is not None and hist.total:
-                        out.distributions[name] = hist
-            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
-                out.figures.update({cpu_figure(cpu, k): v for k, v in self._result_figures(r).items()})
-                if _count(r) is not None:
-                    out.cpu_samples[cpu] = _count(r)
-                hist = result_histogram(r)
-                if hist is not None and hist.total:
-                    out.cpu_distributions[cpu] = hist
+        out = decode_per_cpu(m, self._result_figures, lambda r: {
+            "wake-up": result_histogram(r), "response": result_histogram(r.get("response"))})
         for key, name in (("max_ns", "max_us"), ("response_max_ns", "response_max_us")):
             points = _window_maxima(m.windows, key)
             if points:
@@ -140,7 +126,7 @@ class LatencyKind(Kind):
         return figure.removeprefix(RESPONSE) == "max_us"
 
     def sample_count(self, m: Measurement) -> int | None:
-        return _count(m.result("all"))
+        return record_count(m.result("all"))
 
     def label(self, figure: str) -> str:
         if figure in ("count", "missed"):
@@ -195,11 +181,6 @@ class LatencyKind(Kind):
         text += ("Percentiles come from the probe's log-linear histogram (within 1 % of exact); "
                  "min, max and mean are exact.")
         return text
-
-
-def _count(r: dict[str, Any] | None) -> int | None:
-    n = r.get("count") if isinstance(r, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 #: a window shorter than this share of the full window length is a partial one (the end of the run)

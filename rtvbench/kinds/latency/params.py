@@ -9,14 +9,14 @@ from pydantic import model_validator
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.cpulist import parse_cpu_list, probe_cpus
 from rtvbench.kinds.latency.names import RESPONSE, over_threshold_ns, split_cpu_figure
-from rtvbench.params import StrictModel, number_arg, probe_int, probe_list, probe_number
+from rtvbench.params import (DEFAULT_RT_PRIORITY, RealtimeThreads, number_arg, probe_int, probe_list,
+                             probe_number)
 from rtvbench.spec import Placement
 
 
 #: the real-time priority of policy "fifo"/"rr" when the campaign names none: the probe's own
 #: default (probe/latency.c), which tests/test_spec.py checks it agrees with
-DEFAULT_PRIORITY = 80
-RT_POLICIES = ("fifo", "rr")
+DEFAULT_PRIORITY = DEFAULT_RT_PRIORITY
 
 
 # The probe's ranges (module level: pydantic reads annotations by name).
@@ -34,7 +34,7 @@ TraceBreaches = probe_int("trace-breaches", 1, 1000)
 TraceHistoryMs = probe_number("trace-history-ms", 0.1, 10000, "a number of milliseconds")
 
 
-class LatencyParams(StrictModel):
+class LatencyParams(RealtimeThreads):
     interval_us: IntervalUs = 1000
     duration_s: DurationS | None = None
     loops: Loops | None = None
@@ -54,14 +54,6 @@ class LatencyParams(StrictModel):
     trace_breaches: TraceBreaches = 10
     trace_history_ms: TraceHistoryMs = 20
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_priority(cls, data):
-        if isinstance(data, dict) and "priority" not in data and \
-                data.get("policy", cls.model_fields["policy"].default) in RT_POLICIES:
-            return {**data, "priority": DEFAULT_PRIORITY}
-        return data
-
     @model_validator(mode="after")
     def _consistent(self):
         # Without a limit the probe would run until interrupted: a campaign must end.
@@ -69,10 +61,6 @@ class LatencyParams(StrictModel):
             raise ValueError("needs duration_s (seconds) or loops (activations per CPU) so that it ends")
         if self.duration_s is not None and self.loops is not None:
             raise ValueError("set duration_s or loops, not both")
-        if self.policy == "other" and self.priority:
-            raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
-        if self.policy != "other" and self.priority == 0:
-            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
         if self.work_us is not None and self.work_us >= self.interval_us:
             raise ValueError(f"work_us ({self.work_us}) must be shorter than interval_us ({self.interval_us}): "
                              "a work budget of a whole period or more misses every deadline")

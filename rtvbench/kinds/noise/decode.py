@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from rtvbench.analysis.histogram import result_histogram
-from rtvbench.analysis.kind import Kind, Result, cpu_figure, register
-from rtvbench.analysis.quantities import differences
-from rtvbench.analysis.stats import summarize
+from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
+from rtvbench.analysis.quantities import cell_medians, differences
 from rtvbench.results import Measurement
 from rtvbench.units import exact_duration
 
@@ -35,6 +34,9 @@ COUNTS = ("count", "events", "events_per_s")
 #: the distribution of the merged result
 GAP = "gap"
 
+
+#: the figures of each cell's sentence in the consideration
+SUMMARY = ("max_us", "noise_per_s_us", "noise_percent", "events_per_s", "min_ns")
 
 class NoiseKind(Kind):
     name = "noise"
@@ -54,23 +56,7 @@ class NoiseKind(Kind):
         return stem in GAP_STEMS and unit in TIME_UNITS
 
     def decode(self, m: Measurement) -> Result:
-        out = Result()
-        for r in m.results:
-            cpu = r.get("cpu")
-            if cpu == "all":
-                out.figures.update(_figures(r))
-                out.samples = _count(r)
-                hist = result_histogram(r)
-                if hist is not None and hist.total:
-                    out.distributions[GAP] = hist
-            elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
-                out.figures.update({cpu_figure(cpu, k): v for k, v in _figures(r).items()})
-                if _count(r) is not None:
-                    out.cpu_samples[cpu] = _count(r)
-                hist = result_histogram(r)
-                if hist is not None and hist.total:
-                    out.cpu_distributions[cpu] = hist
-        return out
+        return decode_per_cpu(m, _figures, lambda r: {GAP: result_histogram(r)})
 
     def figures(self, m: Measurement) -> dict[str, float]:
         r = m.result("all")
@@ -95,21 +81,11 @@ class NoiseKind(Kind):
         return figure == "max_us" or figure.startswith("max_")
 
     def sample_count(self, m: Measurement) -> int | None:
-        return _count(m.result("all"))
+        return record_count(m.result("all"))
 
     def considerations(self, data, bench: str, comps: list,
                        extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
-        out = []
-        for env, load in data.cells(bench):
-            parts = []
-            for figure in ("max_us", "noise_per_s_us", "noise_percent", "events_per_s", "min_ns"):
-                s = summarize(data.values(env, load, bench, figure))
-                if s.n:
-                    parts.append(f"{self.label(figure)} {self.format(s.median, figure)}")
-            if parts:
-                out.append(("info", "result", f"In `{env}` under `{load}` (medians over the repetitions): "
-                                              + "; ".join(parts) + "."))
-        return out + differences(self, comps)
+        return cell_medians(self, data, bench, SUMMARY) + differences(self, comps)
 
     def unit(self, figure: str) -> str:
         if figure == "noise_percent":
@@ -200,11 +176,6 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
 
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _count(r: dict[str, Any] | None) -> int | None:
-    n = r.get("count") if isinstance(r, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def _scaled(value: Any, factor: float) -> float | None:

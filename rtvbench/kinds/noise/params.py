@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import model_validator
-
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.cpulist import parse_cpu_list, probe_cpus
-from rtvbench.params import StrictModel, number_arg, probe_int, probe_number
+from rtvbench.params import DEFAULT_RT_PRIORITY, RealtimeThreads, number_arg, probe_int, probe_number
 from rtvbench.spec import Placement
 
 #: the probe's own defaults (probe/noise.c), which tests/test_probe_noise.py checks these agree with
-DEFAULT_PRIORITY = 80
+DEFAULT_PRIORITY = DEFAULT_RT_PRIORITY
 DEFAULT_THRESHOLD_US = 1.0
-RT_POLICIES = ("fifo", "rr")
 
 # The probe's ranges (module level: pydantic reads annotations by name).
 DurationS = probe_number("duration-s", 0.001, 1e7, "a number of seconds")
@@ -23,29 +20,13 @@ Cpus = probe_cpus("cpus", 1024)
 ThresholdUs = probe_number("threshold-us", 0.001, 3.6e9, "a number of microseconds")
 
 
-class NoiseParams(StrictModel):
+class NoiseParams(RealtimeThreads):
     # Every measured CPU is kept busy for the whole run: a campaign names how long.
     duration_s: DurationS = 10
     cpus: Cpus | None = None                # None: every CPU the probe may run on
     priority: Priority | None = None        # DEFAULT_PRIORITY for fifo/rr; None for other
     policy: Literal["fifo", "rr", "other"] = "fifo"
     threshold_us: ThresholdUs = DEFAULT_THRESHOLD_US   # a gap above it is an interruption
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_priority(cls, data):
-        if isinstance(data, dict) and "priority" not in data and \
-                data.get("policy", cls.model_fields["policy"].default) in RT_POLICIES:
-            return {**data, "priority": DEFAULT_PRIORITY}
-        return data
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.policy == "other" and self.priority:
-            raise ValueError('policy "other" takes no real-time priority: drop priority or use policy "fifo"')
-        if self.policy != "other" and self.priority == 0:
-            raise ValueError(f'policy "{self.policy}" needs priority from 1 to 99')
-        return self
 
 
 @BENCHMARKS.register("noise")
