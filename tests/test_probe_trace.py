@@ -230,7 +230,7 @@ def test_attribution_of_a_late_timer_under_a_task_with_interrupts_off_and_of_a_h
     quiet = attribute(_record(lines, 1000, 1505, steal_ns=0))
     assert quiet.cause == "irq-off" and quiet.culprit.startswith("spinner (pid 88"), quiet.explanation
     stolen = attribute(_record(lines, 1000, 1505, steal_ns=400_000))
-    assert stolen.cause == "hypervisor" and "steal" in stolen.explanation
+    assert stolen.cause == "hypervisor" and "steal" in stolen.explanation and stolen.group == "hypervisor"
     idle = attribute(_record([_line("<idle>", 0, 900, "sched_switch", "prev_comm=rtvb-probe prev_pid=500 "
                                     "prev_prio=19 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120")]
                              + _wake(1500.0) + _switch_in(1502, "swapper/1", 0, 120), 1000, 1505, steal_ns=0))
@@ -250,6 +250,7 @@ def test_attribution_of_a_lower_priority_task_holding_the_cpu_and_of_one_of_high
     high = attribute(_record(lines, 999, 1403, tasks=[{"pid": 60, "comm": "irq/9-acpi", "policy": "fifo",
                                                        "rt_priority": 90, "nice": 0}]))
     assert high.cause == "task" and high.culprit == "irq/9-acpi (pid 60, SCHED_FIFO 90)"
+    assert high.group == "irq/9-acpi, SCHED_FIFO 90"        # counted across repetitions without the pid
     # Steal time that rose meanwhile (in whole ticks) does not take the blame from a task entitled to the CPU.
     assert attribute(_record(lines, 999, 1403, steal_ns=4 * MS, tasks=[
         {"pid": 60, "comm": "irq/9-acpi", "policy": "fifo", "rt_priority": 90, "nice": 0}])).cause == "task"

@@ -97,6 +97,10 @@ class Task:
             return "idle"
         return f"{self.comm} (pid {self.pid}, {self.policy_text()})"
 
+    def kind_text(self) -> str:
+        """The task without its pid, which changes between repetitions: "rtvb-hog, SCHED_FIFO 90"."""
+        return "idle" if self.pid == 0 else f"{self.comm}, {self.policy_text()}"
+
     def policy_text(self) -> str:
         if self.policy in ("fifo", "rr"):
             return f"SCHED_{self.policy.upper()} {self.rt_priority}"
@@ -134,6 +138,7 @@ class Spike:
     cause: str                      # one of CAUSES
     culprit: str                    # what the cause names: "rtvb-hog (pid 42, SCHED_FIFO 90)", "NET_RX"
     explanation: str                # one sentence
+    group: str = ""                 # the culprit as counted across repetitions: "rtvb-hog, SCHED_FIFO 90"
     phases_ns: dict[str, int] = field(default_factory=dict)   # timer, scheduling, return
     shares_ns: dict[str, int] = field(default_factory=dict)   # what the explained phase was spent on
     steal_ns: int | None = None
@@ -142,7 +147,7 @@ class Spike:
 
     def to_dict(self) -> dict[str, Any]:
         return {"cpu": self.cpu, "offset_s": self.offset_s, "latency_ns": self.latency_ns, "cause": self.cause,
-                "culprit": self.culprit, "explanation": self.explanation, "phases_ns": self.phases_ns,
+                "culprit": self.culprit, "group": self.group, "explanation": self.explanation, "phases_ns": self.phases_ns,
                 "shares_ns": self.shares_ns, "steal_ns": self.steal_ns, "repetition": self.repetition,
                 "excerpt": self.excerpt}
 
@@ -297,8 +302,7 @@ class Timeline:
                                  int(prio) if prio and prio.lstrip("-").isdigit() else None)
         if current is not None and current.pid == e.pid:
             return current
-        prio = None
-        return self.task(e.task, e.pid, prio)
+        return self.task(e.task, e.pid)
 
     @staticmethod
     def _enter_exit(e: Event, stack: list[tuple[str, str]]) -> None:
@@ -363,6 +367,7 @@ class Timeline:
             kind = max(by_kind, key=lambda k: by_kind[k])
             named = sorted(((n, v) for (kk, n), v in irqs.items() if kk == kind), key=lambda nv: -nv[1])[:2]
             spike.cause, spike.culprit = kind, " + ".join(n for n, _ in named)
+            spike.group = spike.culprit
             what = "interrupt handlers" if kind == "irq" else "softirq processing"
             parts = ", ".join(f"{n} {_us(v)}" for n, v in named)
             spike.explanation = f"{lead}: {what} took {_us(by_kind[kind])} of it ({parts})."
@@ -370,6 +375,7 @@ class Timeline:
         task = tasks.get(name)
         silent = silence * 2 >= length
         culprit = task.describe() if task is not None else name
+        spike.group = task.kind_text() if task is not None else name
         idle = task is not None and task.pid == 0
         # A task entitled to the CPU explains the time it ran whatever the steal counter did (it
         # moves in whole ticks); a silent stretch nobody was entitled to is the hypervisor's when
@@ -400,6 +406,6 @@ class Timeline:
                                  "wake-up (preemption disabled).")
 
     def _hypervisor(self, spike: Spike, lead: str, silence: int) -> None:
-        spike.cause, spike.culprit = "hypervisor", "hypervisor"
+        spike.cause, spike.culprit, spike.group = "hypervisor", "hypervisor", "hypervisor"
         spike.explanation = (f"{lead}, with no event for {_us(silence)} while the CPU's steal time rose by "
                              f"{_us(self.steal or 0)}: the hypervisor did not run this CPU.")

@@ -9,8 +9,7 @@ counts by cause, so that two cells can be compared cause by cause: "`guest_rt` r
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
@@ -24,7 +23,6 @@ class CellSpikes:
     spikes: list[Spike]
     untraced: int                   # breaches over the threshold that were not saved
     repetitions: int
-    traced_cpus: dict[int, int] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -34,11 +32,11 @@ class CellSpikes:
         return {c: n for c, n in out.items() if n}
 
     def culprits(self, cause: str) -> list[str]:
-        """The culprits named for a cause, most frequent first."""
+        """The culprits of a cause as counted across repetitions (no pids), most frequent first."""
         seen: dict[str, int] = {}
         for s in self.spikes:
-            if s.cause == cause and s.culprit:
-                seen[s.culprit] = seen.get(s.culprit, 0) + 1
+            if s.cause == cause and s.group:
+                seen[s.group] = seen.get(s.group, 0) + 1
         return sorted(seen, key=lambda k: -seen[k])
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,13 +73,12 @@ def cell_spikes(data: RunData, bench: str) -> list[CellSpikes]:
 
 
 def _label(cell: CellSpikes, cause: str) -> str:
-    """The cause in words with its most frequent culprits, pids left out (they change between
-    repetitions): "other tasks (rtvb-hog, SCHED_FIFO 90)", "softirq processing (NET_RX)"."""
-    names = list(dict.fromkeys(re.sub(r"\(pid \d+, ", "(", n) for n in cell.culprits(cause)))
+    """The cause in words with its two most frequent culprits: "other tasks (rtvb-hog, SCHED_FIFO 90)",
+    "softirq processing (NET_RX)"."""
+    names = cell.culprits(cause)
     words = CAUSE_WORDS[cause]
     if cause in ("irq", "softirq", "task", "preempt-off", "irq-off") and names:
-        shown = [n.replace(" (", ", ").rstrip(")") if cause != "irq" else n for n in names[:2]]
-        return f"{words} ({'; '.join(shown)})"
+        return f"{words} ({'; '.join(names[:2])})"
     return words
 
 
