@@ -197,3 +197,17 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     assert _above(burst[0], "thread", 5_000_000) < late / 2
     # The periods a burst swallowed are missing: about a fifth of CPU 1's activations.
     assert burst[1]["irq"]["count"] <= 0.92 * idle[1]["irq"]["count"], (burst[1]["count"], idle[1]["count"])
+
+
+def test_osnoise_counts_the_real_time_bursts_as_thread_noise(rt_run):
+    """Ground truth: the same load takes 20 % of CPU 1 (10 ms of every 50 ms) from osnoise's thread, one
+    preemption by a thread per burst; CPU 0 keeps its own noise."""
+    run, _ = rt_run
+    idle, burst = _results(run, "osnoise"), _results(run, "osnoise", "rt_burst")
+    share = {cpu: 100 - r["available_percent"] for cpu, r in burst.items()}
+    base = {cpu: 100 - r["available_percent"] for cpu, r in idle.items()}
+    assert 13 <= share[1] - base[1] <= 27, (share, base)
+    assert abs(share[0] - base[0]) < 5, (share, base)
+    bursts = burst[1]["runtime_ns"] / 50_000_000
+    assert burst[1]["thread_events"] - idle[1]["thread_events"] * burst[1]["count"] / idle[1]["count"] >= 0.5 * bursts
+    assert burst[1]["max_single_noise_ns"] >= 5_000_000
