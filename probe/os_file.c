@@ -161,6 +161,13 @@ void os_test_open_close(struct os_run *r) { path_test(r, "open_close", op_open_c
  * the shared zero page, so neither would fault exactly the pages touched.
  * Transparent huge pages are turned off on the region for the same reason.
  *
+ * A third result is LMbench's definition, "file" with access "read": one
+ * byte read per page of a shared read-only mapping of the cached file, the
+ * pages in a random order. Fault-around then maps a block of neighbours per
+ * fault, so the figure per page is that of a fraction of a fault
+ * (faults_per_page says which fraction): what reading a mapped file costs
+ * per page, not what one fault costs.
+ *
  * A sample touches the pages of the region once; the region must then be
  * replaced (munmap + mmap) before the next sample can fault again. That
  * replacement happens inside the timed call, so it is timed separately
@@ -169,6 +176,8 @@ void os_test_open_close(struct os_run *r) { path_test(r, "open_close", op_open_c
 struct pf_arg {
     struct op_base b;
     int fd;                  /* -1: anonymous */
+    int read;                /* read access through a shared mapping, in `order` */
+    size_t *order;           /* read: page offsets, a random permutation */
     size_t bytes, page;
     char *map;
     long minflt_before;
@@ -179,6 +188,7 @@ struct pf_arg {
 static char *pf_map(struct pf_arg *a)
 {
     char *p = a->fd < 0 ? mmap(NULL, a->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+              : a->read ? mmap(NULL, a->bytes, PROT_READ, MAP_SHARED, a->fd, 0)
                         : mmap(NULL, a->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, a->fd, 0);
     if (p == MAP_FAILED)
         return NULL;
@@ -193,8 +203,15 @@ static void op_pagefault(void *arg, uint64_t n)
         op_fail(&a->b, "mmap of the region", a->map ? EINVAL : ENOMEM);
         return;
     }
-    for (uint64_t i = 0; i < n; i++)
-        ((volatile char *)a->map)[i * a->page] = 1;
+    if (a->read) {
+        char sum = 0;
+        for (uint64_t i = 0; i < n; i++)
+            sum += ((volatile char *)a->map)[a->order[i]];
+        sink += (uint64_t)sum;
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            ((volatile char *)a->map)[i * a->page] = 1;
+    }
 
     uint64_t t0 = mono_ns();
     a->faults += (uint64_t)(minor_faults() - a->minflt_before);
@@ -205,14 +222,38 @@ static void op_pagefault(void *arg, uint64_t n)
     a->release[a->calls++ % TIMING_MAX_SAMPLES] = (double)(mono_ns() - t0) / (double)n;
 }
 
-static void pagefault_one(struct os_run *r, int fd, const char *backing)
+/* Page offsets of the region in a random order (Fisher-Yates, xorshift:
+ * the same order every run). */
+static size_t *random_pages(size_t pages, size_t page)
+{
+    size_t *o = malloc(pages * sizeof *o);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < pages; i++)
+        o[i] = i * page;
+    for (size_t i = pages - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t j = (size_t)(x % (i + 1)), t = o[i];
+        o[i] = o[j], o[j] = t;
+    }
+    return o;
+}
+
+static void pagefault_one(struct os_run *r, int fd, const char *backing, int read)
 {
     struct pf_arg *a = calloc(1, sizeof *a);
     if (!a) {
         os_failed(r, "pagefault", "out of memory");
         return;
     }
-    *a = (struct pf_arg){.fd = fd, .bytes = (size_t)r->o->pagefault_bytes, .page = (size_t)sysconf(_SC_PAGESIZE)};
+    *a = (struct pf_arg){.fd = fd, .read = read, .bytes = (size_t)r->o->pagefault_bytes,
+                         .page = (size_t)sysconf(_SC_PAGESIZE)};
+    if (read && !(a->order = random_pages(a->bytes / a->page, a->page))) {
+        os_failed(r, "pagefault", "out of memory");
+        free(a);
+        return;
+    }
     a->map = pf_map(a);
     a->minflt_before = minor_faults();
     struct timing_opts opts = r->o->timing;
@@ -229,7 +270,8 @@ static void pagefault_one(struct os_run *r, int fd, const char *backing)
         struct jw w;
         os_result_begin(&w, "pagefault");
         jw_str(&w, "backing", backing);
-        jw_str(&w, "access", "write");
+        jw_str(&w, "access", read ? "read" : "write");
+        jw_str(&w, "order", read ? "random" : "sequential");
         jw_uint(&w, "region_bytes", a->bytes);
         jw_uint(&w, "page_bytes", a->page);
         jw_uint(&w, "pages_touched", a->pages);
@@ -240,19 +282,22 @@ static void pagefault_one(struct os_run *r, int fd, const char *backing)
     }
     if (a->map)
         munmap(a->map, a->bytes);
+    free(a->order);
     free(a);
 }
 
 void os_test_pagefault(struct os_run *r)
 {
     char path[PATH_MAX];
-    pagefault_one(r, -1, "anon");
+    pagefault_one(r, -1, "anon", 0);
     if (os_stop)
         return;
     int fd = make_file(r, "pagefault", "pagefault", r->o->pagefault_bytes, path, sizeof path);
     if (fd < 0)
         return;
-    pagefault_one(r, fd, "file");
+    pagefault_one(r, fd, "file", 0);
+    if (!os_stop)
+        pagefault_one(r, fd, "file", 1);
     close(fd);
     unlink(path);
 }
@@ -261,13 +306,37 @@ void os_test_pagefault(struct os_run *r)
 
 /* mmap of a cached file, a read of one byte per page, munmap: the cost of
  * making a file's pages visible, fault-around included (faults_per_map
- * says how many faults that took). */
+ * says how many faults that took).
+ *
+ * The "sparse" result is LMbench's definition: a shared writable mapping,
+ * one byte written every 16 KiB over the first tenth of it, munmap. It
+ * touches a fortieth of the pages, so it is mostly the cost of the mapping
+ * itself, and it grows with the size far more slowly than ours. */
+#define MMAP_SPARSE_STRIDE (16u << 10)
+
 struct mmap_arg {
     struct op_base b;
     int fd;
+    int sparse;
     size_t bytes, page;
     uint64_t ops;
 };
+
+static void op_mmap_sparse(void *arg, uint64_t n)
+{
+    struct mmap_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++) {
+        volatile char *p = mmap(NULL, a->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+        if (p == MAP_FAILED) {
+            op_fail(&a->b, "mmap", errno);
+            return;
+        }
+        for (size_t off = 0; off < a->bytes / 10; off += MMAP_SPARSE_STRIDE)
+            p[off] = 0x5a;   /* the byte the file holds: the data never changes */
+        munmap((void *)p, a->bytes);
+        a->ops++;
+    }
+}
 
 static void op_mmap(void *arg, uint64_t n)
 {
@@ -298,16 +367,18 @@ void os_test_mmap(struct os_run *r)
     int fd = make_file(r, "mmap", "mmap", largest, path, sizeof path);
     if (fd < 0)
         return;
-    for (int v = 0; v < o->nmmap && !os_stop; v++) {
-        struct mmap_arg a = {.fd = fd, .bytes = (size_t)o->mmap_sizes[v], .page = (size_t)sysconf(_SC_PAGESIZE)};
+    for (int v = 0; v < 2 * o->nmmap && !os_stop; v++) {
+        struct mmap_arg a = {.fd = fd, .sparse = v % 2, .bytes = (size_t)o->mmap_sizes[v / 2],
+                             .page = (size_t)sysconf(_SC_PAGESIZE)};
         struct timing t;
         long f0 = minor_faults();
-        if (os_time(r, "mmap", op_mmap, &a.b, NULL, &t))
+        if (os_time(r, "mmap", a.sparse ? op_mmap_sparse : op_mmap, &a.b, NULL, &t))
             continue;
         long faults = minor_faults() - f0;
         struct jw w;
         os_result_begin(&w, "mmap");
         jw_uint(&w, "size_bytes", a.bytes);
+        jw_str(&w, "touch", a.sparse ? "sparse" : "every page");
         jw_uint(&w, "pages", (a.bytes + a.page - 1) / a.page);
         jw_double(&w, "faults_per_map", a.ops ? (double)faults / (double)a.ops : NAN);
         jw_str(&w, "fs_type", fs_type(r->workdir));
@@ -357,6 +428,127 @@ static void op_file_create_delete(void *arg, uint64_t n)
     }
 }
 
+/* LMbench's definition: creation and deletion as separate rates, each
+ * measured over a batch. A call creates n files (create, write, close) in
+ * fresh directories of at most 100 files each, then deletes them all. The
+ * harness times the whole call; its parts are timed inside it, and all but
+ * the subject (the creations, or in a second measurement the deletions) is
+ * subtracted sample by sample, so each figure has its own convergence.
+ * Unlike one file at a time, a batch finds a directory holding up to 100
+ * other names and cannot reuse the inode and the directory entry just
+ * freed. */
+#define FILES_PER_DIR 100
+
+struct fbatch_arg {
+    struct op_base b;
+    const char *dir;
+    const char *data;
+    size_t bytes;
+    int subject_delete;      /* the figure is the deletions, not the creations */
+    uint64_t batch, calls;
+    double other[TIMING_MAX_SAMPLES];        /* per call, ring: ns per file of all but the subject */
+};
+
+static int batch_path(char *path, size_t len, const struct fbatch_arg *a, uint64_t file, int level)
+{
+    int w = level == 0 ? snprintf(path, len, "%s/b%llx", a->dir, (unsigned long long)a->batch)
+          : level == 1 ? snprintf(path, len, "%s/b%llx/%llx", a->dir, (unsigned long long)a->batch,
+                                  (unsigned long long)(file / FILES_PER_DIR))
+                       : snprintf(path, len, "%s/b%llx/%llx/%llu", a->dir, (unsigned long long)a->batch,
+                                  (unsigned long long)(file / FILES_PER_DIR),
+                                  (unsigned long long)(file % FILES_PER_DIR));
+    return w > 0 && w < (int)len ? 0 : -1;
+}
+
+/* mkdir (make) or rmdir the batch's directories. */
+static int batch_dirs(struct fbatch_arg *a, uint64_t n, int make)
+{
+    char path[PATH_MAX];
+    uint64_t dirs = (n + FILES_PER_DIR - 1) / FILES_PER_DIR;
+    if (make && (batch_path(path, sizeof path, a, 0, 0) || mkdir(path, 0700)))
+        return -1;
+    for (uint64_t d = 0; d < dirs; d++) {
+        if (batch_path(path, sizeof path, a, d * FILES_PER_DIR, 1))
+            return -1;
+        if (make ? mkdir(path, 0700) : rmdir(path))
+            return -1;
+    }
+    return make ? 0 : (batch_path(path, sizeof path, a, 0, 0) ? -1 : rmdir(path));
+}
+
+static void op_file_batch(void *arg, uint64_t n)
+{
+    struct fbatch_arg *a = arg;
+    char path[PATH_MAX];
+    uint64_t t0 = mono_ns();
+    a->batch++;
+    if (batch_dirs(a, n, 1)) {
+        op_fail(&a->b, "mkdir", errno);
+        return;
+    }
+    uint64_t t1 = mono_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        int fd = batch_path(path, sizeof path, a, i, 2) ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || (a->bytes && write(fd, a->data, a->bytes) != (ssize_t)a->bytes)) {
+            op_fail(&a->b, fd < 0 ? "create" : "write", errno ? errno : ENOSPC);
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        close(fd);
+    }
+    uint64_t t2 = mono_ns();
+    for (uint64_t i = 0; i < n; i++)
+        if (batch_path(path, sizeof path, a, i, 2) || unlink(path)) {
+            op_fail(&a->b, "unlink", errno);
+            return;
+        }
+    uint64_t t3 = mono_ns();
+    if (batch_dirs(a, n, 0)) {
+        op_fail(&a->b, "rmdir", errno);
+        return;
+    }
+    uint64_t t4 = mono_ns();
+    uint64_t subject = a->subject_delete ? t3 - t2 : t2 - t1;
+    a->other[a->calls++ % TIMING_MAX_SAMPLES] = (double)(t4 - t0 - subject) / (double)n;
+}
+
+static void batch_result(struct os_run *r, struct timing *t, const char *op, size_t bytes)
+{
+    struct jw w;
+    os_result_begin(&w, "file_create_delete");
+    jw_uint(&w, "size_bytes", bytes);
+    jw_str(&w, "op", op);
+    jw_int(&w, "files_per_dir", FILES_PER_DIR);
+    jw_uint(&w, "files_per_batch", t->n_per_sample);
+    jw_str(&w, "fs_type", fs_type(r->workdir));
+    jw_double(&w, "files_per_s", t->ns_per_op > 0 ? 1e9 / t->ns_per_op : NAN);
+    os_result_end(&w, t);
+}
+
+static void file_batch(struct os_run *r, const char *data, size_t bytes)
+{
+    struct fbatch_arg *a = calloc(1, sizeof *a);
+    if (!a) {
+        os_failed(r, "file_create_delete", "out of memory");
+        return;
+    }
+    *a = (struct fbatch_arg){.dir = r->workdir, .data = data, .bytes = bytes};
+    for (int del = 0; del < 2 && !os_stop; del++) {
+        struct timing t;
+        a->subject_delete = del;
+        if (os_time(r, "file_create_delete", op_file_batch, &a->b, NULL, &t))
+            break;
+        /* Sample i is call (calls - samples + i). */
+        double sub[TIMING_MAX_SAMPLES];
+        for (int i = 0; i < t.samples; i++)
+            sub[i] = a->other[(a->calls - (uint64_t)t.samples + (uint64_t)i) % TIMING_MAX_SAMPLES];
+        os_timing_derive(&t, 1.0, 0, sub, r->o->timing.target_rel_error);
+        batch_result(r, &t, del ? "delete" : "create", bytes);
+    }
+    free(a);
+}
+
 void os_test_file_create_delete(struct os_run *r)
 {
     const struct os_opts *o = r->o;
@@ -380,9 +572,12 @@ void os_test_file_create_delete(struct os_run *r)
             continue;
         os_result_begin(&w, "file_create_delete");
         jw_uint(&w, "size_bytes", a.bytes);
+        jw_str(&w, "op", "create+delete");
         jw_str(&w, "fs_type", fs_type(r->workdir));
         jw_double(&w, "files_per_s", t.ns_per_op > 0 ? 1e9 / t.ns_per_op : NAN);
         os_result_end(&w, &t);
+        if (!os_stop)
+            file_batch(r, data, a.bytes);
     }
     free(data);
 }
@@ -391,12 +586,17 @@ void os_test_file_create_delete(struct os_run *r)
 
 /* Read bandwidth of a cached file, each byte read by the program: with
  * read() in 64 KiB calls into one buffer that is then summed, and through
- * a fresh mapping (mmap, sum, munmap) per pass. */
+ * a fresh mapping (mmap, sum, munmap) per pass. mmap_reread has a second
+ * result, LMbench's definition (mapping "once"): the file is mapped and its
+ * pages faulted in before timing, and a pass only sums them, so it is a
+ * memory read through the page cache, without the faults and the unmapping
+ * that a program reading a file through mmap pays. */
 struct reread_arg {
     struct op_base b;
     int fd;
     size_t bytes;
     char *buf;
+    const char *map;         /* mapping "once": the mapping every pass sums */
 };
 
 static void op_file_reread(void *arg, uint64_t n)
@@ -432,20 +632,44 @@ static void op_mmap_reread(void *arg, uint64_t n)
     }
 }
 
+static void op_mapped_reread(void *arg, uint64_t n)
+{
+    struct reread_arg *a = arg;
+    for (uint64_t i = 0; i < n; i++)
+        sink += os_sum(a->map, a->bytes);
+}
+
+static void reread_result(struct os_run *r, const char *test, timed_fn fn, struct reread_arg *a,
+                          const char *mapping)
+{
+    struct timing t;
+    struct jw w;
+    if (os_time(r, test, fn, &a->b, NULL, &t))
+        return;
+    os_result_begin(&w, test);
+    jw_uint(&w, "size_bytes", a->bytes);
+    if (mapping)
+        jw_str(&w, "mapping", mapping);
+    jw_str(&w, "fs_type", fs_type(r->workdir));
+    jw_double(&w, "bandwidth_bps", t.ns_per_op > 0 ? (double)a->bytes * 1e9 / t.ns_per_op : NAN);
+    os_result_end(&w, &t);
+}
+
 static void reread_test(struct os_run *r, const char *test, timed_fn fn)
 {
     char path[PATH_MAX];
     struct reread_arg a = {.bytes = (size_t)r->o->reread_bytes, .buf = malloc(REREAD_CALL)};
     a.fd = a.buf ? make_file(r, test, "reread", a.bytes, path, sizeof path) : -1;
     if (a.fd >= 0) {
-        struct timing t;
-        struct jw w;
-        if (!os_time(r, test, fn, &a.b, NULL, &t)) {
-            os_result_begin(&w, test);
-            jw_uint(&w, "size_bytes", a.bytes);
-            jw_str(&w, "fs_type", fs_type(r->workdir));
-            jw_double(&w, "bandwidth_bps", t.ns_per_op > 0 ? (double)a.bytes * 1e9 / t.ns_per_op : NAN);
-            os_result_end(&w, &t);
+        int mapped = fn == op_mmap_reread;
+        reread_result(r, test, fn, &a, mapped ? "per pass" : NULL);
+        void *p = mapped && !os_stop ? mmap(NULL, a.bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, a.fd, 0) : NULL;
+        if (p == MAP_FAILED) {
+            os_failed(r, test, "mmap: %s", strerror(errno));
+        } else if (p) {
+            a.map = p;
+            reread_result(r, test, op_mapped_reread, &a, "once");
+            munmap(p, a.bytes);
         }
         close(a.fd);
         unlink(path);

@@ -6,8 +6,11 @@ least disturbed sample (the better estimate on a shared machine):
   `fork`, `fork_exec`, `fork_sh`, `pipe_lat`, `unix_lat`, `udp_lat`, `tcp_lat`,
   `select.<N>fd`, `poll.<N>fd`, `pagefault.anon`, `pagefault.file`, `mmap.<size>`,
   `file_create_delete.<size>`, `ctx.<P>p_<S>k` (e.g. `ctx.2p_0k`, `null.min`, `fork_us`);
+  and the figures that follow LMbench's definitions where ours differ (docs/probe/os-ipc.md):
+  `select.<N>fd_file`, `poll.<N>fd_file`, `prot_fault.fault_only`, `pagefault.file_read`,
+  `mmap.<size>_sparse`, `file_create.<size>`, `file_delete.<size>`;
 bandwidths, bytes per second (`_MBps`, `_GBps` too): `pipe_bw`, `unix_bw`, `tcp_bw`, `file_reread`,
-`mmap_reread`.
+`mmap_reread`, `mmap_reread.mapped`.
 """
 
 from __future__ import annotations
@@ -22,12 +25,22 @@ from rtvbench.catalog import OS_TESTS
 from rtvbench.results import Measurement
 
 _NAME = re.compile(r"^([a-z_]+)(?:\.(?!min$)([0-9a-zA-Z_]+))?(\.min)?$")
+_FDS = r"[1-9][0-9]*fd(_file)?"
+# Variants of a test's figures; a test listed in _PLAIN_TOO also has a figure without one.
 _VARIANT = {
-    "select": re.compile(r"^[1-9][0-9]*fd$"), "poll": re.compile(r"^[1-9][0-9]*fd$"),
-    "pagefault": re.compile(r"^(anon|file)$"), "ctx": re.compile(r"^[0-9]+p_[0-9]+k$"),
+    "select": re.compile(rf"^{_FDS}$"), "poll": re.compile(rf"^{_FDS}$"),
+    "pagefault": re.compile(r"^(anon|file|file_read)$"), "ctx": re.compile(r"^[0-9]+p_[0-9]+k$"),
+    "prot_fault": re.compile(r"^fault_only$"), "mmap_reread": re.compile(r"^mapped$"),
 }
-_SIZED = ("mmap", "file_create_delete")
+_PLAIN_TOO = ("prot_fault", "mmap_reread")
+# Figures named by a size, with the suffixes their other definitions add ("1MiB_sparse").
+_SIZED = {"mmap": ("sparse",), "file_create_delete": (), "file_create": (), "file_delete": ()}
+# Figure stems that are not test names, and the test that measures them.
+_STEM_TEST = {"file_create": "file_create_delete", "file_delete": "file_create_delete"}
 _ORDER = {t: i for i, t in enumerate(OS_TESTS)}
+_ORDER.update({stem: _ORDER[test] for stem, test in _STEM_TEST.items()})
+# Batch creation and deletion come after the one-at-a-time figure of the same size.
+_AFTER = {"file_create": 1, "file_delete": 2}
 _LABELS = {
     "null": "null syscall", "read": "read 1 B (/dev/zero)", "write": "write 1 B (/dev/null)", "stat": "stat",
     "fstat": "fstat", "open_close": "open + close", "sig_install": "signal handler install",
@@ -36,26 +49,54 @@ _LABELS = {
     "unix_lat": "AF_UNIX round trip", "udp_lat": "UDP round trip", "tcp_lat": "TCP round trip",
     "pipe_bw": "pipe bandwidth", "unix_bw": "AF_UNIX bandwidth", "tcp_bw": "TCP bandwidth",
     "file_reread": "file re-read", "mmap_reread": "mmap re-read", "select": "select", "poll": "poll",
-    "pagefault": "page fault", "mmap": "mmap", "file_create_delete": "file create + delete",
-    "ctx": "context switch",
+    "pagefault": "page fault", "mmap": "mmap", "file_create_delete": "file create + delete (one at a time)",
+    "file_create": "file create (batch)", "file_delete": "file delete (batch)", "ctx": "context switch",
+}
+# How the variants that follow LMbench's definition read in a table.
+_VARIANT_LABELS = {
+    "fault_only": "the fault alone, signal cost subtracted", "mapped": "mapped once",
+    "anon": "anon", "file": "file, write", "file_read": "file, read with fault-around",
 }
 
 
-def _variant(r: dict[str, Any]) -> str | None:
-    """The part of the figure name that tells results of one test apart, "" for none, None if unusable."""
+def _stem(r: dict[str, Any]) -> str | None:
+    """The figure name a result gives (without `.min`), None if unusable."""
     test = r.get("test")
     if test in ("select", "poll"):
-        return f"{r['fds']}fd" if isinstance(r.get("fds"), int) else None
+        if not isinstance(r.get("fds"), int):
+            return None
+        return f"{test}.{r['fds']}fd" + ("_file" if r.get("fd_kind") == "regular file" else "")
     if test == "pagefault":
-        return r.get("backing") if r.get("backing") in ("anon", "file") else None
+        if r.get("backing") not in ("anon", "file"):
+            return None
+        return f"pagefault.{r['backing']}" + ("_read" if r.get("access") == "read" else "")
+    if test == "prot_fault":
+        return "prot_fault.fault_only" if r.get("handler") == "return" else "prot_fault"
+    if test == "mmap_reread":
+        return "mmap_reread.mapped" if r.get("mapping") == "once" else "mmap_reread"
     if test in _SIZED:
-        return size_token(r["size_bytes"]) if isinstance(r.get("size_bytes"), int) else None
+        if not isinstance(r.get("size_bytes"), int):
+            return None
+        size = size_token(r["size_bytes"])
+        if test == "mmap":
+            return f"mmap.{size}" + ("_sparse" if r.get("touch") == "sparse" else "")
+        op = r.get("op")
+        return f"file_{op}.{size}" if op in ("create", "delete") else f"{test}.{size}"
     if test == "ctx":
         procs, ws = r.get("procs"), r.get("ws_bytes")
         if isinstance(procs, int) and isinstance(ws, int) and ws % 1024 == 0:
-            return f"{procs}p_{ws // 1024}k"
+            return f"ctx.{procs}p_{ws // 1024}k"
         return None
-    return ""
+    return test if test in OS_TESTS else None
+
+
+def _sized_variant(stem: str, variant: str) -> tuple[int, str] | None:
+    """(size, suffix) of a sized figure's variant ("1MiB_sparse" -> (1048576, "sparse")), None if invalid."""
+    size_part, _, suffix = variant.partition("_")
+    size = parse_size_token(size_part)
+    if size is None or (suffix and suffix not in _SIZED[stem]):
+        return None
+    return size, suffix
 
 
 class OsKind(QuantityKind):
@@ -64,12 +105,10 @@ class OsKind(QuantityKind):
     def quantities(self, m: Measurement) -> dict[str, tuple[str, float]]:
         out = {}
         for r in m.results:
-            test = r.get("test")
-            variant = _variant(r) if test in OS_TESTS else None
-            if variant is None:
+            stem = _stem(r)
+            if stem is None:
                 continue
-            stem = f"{test}.{variant}" if variant else test
-            if OS_TESTS[test] == "bandwidth":
+            if OS_TESTS[r["test"]] == "bandwidth":
                 v = number(r.get("bandwidth_bps"))
                 if v is not None:
                     out[stem] = (BANDWIDTH, v)
@@ -82,13 +121,14 @@ class OsKind(QuantityKind):
 
     def family(self, name: str) -> str | None:
         m = _NAME.match(name)
-        if not m or m.group(1) not in OS_TESTS:
+        if not m or (m.group(1) not in OS_TESTS and m.group(1) not in _STEM_TEST):
             return None
-        test, variant, is_min = m.group(1), m.group(2), m.group(3)
-        if test in _VARIANT:
-            ok = variant is not None and bool(_VARIANT[test].match(variant))
-        elif test in _SIZED:
-            ok = variant is not None and parse_size_token(variant) is not None
+        stem, variant, is_min = m.group(1), m.group(2), m.group(3)
+        test = _STEM_TEST.get(stem, stem)
+        if stem in _VARIANT:
+            ok = (bool(_VARIANT[stem].match(variant)) if variant is not None else stem in _PLAIN_TOO)
+        elif stem in _SIZED:
+            ok = variant is not None and _sized_variant(stem, variant) is not None
         else:
             ok = variant is None
         if not ok:
@@ -104,24 +144,32 @@ class OsKind(QuantityKind):
         m = _NAME.match(name)
         if not m:
             return (999, name)
-        variant = m.group(2) or ""
+        stem, variant = m.group(1), m.group(2) or ""
         number_in = re.match(r"^[0-9]+", variant)
-        size = parse_size_token(variant) if m.group(1) in _SIZED else None
-        key = size if size is not None else (int(number_in.group()) if number_in else 0)
-        return (_ORDER.get(m.group(1), 999), key, variant, m.group(3) or "")
+        sized = _sized_variant(stem, variant) if stem in _SIZED and variant else None
+        key = sized[0] if sized else (int(number_in.group()) if number_in else 0)
+        return (_ORDER.get(stem, 999), key, _AFTER.get(stem, 0), variant, m.group(3) or "")
 
     def label(self, figure: str) -> str:
         parts = self.split(figure)
         m = _NAME.match(parts[0]) if parts else None
         if not m:
             return figure
-        test, variant, is_min = m.groups()
-        text = _LABELS.get(test, test)
+        stem, variant, is_min = m.groups()
+        text = _LABELS.get(stem, stem)
         if variant:
-            size = parse_size_token(variant) if test in _SIZED else None
-            shown = (human_size(size) if size is not None else
-                     variant.replace("fd", " fds").replace("_", "/") if test != "pagefault" else variant)
-            text += f" {shown}"
+            sized = _sized_variant(stem, variant) if stem in _SIZED else None
+            if sized:
+                shown = human_size(sized[0]) + (", sparse (one write per 16 KiB of the first tenth)"
+                                                if sized[1] == "sparse" else "")
+            elif stem in ("select", "poll"):
+                count, _, kind = variant.partition("fd")
+                shown = f"{count} fds ({'regular file' if kind == '_file' else 'idle pipe'})"
+            elif stem == "ctx":
+                shown = variant.replace("_", "/")
+            else:
+                shown = _VARIANT_LABELS.get(variant, variant)
+            text += f" {shown}" if stem in ("select", "poll", "ctx") or sized else f", {shown}"
         return text + (" (fastest sample)" if is_min else "")
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
@@ -144,11 +192,9 @@ class OsKind(QuantityKind):
         unsettled: dict[tuple[str, str], dict[str, list[int]]] = {}
         for m in data.measurements(benchmark=bench, statuses=("ok",)):
             for r in m.results:
-                test = r.get("test")
-                variant = _variant(r) if test in OS_TESTS else None
-                if variant is None or r.get("converged") is not False:
+                stem = _stem(r)
+                if stem is None or r.get("converged") is not False:
                     continue
-                stem = f"{test}.{variant}" if variant else test
                 clamped = r.get("clamped_samples")
                 unsettled.setdefault((m.environment, m.load), {}).setdefault(stem, []).append(
                     clamped if isinstance(clamped, int) and not isinstance(clamped, bool) else 0)
