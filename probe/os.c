@@ -173,16 +173,28 @@ int os_time(struct os_run *r, const char *test, timed_fn fn, struct op_base *arg
     return -1;
 }
 
-static int cmp_double(const void *a, const void *b)
+int os_time_diff(struct os_run *r, const char *test, timed_fn fa, struct op_base *a, timed_fn fb,
+                 struct op_base *b, double scale, struct timing *ta, struct timing *tb, struct timing *d)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    struct timing_opts o = r->o->timing;
+    struct guarded ga = {fa, a}, gb = {fb, b};
+    const struct timed_op opa = {guarded_op, &ga}, opb = {guarded_op, &gb};
+    if (!o.max_n || o.max_n > OS_MAX_N)
+        o.max_n = OS_MAX_N;
+    a->err = b->err = 0;
+    time_op_diff(&opa, &opb, scale, &o, ta, tb, d);
+    struct op_base *failed = a->err ? a : b->err ? b : NULL;
+    if (!failed)
+        return 0;
+    if (!os_stop)
+        os_failed(r, test, "%s: %s", failed->what,
+                  failed->err > 0 ? strerror(failed->err) : "unexpected result");
+    return -1;
 }
 
 void os_timing_derive(struct timing *t, double scale, double sub, const double *sub_per_sample, double target)
 {
     int k = t->samples;
-    double sum = 0, sumsq = 0, sorted[TIMING_MAX_SAMPLES];
     if (k <= 0)
         return;
     for (int i = 0; i < k; i++) {
@@ -193,19 +205,11 @@ void os_timing_derive(struct timing *t, double scale, double sub, const double *
             v = 0;
             t->clamped++;
         }
-        t->values[i] = sorted[i] = v;
-        sum += v;
-        sumsq += v * v;
+        t->values[i] = v;
     }
-    qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
-    double mean = sum / k;
-    double var = k > 1 ? fmax(0, (sumsq - sum * sum / k) / (k - 1)) : 0;
-    t->ns_per_op = mean;
-    t->median_ns = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
-    t->min_ns = sorted[0];
-    t->max_ns = sorted[k - 1];
-    t->stddev_ns = sqrt(var);
-    t->rel_error = mean > 0 ? sqrt(var / k) / mean : INFINITY;
+    timing_summarize(t);
+    if (t->ns_per_op <= 0)
+        t->rel_error = INFINITY;
     t->converged = t->converged && t->rel_error < target && !t->clamped;
     t->loop_overhead_ns *= scale;
 }

@@ -81,6 +81,10 @@ static inline int op_fail(struct op_base *b, const char *what, int err)
  * -1 after printing a warning when the operation failed. */
 int os_time(struct os_run *r, const char *test, timed_fn fn, struct op_base *arg,
             const struct timing_opts *opts, struct timing *t);
+/* A figure that is a * scale - b, timed by time_op_diff with the same guards
+ * as os_time. Returns 0, or -1 after a warning. */
+int os_time_diff(struct os_run *r, const char *test, timed_fn fa, struct op_base *a, timed_fn fb,
+                 struct op_base *b, double scale, struct timing *ta, struct timing *tb, struct timing *d);
 /* Turn each per-sample value v into v * scale - sub (sub_per_sample[i]
  * when not NULL) and recompute mean, median, extremes, spread and error;
  * `converged` stays true only if the derived figure's error is below

@@ -14,6 +14,11 @@
  *     correction is bounded: a sample it would take below zero (an operation
  *     cheaper than the noise of its loop) is 0, counted in `clamped`, and the
  *     figure is then not converged: no time is ever negative.
+ *
+ * A figure that is the difference of two measurements (a cost with and
+ * without the thing of interest) is timed with time_op_diff: the error
+ * target applies to the difference, which is the figure, and counts the
+ * error of both measurements.
  */
 #ifndef RTVB_TIMING_H
 #define RTVB_TIMING_H
@@ -25,6 +30,11 @@
 #define TIMING_MAX_SAMPLES 256
 
 typedef void (*timed_fn)(void *arg, uint64_t n);
+
+struct timed_op {
+    timed_fn fn;
+    void *arg;
+};
 
 struct timing_opts {
     uint64_t min_sample_ns;     /* default 10 ms */
@@ -50,6 +60,32 @@ struct timing {
 void timing_defaults(struct timing_opts *o);
 /* An operation that can fail records its error in its own arg and stops. */
 void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing *out);
+
+/* The figure a * scale - b, where a contains b's work plus the thing
+ * measured. Timed apart, each would stop at the target error on its own, yet
+ * the difference is smaller than either, so its relative error is theirs
+ * times a / (a - b): the difference must decide when to stop. Within
+ * max_time_ns (calibration excepted), blocks alternate:
+ *  - b, min_samples: a first estimate of what will be subtracted;
+ *  - a, one sample's worth run and dropped, then samples back to back (an
+ *    operation whose state settles while it runs, such as the scheduler's in
+ *    a ring of processes, is not broken up) until a's error is within its
+ *    share (3/4 of the variance) relative to the difference as it stands;
+ *  - b again, min_samples at least (even past the limit), so b brackets a
+ *    and a change of the machine during a shows in b's error; then until
+ *    the difference reaches the target or b its share (1/4);
+ *  - another a and b only if that b moved the difference away from a's
+ *    share.
+ * Sample i of `d` is a_i * scale - mean(b), bounded at zero like any
+ * correction; d's rel_error is that of the two means together. `ta` and
+ * `tb` are the raw sides (their `converged`: each reached the target on its
+ * own, informative). */
+void time_op_diff(const struct timed_op *a, const struct timed_op *b, double scale, const struct timing_opts *o,
+                  struct timing *ta, struct timing *tb, struct timing *d);
+
+/* Recompute mean, median, extremes, spread and relative error from
+ * t->values[0 .. samples). */
+void timing_summarize(struct timing *t);
 
 /* Write the timing as members of the current JSON object:
  * ns_per_op, median_ns, min_ns, max_ns, stddev_ns, rel_error, samples,

@@ -180,10 +180,12 @@ def test_os_figures_that_did_not_settle_are_said_and_no_time_is_negative(probe):
             assert r["ns_per_op"] >= 0 and r["min_ns"] >= 0 and min(r["values_ns"]) >= 0, r
             assert not (r["clamped_samples"] and r["converged"]), r
     # A ring whose correction swallowed the switch (as the 64 KiB rows once did), and a settled null.
-    result(m, test="ctx").update(converged=False, clamped_samples=3)
+    why = "the hop without a switch (the pipe and a 0-byte working-set read) costs 280 ns, and 3 of 5 ring samples"
+    result(m, test="ctx").update(converged=False, clamped_samples=3, not_converged_reason=why)
     result(m, test="null").update(converged=True, clamped_samples=0)
     data = SimpleNamespace(measurements=lambda benchmark=None, statuses=None: [m])
     ((severity, topic, text),) = get_kind("os").extra_considerations(data, "b", [])
     assert (severity, topic) == ("warning", "convergence")
     assert "`ctx.2p_0k` in 1 repetition, the correction as large as the measurement in 1 (samples clamped at zero)" \
         in text and "`null`" not in text, text
+    assert f"(the probe, in the last: {why})" in text, text

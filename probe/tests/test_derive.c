@@ -4,12 +4,61 @@
  * switch) can never be negative. A sample the subtraction takes below zero is
  * 0, counted, and the figure is no longer converged, so the record says that
  * the difference was lost in the noise instead of printing an impossible time.
+ * And time_op_diff, which measures such a pair itself: its samples, its
+ * bracketing and its error, checked on busy waits.
  */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
 #include "os.h"
+#include "probe.h"
 #include "timing.h"
+
+/* A busy wait of *arg ns per operation. */
+static void busy(void *arg, uint64_t n)
+{
+    uint64_t ns = *(const uint64_t *)arg;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t until = mono_ns() + ns;
+        while (mono_ns() < until)
+            ;
+    }
+}
+
+static double std_error(const struct timing *t)
+{
+    return t->stddev_ns / sqrt(t->samples);
+}
+
+/* time_op_diff's bookkeeping, which holds whatever else runs on the machine:
+ * every sample of the difference is a's sample less b's mean, bounded at
+ * zero; b is measured before and after a; the error is that of both means. */
+static void check_diff(uint64_t a_ns, uint64_t b_ns, double scale)
+{
+    struct timing_opts o;
+    struct timing ta, tb, d;
+    timing_defaults(&o);
+    o.min_sample_ns = 1000000;
+    o.max_time_ns = 200000000;
+    const struct timed_op a = {busy, &a_ns}, b = {busy, &b_ns};
+    time_op_diff(&a, &b, scale, &o, &ta, &tb, &d);
+    CHECK(d.samples == ta.samples && d.samples >= 1, "d %d samples, a %d", d.samples, ta.samples);
+    CHECK(tb.samples >= 2 * o.min_samples, "b %d samples: not on both sides of a", tb.samples);
+    int clamped = 0;
+    for (int i = 0; i < d.samples; i++) {
+        double want = ta.values[i] * scale - tb.ns_per_op;
+        clamped += want < 0;
+        CHECK(fabs(d.values[i] - (want < 0 ? 0 : want)) < 1e-9, "sample %d: %g, want %g", i, d.values[i], want);
+    }
+    CHECK(d.clamped == clamped, "clamped %d, want %d", d.clamped, clamped);
+    if (d.ns_per_op > 0) {
+        double want = hypot(std_error(&ta) * scale, std_error(&tb)) / d.ns_per_op;
+        CHECK(fabs(d.rel_error - want) <= 1e-9 * want, "rel_error %g, want %g", d.rel_error, want);
+    }
+    CHECK(!d.converged || (d.rel_error < o.target_rel_error && !d.clamped && d.samples >= o.min_samples),
+          "converged with rel_error %g, %d clamped, %d samples", d.rel_error, d.clamped, d.samples);
+}
 
 static struct timing five(const double *v)
 {
@@ -47,5 +96,21 @@ int main(void)
     t = five(clear);
     os_timing_derive(&t, 0.1, 0.0, sub, 0.5);
     CHECK(t.clamped == 1 && t.min_ns == 0.0 && !t.converged, "clamped %d min %g", t.clamped, t.min_ns);
+
+    /* a difference of 1 us (a 3 us op less a 2 us op), and one of a 4 us
+     * pair less a 3 us op; then a cheaper than b: every sample clamped, the
+     * figure 0 and not converged. */
+    check_diff(3000, 2000, 1.0);
+    check_diff(8000, 3000, 0.5);
+    struct timing_opts o;
+    struct timing ta, tb, d;
+    uint64_t one_us = 1000, two_us = 2000;
+    timing_defaults(&o);
+    o.min_sample_ns = 1000000;
+    o.max_time_ns = 50000000;
+    const struct timed_op a = {busy, &one_us}, b = {busy, &two_us};
+    time_op_diff(&a, &b, 1.0, &o, &ta, &tb, &d);
+    CHECK(d.clamped == d.samples && d.ns_per_op == 0.0 && !d.converged, "clamped %d of %d, figure %g, converged %d",
+          d.clamped, d.samples, d.ns_per_op, d.converged);
     return check_verdict("test_derive");
 }

@@ -188,25 +188,30 @@ class OsKind(QuantityKind):
     def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
         """The figures whose measurement did not settle: their error stayed above the target, or the
         correction (the loop's cost, a ring's hop without a switch) was as large as the measurement, so
-        samples were clamped at zero. Such a figure is an order of magnitude, not a comparison."""
-        unsettled: dict[tuple[str, str], dict[str, list[int]]] = {}
+        samples were clamped at zero. Such a figure is an order of magnitude, not a comparison. Where the
+        probe said why (`not_converged_reason`, ctx), the last repetition's reason is quoted."""
+        unsettled: dict[tuple[str, str], dict[str, list[tuple[int, str | None]]]] = {}
         for m in data.measurements(benchmark=bench, statuses=("ok",)):
             for r in m.results:
                 stem = _stem(r)
                 if stem is None or r.get("converged") is not False:
                     continue
                 clamped = r.get("clamped_samples")
+                reason = r.get("not_converged_reason")
                 unsettled.setdefault((m.environment, m.load), {}).setdefault(stem, []).append(
-                    clamped if isinstance(clamped, int) and not isinstance(clamped, bool) else 0)
+                    (clamped if isinstance(clamped, int) and not isinstance(clamped, bool) else 0,
+                     reason if isinstance(reason, str) and reason else None))
         out = []
         for (env, load), stems in unsettled.items():
             parts = []
             for stem in sorted(stems, key=self.order):
                 runs = stems[stem]
-                clamped = sum(1 for c in runs if c)
+                clamped = sum(1 for c, _ in runs if c)
                 why = (f", the correction as large as the measurement in {clamped} (samples clamped at zero)"
                        if clamped else "")
-                parts.append(f"`{stem}` in {len(runs)} repetition{'s' if len(runs) != 1 else ''}{why}")
+                reasons = [r for _, r in runs if r]
+                said = f" (the probe, in the last: {reasons[-1]})" if reasons else ""
+                parts.append(f"`{stem}` in {len(runs)} repetition{'s' if len(runs) != 1 else ''}{why}{said}")
             out.append(("warning", "convergence",
                         f"In `{env}` under `{load}`, these figures did not reach their error target: "
                         + "; ".join(parts) + ". Read them as orders of magnitude; differences in them are noise."))
