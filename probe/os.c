@@ -144,7 +144,14 @@ void os_failed(struct os_run *r, const char *test, const char *fmt, ...)
 struct guarded {
     timed_fn fn;
     struct op_base *arg;
+    aside_fn aside;
 };
+
+static double guarded_aside(void *p)
+{
+    struct guarded *g = p;
+    return g->arg->err ? 0.0 : g->aside(g->arg);
+}
 
 static void guarded_op(void *p, uint64_t n)
 {
@@ -159,9 +166,11 @@ int os_time(struct os_run *r, const char *test, timed_fn fn, struct op_base *arg
             const struct timing_opts *opts, struct timing *t)
 {
     struct timing_opts o = opts ? *opts : r->o->timing;
-    struct guarded g = {fn, arg};
+    struct guarded g = {fn, arg, o.aside};
     if (!o.max_n || o.max_n > OS_MAX_N)
         o.max_n = OS_MAX_N;
+    if (o.aside)
+        o.aside = guarded_aside;
     arg->err = 0;
     time_op(guarded_op, &g, &o, t);
     if (!arg->err)
@@ -177,8 +186,8 @@ int os_time_diff(struct os_run *r, const char *test, timed_fn fa, struct op_base
                  struct op_base *b, double scale, struct timing *ta, struct timing *tb, struct timing *d)
 {
     struct timing_opts o = r->o->timing;
-    struct guarded ga = {fa, a}, gb = {fb, b};
-    const struct timed_op opa = {guarded_op, &ga}, opb = {guarded_op, &gb};
+    struct guarded ga = {fa, a, NULL}, gb = {fb, b, NULL};
+    const struct timed_op opa = {guarded_op, &ga, NULL}, opb = {guarded_op, &gb, NULL};
     if (!o.max_n || o.max_n > OS_MAX_N)
         o.max_n = OS_MAX_N;
     a->err = b->err = 0;

@@ -181,9 +181,19 @@ struct pf_arg {
     size_t bytes, page;
     char *map;
     long minflt_before;
-    uint64_t faults, pages, calls;
-    double release[TIMING_MAX_SAMPLES];   /* per call, ring: replacement ns per page */
+    uint64_t faults, pages;
+    double release;          /* the last call's replacement, ns per page */
+    double release_sum;      /* over the samples taken */
+    int release_n;
 };
+
+static double pf_aside(void *arg)
+{
+    struct pf_arg *a = arg;
+    a->release_sum += a->release;
+    a->release_n++;
+    return a->release;
+}
 
 static char *pf_map(struct pf_arg *a)
 {
@@ -219,7 +229,7 @@ static void op_pagefault(void *arg, uint64_t n)
     munmap(a->map, a->bytes);
     a->map = pf_map(a);
     a->minflt_before = minor_faults();
-    a->release[a->calls++ % TIMING_MAX_SAMPLES] = (double)(mono_ns() - t0) / (double)n;
+    a->release = (double)(mono_ns() - t0) / (double)n;
 }
 
 /* Page offsets of the region in a random order (Fisher-Yates, xorshift:
@@ -258,15 +268,10 @@ static void pagefault_one(struct os_run *r, int fd, const char *backing, int rea
     a->minflt_before = minor_faults();
     struct timing_opts opts = r->o->timing;
     opts.max_n = a->bytes / a->page;   /* one call faults each page of the region at most once */
+    opts.aside = pf_aside;
     struct timing t;
     if (!os_time(r, "pagefault", op_pagefault, &a->b, &opts, &t)) {
-        /* Sample i is call (calls - samples + i). */
-        double sub[TIMING_MAX_SAMPLES], release = 0;
-        for (int i = 0; i < t.samples; i++) {
-            sub[i] = a->release[(a->calls - (uint64_t)t.samples + (uint64_t)i) % TIMING_MAX_SAMPLES];
-            release += sub[i] / t.samples;
-        }
-        os_timing_derive(&t, 1.0, 0, sub, r->o->timing.target_rel_error);
+        double release = a->release_n ? a->release_sum / a->release_n : 0.0;
         struct jw w;
         os_result_begin(&w, "pagefault");
         jw_str(&w, "backing", backing);
@@ -445,9 +450,14 @@ struct fbatch_arg {
     const char *data;
     size_t bytes;
     int subject_delete;      /* the figure is the deletions, not the creations */
-    uint64_t batch, calls;
-    double other[TIMING_MAX_SAMPLES];        /* per call, ring: ns per file of all but the subject */
+    uint64_t batch;
+    double other;            /* the last call: ns per file of all but the subject */
 };
+
+static double fbatch_aside(void *arg)
+{
+    return ((struct fbatch_arg *)arg)->other;
+}
 
 static int batch_path(char *path, size_t len, const struct fbatch_arg *a, uint64_t file, int level)
 {
@@ -510,7 +520,7 @@ static void op_file_batch(void *arg, uint64_t n)
     }
     uint64_t t4 = mono_ns();
     uint64_t subject = a->subject_delete ? t3 - t2 : t2 - t1;
-    a->other[a->calls++ % TIMING_MAX_SAMPLES] = (double)(t4 - t0 - subject) / (double)n;
+    a->other = (double)(t4 - t0 - subject) / (double)n;
 }
 
 static void batch_result(struct os_run *r, struct timing *t, const char *op, size_t bytes)
@@ -534,16 +544,13 @@ static void file_batch(struct os_run *r, const char *data, size_t bytes)
         return;
     }
     *a = (struct fbatch_arg){.dir = r->workdir, .data = data, .bytes = bytes};
+    struct timing_opts opts = r->o->timing;
+    opts.aside = fbatch_aside;
     for (int del = 0; del < 2 && !os_stop; del++) {
         struct timing t;
         a->subject_delete = del;
-        if (os_time(r, "file_create_delete", op_file_batch, &a->b, NULL, &t))
+        if (os_time(r, "file_create_delete", op_file_batch, &a->b, &opts, &t))
             break;
-        /* Sample i is call (calls - samples + i). */
-        double sub[TIMING_MAX_SAMPLES];
-        for (int i = 0; i < t.samples; i++)
-            sub[i] = a->other[(a->calls - (uint64_t)t.samples + (uint64_t)i) % TIMING_MAX_SAMPLES];
-        os_timing_derive(&t, 1.0, 0, sub, r->o->timing.target_rel_error);
         batch_result(r, &t, del ? "delete" : "create", bytes);
     }
     free(a);

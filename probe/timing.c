@@ -91,11 +91,13 @@ static double add_value(struct timing *t, double v)
     return v;
 }
 
-/* One sample of op: ns per operation, bare loop subtracted. */
+/* One sample of op: ns per operation, bare loop and what the call did
+ * aside subtracted. */
 static double take_sample(const struct timed_op *op, struct timing *t)
 {
     double ns = (double)run_once(op->fn, op->arg, t->n_per_sample);
-    return add_value(t, ns / (double)t->n_per_sample - t->loop_overhead_ns);
+    double aside = op->aside ? op->aside(op->arg) : 0.0;
+    return add_value(t, ns / (double)t->n_per_sample - t->loop_overhead_ns - aside);
 }
 
 void timing_summarize(struct timing *t)
@@ -135,7 +137,7 @@ static int out_of_time(const struct timing *t, uint64_t start, const struct timi
 
 void time_op(timed_fn fn, void *arg, const struct timing_opts *o, struct timing *out)
 {
-    const struct timed_op op = {fn, arg};
+    const struct timed_op op = {fn, arg, o->aside};
     prepare(&op, o, out);
     uint64_t start = mono_ns();
     for (;;) {

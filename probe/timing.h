@@ -30,10 +30,17 @@
 #define TIMING_MAX_SAMPLES 256
 
 typedef void (*timed_fn)(void *arg, uint64_t n);
+/* What the last call of an operation spent, in ns per operation, on work
+ * that is not the operation but had to happen inside the timed call (a
+ * region replaced after its pages were faulted, a batch's directories):
+ * the call times that work itself, and it is subtracted from the sample
+ * before the error is judged, so the harness targets the operation. */
+typedef double (*aside_fn)(void *arg);
 
 struct timed_op {
     timed_fn fn;
     void *arg;
+    aside_fn aside;             /* NULL: nothing aside */
 };
 
 struct timing_opts {
@@ -43,6 +50,7 @@ struct timing_opts {
     double target_rel_error;    /* default 0.01 */
     uint64_t max_n;             /* upper bound on n per sample (0 = none) */
     int subtract_loop;          /* default 1; 0 for ops whose loop is not a plain counted loop */
+    aside_fn aside;             /* time_op: subtract what each call reports aside (NULL: none) */
 };
 
 struct timing {
