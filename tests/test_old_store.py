@@ -46,3 +46,15 @@ def test_an_old_store_reports_and_keeps_every_figure(tmp_path, capsys):
     assert "wakeup: per CPU" in html and "chase" in html
     # The benchmarks table shows the defaults the run used, not only what the file said.
     assert "priority = 80" in html and "policy = fifo" in html
+
+
+def test_the_schema_head_rtvbench_checks_without_alembic_is_alembics_head():
+    """open_store compares a store's revision with SCHEMA_HEAD instead of importing Alembic on every
+    command; a new migration must move it."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from rtvbench.store.db import MIGRATIONS, SCHEMA_HEAD
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(cfg).get_current_head() == SCHEMA_HEAD
