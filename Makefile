@@ -21,11 +21,12 @@ CROSS_armhf   := arm-linux-gnueabihf-gcc
 CROSS_riscv64 := riscv64-linux-gnu-gcc
 CROSS_ARCHES  := aarch64 armhf riscv64
 
-.PHONY: help setup probe probe-cross probe-test kernels evaluate test clean
+.PHONY: help setup probe probe-cross probe-test kernels evaluate test test-fast clean
 
 help:
 	@echo "make evaluate     set up, then evaluate this machine with the default campaign"
 	@echo "make test         set up, then run every test"
+	@echo "make test-fast    the Python tests that need no probe, guest, ssh server or browser"
 	@echo "make setup        install system packages, Python environment, build the probe"
 	@echo "make probe        build the native probe at $(BUILD)/rtvb-probe"
 	@echo "make probe-cross  build static probes for $(CROSS_ARCHES) at $(BUILD)/<arch>/rtvb-probe"
@@ -72,6 +73,11 @@ kernels: setup
 test: setup kernels
 	$(MAKE) probe-test
 	$(PY) -m pytest -q
+
+# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser. Unit
+# tests measure nothing, so they can run in parallel; `make test` stays serial for the timing tests.
+test-fast: setup
+	$(PY) -m pytest -q -m unit -n auto
 
 clean:
 	rm -rf build

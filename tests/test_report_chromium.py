@@ -12,6 +12,8 @@ from synthetic_runs import HOSTILE_ENV, hostile_run, typical_run
 
 from rtvbench.report import render
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
