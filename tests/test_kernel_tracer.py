@@ -201,12 +201,15 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
 
 def test_osnoise_counts_the_real_time_bursts_as_thread_noise(rt_run):
     """Ground truth: the same load takes 20 % of CPU 1 (10 ms of every 50 ms) from osnoise's thread, one
-    preemption by a thread per burst; CPU 0 keeps its own noise."""
+    preemption by a thread per burst; CPU 0 keeps its own noise. The emulated guest's own noise (its
+    vCPUs waiting for the host: 9 % here when the host is quiet, 57 % seen with the host busy) already
+    hides part of each burst, so the rise expected is 20 % of what the guest's CPU had left."""
     run, _ = rt_run
     idle, burst = _results(run, "osnoise"), _results(run, "osnoise", "rt_burst")
     share = {cpu: 100 - r["available_percent"] for cpu, r in burst.items()}
     base = {cpu: 100 - r["available_percent"] for cpu, r in idle.items()}
-    assert 13 <= share[1] - base[1] <= 27, (share, base)
+    left = 100 - base[1]
+    assert 0.7 * 0.2 * left <= share[1] - base[1] <= 27, (share, base)
     assert abs(share[0] - base[0]) < 5, (share, base)
     bursts = burst[1]["runtime_ns"] / 50_000_000
     assert burst[1]["thread_events"] - idle[1]["thread_events"] * burst[1]["count"] / idle[1]["count"] >= 0.5 * bursts
