@@ -43,14 +43,22 @@ class Histogram:
         if scheme != SCHEME:
             raise HistogramError(f"histogram scheme {scheme!r} is not {SCHEME!r}")
         h.sub_bucket_bits = hist.get("sub_bucket_bits")
+        buckets = h.buckets
+        # A long run has thousands of buckets per result and a report reads hundreds of results:
+        # the common case (three JSON integers, a new lower bound) is checked inline.
         for entry in hist.get("buckets") or []:
             try:
-                lo, hi, count = (int(x) for x in entry)
+                lo, hi, count = entry
+                if not (type(lo) is int and type(hi) is int and type(count) is int):
+                    lo, hi, count = int(lo), int(hi), int(count)
             except (TypeError, ValueError) as exc:
                 raise HistogramError(f"histogram bucket {entry!r} is not [lo_ns, hi_ns, count]") from exc
             if hi <= lo or count < 0:
                 raise HistogramError(f"histogram bucket {entry!r} has hi <= lo or a negative count")
-            h.add_bucket(lo, hi, count)
+            if count and lo not in buckets:
+                buckets[lo] = (hi, count)
+            else:
+                h.add_bucket(lo, hi, count)
         return h
 
     def add_bucket(self, lo: int, hi: int, count: int) -> None:
