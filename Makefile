@@ -94,6 +94,7 @@ bench: $(BUILD)/bench-hist-record probe
 	$(PY) bench/trace_cost.py
 	$(PY) bench/cli_speed.py
 	$(PY) bench/report_speed.py
+	$(PY) bench/campaign_overhead.py
 	$(PY) bench/memlat_compare.py
 	$(PY) bench/lmbench_compare.py
 	@for b in $(BUILD)/rtvb-probe $(wildcard $(BUILD)/*/rtvb-probe); do printf '%-40s %8d bytes\n' $$b $$(stat -c %s $$b); done
