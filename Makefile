@@ -91,6 +91,7 @@ $(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/
 bench: $(BUILD)/bench-hist-record probe
 	$(BUILD)/bench-hist-record
 	$(PY) bench/latency_cpu_cost.py
+	$(PY) bench/latency_vs_cyclictest.py
 	$(PY) bench/trace_cost.py
 	$(PY) bench/cli_speed.py
 	$(PY) bench/report_speed.py

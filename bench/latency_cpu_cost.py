@@ -43,7 +43,7 @@ def main() -> None:
     probe = str(REPO / "build/probe/rtvb-probe")
     ours_cmd = [probe, "latency", "--interval-us", "500", "--loops", str(args.loops), "--cpus", "0",
                 "--priority", "80"]
-    theirs_cmd = ["cyclictest", "-q", "-m", "-p80", "-i500", f"-l{args.loops}", "-t1", "-a0"]
+    theirs_cmd = ["cyclictest", "-q", "-m", "-p80", "-i500", "-d0", f"-l{args.loops}", "-t1", "-a0"]
 
     ours, theirs, ratios, rss_ours, rss_theirs = [], [], [], [], []
     for _ in range(args.rounds):
