@@ -89,6 +89,7 @@ $(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/
 
 .PHONY: bench
 bench: $(BUILD)/bench-hist-record probe
+	$(PY) bench/peers.py
 	$(BUILD)/bench-hist-record
 	$(PY) bench/latency_cpu_cost.py
 	$(PY) bench/latency_vs_cyclictest.py
