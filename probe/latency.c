@@ -232,15 +232,6 @@ static void print_meta(int argc, char **argv, const struct lat_options *o, const
     jw_free(&w);
 }
 
-/* Touch the stack now, so that its pages are present (and locked, with
- * mlockall) before the first measurement rather than faulted in during one. */
-__attribute__((noinline)) static void prefault_stack(void)
-{
-    volatile char area[STACK_PREFAULT];
-    for (size_t i = 0; i < sizeof area; i += 256)
-        area[i] = 0;
-}
-
 static void push_window(struct lat_worker *w, const struct window_summary *s)
 {
     unsigned head = atomic_load_explicit(&w->ring_head, memory_order_relaxed);
@@ -334,7 +325,7 @@ static void *worker_main(void *arg)
     const uint64_t interval = o->interval_ns;
 
     w->tid = (pid_t)syscall(SYS_gettid);
-    prefault_stack();
+    sched_prefault_stack(STACK_PREFAULT);
     if (o->work_ns)
         w->work_loops = calibrate_work(o->work_ns);
     pthread_barrier_wait(&ready);

@@ -549,15 +549,8 @@ int cmd_load(int argc, char **argv)
         return rc < 0 ? EXIT_OK : rc;
     c->kind = kinds[c->opt.kind];
 
-    /* Stop signals go to the main thread only: blocked here, before any
-     * thread exists, so every thread inherits the mask. SIGHUP counts as a
-     * stop request too (an ssh session that drops). */
     sigset_t stopsigs;
-    sigemptyset(&stopsigs);
-    sigaddset(&stopsigs, SIGINT);
-    sigaddset(&stopsigs, SIGTERM);
-    sigaddset(&stopsigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
+    block_stop_signals(&stopsigs);
     signal(SIGPIPE, SIG_IGN);   /* a closed stdout or socket is an error code, not death */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

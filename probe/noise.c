@@ -173,13 +173,6 @@ static void print_meta(int argc, char **argv, const struct noise_options *o, con
     jw_free(&w);
 }
 
-__attribute__((noinline)) static void prefault_stack(void)
-{
-    volatile char area[STACK_PREFAULT];
-    for (size_t i = 0; i < sizeof area; i += 256)
-        area[i] = 0;
-}
-
 static void *worker_main(void *arg)
 {
     struct noise_worker *w = arg;
@@ -187,7 +180,7 @@ static void *worker_main(void *arg)
     struct hist *h = w->gaps;
 
     w->tid = (pid_t)syscall(SYS_gettid);
-    prefault_stack();
+    sched_prefault_stack(STACK_PREFAULT);
     pthread_barrier_wait(&ready);
     pthread_barrier_wait(&go);
 
@@ -323,13 +316,8 @@ int cmd_noise(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 
-    /* Blocked before any thread exists, so only the main thread takes them. */
     sigset_t stopsigs;
-    sigemptyset(&stopsigs);
-    sigaddset(&stopsigs, SIGINT);
-    sigaddset(&stopsigs, SIGTERM);
-    sigaddset(&stopsigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
+    block_stop_signals(&stopsigs);
 
     acquire_privileges(&o, &priv);
     uint64_t t0 = mono_ns();

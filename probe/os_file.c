@@ -538,22 +538,16 @@ static void batch_result(struct os_run *r, struct timing *t, const char *op, siz
 
 static void file_batch(struct os_run *r, const char *data, size_t bytes)
 {
-    struct fbatch_arg *a = calloc(1, sizeof *a);
-    if (!a) {
-        os_failed(r, "file_create_delete", "out of memory");
-        return;
-    }
-    *a = (struct fbatch_arg){.dir = r->workdir, .data = data, .bytes = bytes};
+    struct fbatch_arg a = {.dir = r->workdir, .data = data, .bytes = bytes};
     struct timing_opts opts = r->o->timing;
     opts.aside = fbatch_aside;
     for (int del = 0; del < 2 && !os_stop; del++) {
         struct timing t;
-        a->subject_delete = del;
-        if (os_time(r, "file_create_delete", op_file_batch, &a->b, &opts, &t))
+        a.subject_delete = del;
+        if (os_time(r, "file_create_delete", op_file_batch, &a.b, &opts, &t))
             break;
         batch_result(r, &t, del ? "delete" : "create", bytes);
     }
-    free(a);
 }
 
 void os_test_file_create_delete(struct os_run *r)

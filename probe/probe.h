@@ -5,6 +5,7 @@
 #ifndef RTVB_PROBE_H
 #define RTVB_PROBE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -91,6 +92,12 @@ static inline uint64_t mono_ns(void)
 /* Start a "meta" record with the fields every subcommand shares; the caller
  * adds its parameters and privileges, then jw_emit()s. */
 void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv);
+
+/* Fill *set with the stop signals (SIGINT, SIGTERM, and SIGHUP: an ssh
+ * session that drops) and block them in the calling thread. Called before
+ * any thread exists, every thread inherits the mask, so only the main
+ * thread takes them, with sigtimedwait on *set. */
+void block_stop_signals(sigset_t *set);
 /* Close a meta record whose only privilege is the effective uid, and emit it. */
 void meta_finish_euid(struct jw *w);
 /* CPU time of helpers that work for the subcommand outside its process (the

@@ -100,6 +100,14 @@ int sched_start_pinned(pthread_t *thread, int cpu, int policy, int priority, siz
     return rc;
 }
 
+__attribute__((noinline)) void sched_prefault_stack(size_t bytes)
+{
+    char area[bytes];
+    volatile char *touch = area;   /* the writes must happen although nothing reads them */
+    for (size_t i = 0; i < bytes; i += 256)
+        touch[i] = 0;
+}
+
 int sched_check_priority(const char *sub, int policy, int *priority, int priority_given)
 {
     if (policy == SCHED_OTHER) {

@@ -46,4 +46,9 @@ int sched_check_priority(const char *sub, int policy, int *priority, int priorit
 int sched_start_pinned(pthread_t *thread, int cpu, int policy, int priority, size_t stack_bytes,
                        void *(*fn)(void *), void *arg);
 
+/* Touch `bytes` of the calling thread's stack now, so that its pages are
+ * present (and locked, with mlockall) before the first measurement rather
+ * than faulted in during one. A measuring thread calls it first. */
+void sched_prefault_stack(size_t bytes);
+
 #endif

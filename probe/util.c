@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -246,6 +247,15 @@ void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv)
     for (int i = 0; i < argc; i++)
         jw_str(w, NULL, argv[i]);
     jw_end(w);
+}
+
+void block_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
 /* CPU time (user + system) of this process's threads and of its children that
