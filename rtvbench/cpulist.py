@@ -49,6 +49,11 @@ def parse_cpu_list(value: Any) -> list[int] | None:
     return sorted(out)
 
 
+def pinned_cpus(value: Any) -> tuple[int, ...] | None:
+    """The CPUs a benchmark's `cpus` key pins it to, for its Placement; None when it names none."""
+    return tuple(parse_cpu_list(value) or ()) if value is not None else None
+
+
 def cpu_list_text(cpus: Iterable[int]) -> str:
     """The list syntax for a set of CPUs: [0, 1, 2, 5] -> "0-2,5"."""
     cs = sorted(set(cpus))

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import math
 
-_TIME_SCALE_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
-
+#: figure stem -> percent, in the probe's naming (p999 = 99.9 %)
+PERCENTILES: dict[str, float] = {
+    "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9,
+    "p9999": 99.99, "p99999": 99.999, "p999999": 99.9999,
+}
+#: the figures of a distribution the probe summarises (latencies, gaps), each in TIME_UNITS
+TIME_STEMS = ("min", "avg", "max", "stddev", *PERCENTILES)
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 
 def suffix_unit(figure: str) -> str:
     """The unit a figure's value is in, read from the suffix of its name (`max_us` -> "us")."""
@@ -33,14 +39,14 @@ def format_time(value: float | None, unit: str, to: str = "us") -> str:
     """A time given in `unit`, shown in `to` without the unit (for table cells headed with it)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return significant(value * _TIME_SCALE_TO_NS[unit] / _TIME_SCALE_TO_NS[to])
+    return significant(value * TIME_UNITS[unit] / TIME_UNITS[to])
 
 
 def format_value(value: float | None, unit: str) -> str:
     """A figure value with its unit, times in us: '45.2 us', '3', '1.2e+06 bps'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    if unit in _TIME_SCALE_TO_NS:
+    if unit in TIME_UNITS:
         return f"{format_time(value, unit)} us"
     if unit == "count":
         # A mean of counts is fractional; above 1000 the fraction says nothing.

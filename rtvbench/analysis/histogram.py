@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
+
 SCHEME = "log-linear"
 
 
@@ -175,6 +177,22 @@ def result_histogram(r: dict[str, Any] | None) -> Histogram | None:
         return Histogram.from_record(r["histogram"], r.get("min_ns"), r.get("max_ns"))
     except HistogramError:
         return None
+
+
+def add_time_figures(out: dict[str, float], r: dict[str, Any], hist: Histogram | None, prefix: str = "") -> None:
+    """A result record's distribution figures (`<prefix><stem>_<unit>`): the record's own `<stem>_ns`,
+    or a percentile read from its histogram when the record omits it. Only numbers count (the
+    schema lets some fields be lists)."""
+    for stem in TIME_STEMS:
+        ns = r.get(f"{stem}_ns")
+        if isinstance(ns, bool) or not isinstance(ns, (int, float)):
+            ns = None
+        if ns is None and stem in PERCENTILES and hist is not None:
+            ns = hist.percentile(PERCENTILES[stem])
+        if ns is None:
+            continue
+        for unit, scale in TIME_UNITS.items():
+            out[f"{prefix}{stem}_{unit}"] = ns / scale
 
 
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:

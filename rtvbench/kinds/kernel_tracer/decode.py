@@ -19,11 +19,12 @@ from typing import Any
 from rtvbench.analysis.histogram import result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
+from rtvbench.analysis.quantities import number as _number
 from rtvbench.results import Measurement
+from rtvbench.units import TIME_UNITS
 from rtvbench.units import exact_duration
 
 STATS = {"min": None, "avg": None, "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "max": None}
-TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 CONTEXTS = ("irq", "thread")
 EVENTS = ("hw_events", "nmi_events", "irq_events", "softirq_events", "thread_events")
 DISTRIBUTIONS = {"irq": "IRQ latency", "thread": "thread latency"}
@@ -119,10 +120,6 @@ class KernelTracerKind(Kind):
     def considerations(self, data, bench: str, comps: list,
                        extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
         return cell_medians(self, data, bench, SUMMARY) + differences(self, comps)
-
-
-def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _figures(r: dict[str, Any]) -> dict[str, float]:

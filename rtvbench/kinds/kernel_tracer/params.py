@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.cpulist import parse_cpu_list, probe_cpus
+from rtvbench.cpulist import pinned_cpus, probe_cpus
 from rtvbench.params import StrictModel, number_arg, probe_int, probe_number
 from rtvbench.spec import Placement
 
@@ -31,7 +31,7 @@ class KernelTracerBenchmark(Benchmark):
 
     def placement(self) -> Placement:
         p: KernelTracerParams = self.params
-        return Placement(tuple(parse_cpu_list(p.cpus)) if p.cpus is not None else None)
+        return Placement(pinned_cpus(p.cpus))
 
     def probe_args(self) -> list[str]:
         p: KernelTracerParams = self.params

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.histogram import Histogram, result_histogram
+from rtvbench.analysis.histogram import add_time_figures, result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.units import exact_duration
 from rtvbench.kinds.latency import considerations, interference, spikes, tails
-from rtvbench.kinds.latency.names import (OVER, PERCENTILES, RESPONSE, RESPONSE_COMPARED, TIME_STEMS, TIME_UNITS,
-                                          over_figure, over_threshold_ns)
+from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
 from rtvbench.results import Measurement
+from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
 class LatencyKind(Kind):
     name = "latency"
@@ -79,25 +79,11 @@ class LatencyKind(Kind):
             out["deadline_misses"] = r["deadline_misses"]
         if not out.get("count"):
             return out      # no samples: every time figure would be null
-        self._times(out, r, result_histogram(r), "")
+        add_time_figures(out, r, result_histogram(r))
         if isinstance(response, dict) and response.get("count"):
             out[RESPONSE + "count"] = response["count"]
-            self._times(out, response, result_histogram(response), RESPONSE)
+            add_time_figures(out, response, result_histogram(response), RESPONSE)
         return out
-
-    @staticmethod
-    def _times(out: dict[str, float], r: dict[str, Any], hist: Histogram | None, prefix: str) -> None:
-        for stem in TIME_STEMS:
-            ns = r.get(f"{stem}_ns")
-            # The schema lets a quantity be a list (`values_ns`); here only a number means anything.
-            if isinstance(ns, bool) or not isinstance(ns, (int, float)):
-                ns = None
-            if ns is None and stem in PERCENTILES and hist is not None:
-                ns = hist.percentile(PERCENTILES[stem])
-            if ns is None:
-                continue
-            for unit, scale in TIME_UNITS.items():
-                out[f"{prefix}{stem}_{unit}"] = ns / scale
 
     def considerations(self, data, bench: str, comps: list,
                        extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:

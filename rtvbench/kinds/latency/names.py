@@ -1,4 +1,4 @@
-"""The latency kind's figure names: percentile stems, time units, thresholds, response times.
+"""The latency kind's figure names: thresholds and response times (percentile stems and time units: rtvbench.units).
 
 A leaf of the kind's folder: the decoder and the consideration both name figures this way.
 """
@@ -7,13 +7,6 @@ from __future__ import annotations
 
 import re
 
-#: figure stem -> percent, in the probe's naming (p999 = 99.9 %)
-PERCENTILES: dict[str, float] = {
-    "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9,
-    "p9999": 99.99, "p99999": 99.999, "p999999": 99.9999,
-}
-TIME_STEMS = ("min", "avg", "max", "stddev", *PERCENTILES)
-TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
 OVER = re.compile(r"over_(\d+(?:\.\d+)?)us")
 #: prefix of the response-time figures of a run with a work budget
 RESPONSE = "response_"

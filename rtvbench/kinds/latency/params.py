@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.cpulist import parse_cpu_list, probe_cpus
+from rtvbench.cpulist import pinned_cpus, probe_cpus
 from rtvbench.kinds.latency.names import RESPONSE, over_threshold_ns, split_cpu_figure
 from rtvbench.params import (DEFAULT_RT_PRIORITY, RealtimeThreads, number_arg, probe_int, probe_list,
                              probe_number)
@@ -86,7 +86,7 @@ class LatencyBenchmark(Benchmark):
 
     def placement(self) -> Placement:
         p: LatencyParams = self.params
-        return Placement(tuple(parse_cpu_list(p.cpus)) if p.cpus is not None else None,
+        return Placement(pinned_cpus(p.cpus),
                          rt_priority=p.priority if p.policy != "other" else None, realtime_option=True)
 
     def probe_args(self) -> list[str]:

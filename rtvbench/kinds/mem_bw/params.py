@@ -8,7 +8,7 @@ from pydantic import model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import MEM_BW_OPS
-from rtvbench.cpulist import parse_cpu_list, probe_cpus
+from rtvbench.cpulist import pinned_cpus, probe_cpus
 from rtvbench.params import StrictModel, names_or_all, probe_int, probe_sizes, size_points, sizes_arg
 from rtvbench.spec import Placement
 
@@ -50,7 +50,7 @@ class MemBwBenchmark(Benchmark):
 
     def placement(self) -> Placement:
         p: MemBwParams = self.params
-        return Placement(tuple(parse_cpu_list(p.cpus)) if p.cpus is not None else None, threads=p.threads,
+        return Placement(pinned_cpus(p.cpus), threads=p.threads,
                          unpinned_when_missing=True)
 
     def probe_args(self) -> list[str]:

@@ -15,20 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.histogram import result_histogram
+from rtvbench.analysis.histogram import add_time_figures, result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
+from rtvbench.analysis.quantities import number as _num
 from rtvbench.results import Measurement
+from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 from rtvbench.units import exact_duration
 
-#: figure stem -> percent, in the probe's naming (p999 = 99.9 %)
-PERCENTILES: dict[str, float] = {
-    "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9,
-    "p9999": 99.99, "p99999": 99.999, "p999999": 99.9999,
-}
-GAP_STEMS = ("min", "avg", "max", "stddev", *PERCENTILES)
-TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
-NOISE_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6}
+GAP_STEMS = TIME_STEMS
+NOISE_UNITS = TIME_UNITS
 PER_S_UNITS = {"ns": 1.0, "us": 1e3}
 COUNTS = ("count", "events", "events_per_s")
 #: the distribution of the merged result
@@ -151,15 +147,7 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
         out["events_per_s"] = out["events"] * 1e9 / span
     if not out.get("count"):
         return out       # no gap recorded: every time figure would be null
-    hist = result_histogram(r)
-    for stem in GAP_STEMS:
-        ns = _num(r.get(f"{stem}_ns"))
-        if ns is None and stem in PERCENTILES and hist is not None:
-            ns = hist.percentile(PERCENTILES[stem])
-        if ns is None:
-            continue
-        for unit, scale in TIME_UNITS.items():
-            out[f"{stem}_{unit}"] = ns / scale
+    add_time_figures(out, r, result_histogram(r))
     noise = _num(r.get("noise_ns"))
     if noise is not None:
         for unit, scale in NOISE_UNITS.items():
@@ -172,10 +160,6 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
     if share is not None:
         out["noise_percent"] = share
     return out
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _scaled(value: Any, factor: float) -> float | None:

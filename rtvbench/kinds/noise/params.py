@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.cpulist import parse_cpu_list, probe_cpus
+from rtvbench.cpulist import pinned_cpus, probe_cpus
 from rtvbench.params import DEFAULT_RT_PRIORITY, RealtimeThreads, number_arg, probe_int, probe_number
 from rtvbench.spec import Placement
 
@@ -36,7 +36,7 @@ class NoiseBenchmark(Benchmark):
 
     def placement(self) -> Placement:
         p: NoiseParams = self.params
-        return Placement(tuple(parse_cpu_list(p.cpus)) if p.cpus is not None else None,
+        return Placement(pinned_cpus(p.cpus),
                          rt_priority=p.priority if p.policy != "other" else None, realtime_option=True)
 
     def probe_args(self) -> list[str]:
