@@ -67,6 +67,23 @@ def test_mann_whitney_matches_scipy_two_sided_with_continuity(a, b):
     assert mann_whitney_p(b, a) == pytest.approx(want, abs=1e-12)      # two-sided: symmetric
 
 
+def test_mann_whitney_matches_scipy_on_random_samples():
+    # Sizes on both sides of the exact/approximate switch (8), rounded draws for ties, a shift or none,
+    # and one small side against a large one (the exact distribution over many orderings).
+    rng = np.random.default_rng(7)
+    sizes = [(1, 1), (1, 5), (2, 2), (3, 9), (5, 5), (8, 8), (8, 9), (9, 9), (6, 40), (12, 15), (30, 30), (8, 300)]
+    for n1, n2 in sizes:
+        for trial in range(12):
+            scale = (1, 4, 1000)[trial % 3]           # rounding to 1/scale: many, some, no ties
+            a = np.round(rng.normal(0, 1, n1) * scale) / scale
+            b = np.round(rng.normal(0.7 * (trial % 2), 1, n2) * scale) / scale
+            if len(set(a) | set(b)) == 1:
+                continue
+            want = mannwhitneyu(a, b, alternative="two-sided", use_continuity=True, method="auto").pvalue
+            got = mann_whitney_p(a, b)
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-14), (n1, n2, trial, list(a), list(b))
+
+
 @pytest.mark.parametrize("a, b", CASES[:3])
 def test_mann_whitney_is_exact_for_small_samples_without_ties(a, b):
     assert mann_whitney_p(a, b) == pytest.approx(_permutation_p(a, b), abs=1e-9)

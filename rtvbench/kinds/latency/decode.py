@@ -79,10 +79,10 @@ class LatencyKind(Kind):
             out["deadline_misses"] = r["deadline_misses"]
         if not out.get("count"):
             return out      # no samples: every time figure would be null
-        add_time_figures(out, r, result_histogram(r))
+        add_time_figures(out, r)
         if isinstance(response, dict) and response.get("count"):
             out[RESPONSE + "count"] = response["count"]
-            add_time_figures(out, response, result_histogram(response), RESPONSE)
+            add_time_figures(out, response, RESPONSE)
         return out
 
     def considerations(self, data, bench: str, comps: list,

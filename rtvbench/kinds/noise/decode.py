@@ -147,7 +147,7 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
         out["events_per_s"] = out["events"] * 1e9 / span
     if not out.get("count"):
         return out       # no gap recorded: every time figure would be null
-    add_time_figures(out, r, result_histogram(r))
+    add_time_figures(out, r)
     noise = _num(r.get("noise_ns"))
     if noise is not None:
         for unit, scale in NOISE_UNITS.items():
