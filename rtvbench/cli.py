@@ -8,6 +8,7 @@ user as one sentence, never as a traceback (RTVBENCH_DEBUG=1 shows tracebacks).
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shlex
@@ -347,6 +348,11 @@ def main(argv: list[str] | None = None) -> None:
         err.print(f"rtvbench: internal error ({type(e).__name__}: {plain(str(e))}); rerun with "
                   "RTVBENCH_DEBUG=1 for the traceback and report it.")
         code = EXIT_INTERNAL
+    if argv is None:
+        # The process ends here (called with arguments, main runs inside a test). Interpreter shutdown
+        # runs full garbage collections over every object the command left, and the exit frees them
+        # anyway: after a large report that was 0.2 s of its 2.3 s. Frozen objects are skipped.
+        gc.freeze()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

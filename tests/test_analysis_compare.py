@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import mannwhitneyu, rankdata
 
 from rtvbench.analysis.compare import (CANNOT_TELL, EQUIVALENT, INSUFFICIENT, LOG_T, RANK, SIGNIFICANT,
-                                       UNDEFINED, smallest_rank_p,
+                                       UNDEFINED, _row_medians, smallest_rank_p,
                                        bootstrap_ratio_ci, mann_whitney_p, ratio_test)
 
 
@@ -65,6 +65,13 @@ def test_mann_whitney_matches_scipy_two_sided_with_continuity(a, b):
     want = mannwhitneyu(a, b, alternative="two-sided", use_continuity=True, method="auto").pvalue
     assert mann_whitney_p(a, b) == pytest.approx(want, abs=1e-12)
     assert mann_whitney_p(b, a) == pytest.approx(want, abs=1e-12)      # two-sided: symmetric
+
+
+def test_row_medians_are_numpys_medians():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 8, 30, 31):
+        a = rng.normal(size=(200, n))
+        assert np.array_equal(_row_medians(a), np.median(a, axis=1)), n
 
 
 def test_mann_whitney_matches_scipy_on_random_samples():

@@ -38,7 +38,7 @@ def test_merge_equals_histogram_of_the_union():
     parts = [_samples(seed, 20_000) for seed in range(4)]
     merged = merge_all(_hist(p) for p in parts)
     union = _hist(np.concatenate(parts))
-    assert merged.buckets == union.buckets
+    assert merged.sorted_buckets() == union.sorted_buckets()
     assert merged.total == sum(len(p) for p in parts)
     assert (merged.min_ns, merged.max_ns) == (union.min_ns, union.max_ns)
     for p in PERCENTS:
@@ -80,6 +80,17 @@ def test_rejects_other_schemes_and_mismatched_buckets():
     b = Histogram.from_record({"scheme": "log-linear", "buckets": [[512, 514, 1]]})
     with pytest.raises(HistogramError):
         a.merge(b)
+
+
+def test_bucket_entries_are_checked_and_duplicates_added():
+    rec = lambda buckets: {"scheme": "log-linear", "buckets": buckets}  # noqa: E731
+    h = Histogram.from_record(rec([[520, 524, 2], [512, 516, 1], [512, 516, 4], [530, 534, 0]]))
+    assert h.sorted_buckets() == [(512, 516, 5), (520, 524, 2)]      # sorted, equal bounds added, empty dropped
+    assert Histogram.from_record(rec([[512.0, "516", 3]])).sorted_buckets() == [(512, 516, 3)]
+    for bad in ([[512, 516]], [[512, 516, 1], [520, 524]], [["a", 516, 1]], [[512, 516, None]],
+                [[516, 512, 1]], [[512, 516, -1]], [[512, 516, 1], [512, 514, 1]], [[2**70, 2**71, 1]]):
+        with pytest.raises(HistogramError):
+            Histogram.from_record(rec(bad))
 
 
 def test_empty_histogram_has_no_percentiles():

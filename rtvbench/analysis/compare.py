@@ -143,14 +143,22 @@ def _bootstrap_ratios(baseline, candidate, rng: np.random.Generator, resamples: 
     """
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
-    med_b = np.median(b[rng.integers(0, len(b), size=(resamples, len(b)))], axis=1)
-    med_c = np.median(c[rng.integers(0, len(c), size=(resamples, len(c)))], axis=1)
+    med_b = _row_medians(b[rng.integers(0, len(b), size=(resamples, len(b)))])
+    med_c = _row_medians(c[rng.integers(0, len(c), size=(resamples, len(c)))])
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = med_c / med_b
     ratios[(med_b == 0) & (med_c == 0)] = 1.0
     ratios[(med_b == 0) & (med_c != 0)] = np.inf * np.sign(med_c[(med_b == 0) & (med_c != 0)])
     ratios.sort()
     return ratios
+
+
+def _row_medians(a: np.ndarray) -> np.ndarray:
+    """np.median(a, axis=1), by sorting the rows: for rows of a few dozen values a sort is about
+    three times faster than median's partition, and the bootstrap takes thousands of them."""
+    s = np.sort(a, axis=1)
+    n = a.shape[1]
+    return s[:, n // 2] if n % 2 else (s[:, n // 2 - 1] + s[:, n // 2]) / 2
 
 
 def _percentile_interval(ratios: np.ndarray, confidence: float) -> tuple[float, float]:

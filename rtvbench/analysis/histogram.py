@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
 SCHEME = "log-linear"
@@ -22,14 +24,18 @@ class HistogramError(ValueError):
 
 @dataclass
 class Histogram:
-    """Bucket counts keyed by lower bound, plus the exact extremes when known.
+    """Bucket bounds and counts in ascending order of lower bound, plus the exact extremes when known.
 
     The exact min/max travel with the buckets because the probe reports them
     exactly and percentiles are clamped to them; the buckets alone only bound
-    the extremes to within a bucket width.
+    the extremes to within a bucket width. Buckets are numpy arrays: a report
+    reads hundreds of results of thousands of buckets each, which as Python
+    objects cost it a tenth of its time and a fifth of its memory.
     """
 
-    buckets: dict[int, tuple[int, int]] = field(default_factory=dict)   # lo -> (hi, count)
+    lo: np.ndarray = field(default_factory=lambda: _EMPTY)
+    hi: np.ndarray = field(default_factory=lambda: _EMPTY)
+    count: np.ndarray = field(default_factory=lambda: _EMPTY)
     min_ns: int | None = None
     max_ns: int | None = None
     sub_bucket_bits: int | None = None
@@ -45,64 +51,49 @@ class Histogram:
         if scheme != SCHEME:
             raise HistogramError(f"histogram scheme {scheme!r} is not {SCHEME!r}")
         h.sub_bucket_bits = hist.get("sub_bucket_bits")
-        buckets = h.buckets
-        # A long run has thousands of buckets per result and a report reads hundreds of results:
-        # the common case (three JSON integers, a new lower bound) is checked inline.
-        for entry in hist.get("buckets") or []:
+        entries = hist.get("buckets") or []
+        table = _int_table(entries)
+        if table is None:                                  # not all JSON integers: convert one by one
+            rows = [_entry(e) for e in entries]
             try:
-                lo, hi, count = entry
-                if not (type(lo) is int and type(hi) is int and type(count) is int):
-                    lo, hi, count = int(lo), int(hi), int(count)
-            except (TypeError, ValueError) as exc:
-                raise HistogramError(f"histogram bucket {entry!r} is not [lo_ns, hi_ns, count]") from exc
-            if hi <= lo or count < 0:
-                raise HistogramError(f"histogram bucket {entry!r} has hi <= lo or a negative count")
-            if count and lo not in buckets:
-                buckets[lo] = (hi, count)
-            else:
-                h.add_bucket(lo, hi, count)
+                table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+            except OverflowError as exc:
+                raise HistogramError("a histogram bucket holds a number beyond 64 bits") from exc
+        bad = (table[:, 1] <= table[:, 0]) | (table[:, 2] < 0)
+        if bad.any():
+            entry = entries[int(np.argmax(bad))]
+            raise HistogramError(f"histogram bucket {entry!r} has hi <= lo or a negative count")
+        h.lo, h.hi, h.count = _combine(table[:, 0], table[:, 1], table[:, 2])
         return h
-
-    def add_bucket(self, lo: int, hi: int, count: int) -> None:
-        if count == 0:
-            return
-        old = self.buckets.get(lo)
-        if old is not None and old[0] != hi:
-            raise HistogramError(f"bucket at {lo} ns has upper bounds {old[0]} and {hi}: different schemes")
-        self.buckets[lo] = (hi, (old[1] if old else 0) + count)
 
     def merge(self, other: Histogram) -> Histogram:
         """A new histogram holding the samples of both."""
         if (self.sub_bucket_bits is not None and other.sub_bucket_bits is not None
                 and self.sub_bucket_bits != other.sub_bucket_bits):
             raise HistogramError("cannot merge histograms with different sub_bucket_bits")
-        out = Histogram(dict(self.buckets), _min_opt(self.min_ns, other.min_ns),
-                        _max_opt(self.max_ns, other.max_ns),
-                        self.sub_bucket_bits if self.sub_bucket_bits is not None else other.sub_bucket_bits)
-        for lo, (hi, count) in other.buckets.items():
-            out.add_bucket(lo, hi, count)
-        return out
+        lo, hi, count = _combine(np.concatenate([self.lo, other.lo]), np.concatenate([self.hi, other.hi]),
+                                 np.concatenate([self.count, other.count]))
+        return Histogram(lo, hi, count, _min_opt(self.min_ns, other.min_ns), _max_opt(self.max_ns, other.max_ns),
+                         self.sub_bucket_bits if self.sub_bucket_bits is not None else other.sub_bucket_bits)
 
     @property
     def total(self) -> int:
-        return sum(c for _, c in self.buckets.values())
+        return int(self.count.sum())
 
     def sorted_buckets(self) -> list[tuple[int, int, int]]:
-        return [(lo, hi, c) for lo, (hi, c) in sorted(self.buckets.items())]
+        return list(zip(self.lo.tolist(), self.hi.tolist(), self.count.tolist()))
 
     def lowest(self) -> int | None:
         """Exact minimum if known, else the lowest bucket's lower bound."""
         if self.min_ns is not None:
             return self.min_ns
-        return min(self.buckets) if self.buckets else None
+        return int(self.lo[0]) if len(self.lo) else None
 
     def highest(self) -> int | None:
         """Exact maximum if known, else the highest value the top bucket can hold."""
         if self.max_ns is not None:
             return self.max_ns
-        if not self.buckets:
-            return None
-        return self.buckets[max(self.buckets)][0] - 1
+        return int(self.hi[-1]) - 1 if len(self.hi) else None
 
     def percentile(self, p: float) -> float | None:
         """Nearest-rank percentile: the bucket holding the ceil(p/100 * n)-th sample.
@@ -124,29 +115,21 @@ class Histogram:
             return float(self.max_ns)
         if rank == 1 and self.min_ns is not None:
             return float(self.min_ns)
-        seen = 0
-        for lo, hi, count in self.sorted_buckets():
-            seen += count
-            if seen >= rank:
-                return _clamp((lo + hi) // 2, self.lowest(), self.highest())
-        raise AssertionError("rank beyond total")   # unreachable: rank <= n
+        i = int(np.searchsorted(np.cumsum(self.count), rank))   # the first bucket whose running count reaches it
+        return _clamp((int(self.lo[i]) + int(self.hi[i])) // 2, self.lowest(), self.highest())
 
     def mean(self) -> float | None:
         """Mean from bucket midpoints (the probe's exact mean is preferred when present)."""
         n = self.total
         if n == 0:
             return None
-        return sum(c * (lo + hi) / 2.0 for lo, hi, c in self.sorted_buckets()) / n
+        return float(np.sum(self.count * ((self.lo + self.hi) / 2.0))) / n
 
     def count_above(self, threshold_ns: float) -> tuple[int, int]:
         """Samples certainly above the threshold, and those possibly above (bucket straddles it)."""
-        sure = maybe = 0
-        for lo, hi, c in self.sorted_buckets():
-            if lo > threshold_ns:
-                sure += c
-            elif hi - 1 > threshold_ns:
-                maybe += c
-        return sure, maybe
+        sure = self.lo > threshold_ns
+        maybe = ~sure & (self.hi - 1 > threshold_ns)
+        return int(self.count[sure].sum()), int(self.count[maybe].sum())
 
     def ccdf(self) -> list[tuple[float, float]]:
         """Points (x_ns, P(X > x)) at every bucket's upper edge; ends at the last non-zero probability.
@@ -157,15 +140,54 @@ class Histogram:
         n = self.total
         if n == 0:
             return []
-        points = []
-        above = n
-        for lo, hi, c in self.sorted_buckets():
-            above -= c
-            if above <= 0:
-                break
-            x = _clamp(hi - 1, self.lowest(), self.highest())
-            points.append((float(x), above / n))
-        return points
+        above = n - np.cumsum(self.count)
+        keep = above > 0
+        lowest, highest = self.lowest(), self.highest()
+        x = np.clip(self.hi[keep] - 1, lowest, highest).astype(float)
+        return list(zip(x.tolist(), (above[keep] / n).tolist()))
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _int_table(entries) -> np.ndarray | None:
+    """The buckets as an n x 3 int64 table when every entry is three JSON integers, else None."""
+    try:
+        table = np.array(entries)
+    except ValueError:                                     # ragged: entries of different lengths
+        return None
+    if table.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    if table.ndim != 2 or table.shape[1] != 3 or table.dtype.kind not in "iu":
+        return None
+    return table.astype(np.int64, copy=False)
+
+
+def _entry(entry) -> tuple[int, int, int]:
+    try:
+        lo, hi, count = entry
+        return int(lo), int(hi), int(count)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise HistogramError(f"histogram bucket {entry!r} is not [lo_ns, hi_ns, count]") from exc
+
+
+def _combine(lo: np.ndarray, hi: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Buckets sorted by lower bound, counts of equal lower bounds added, empty buckets dropped; equal
+    lower bounds with different upper bounds are different schemes and refused."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi, count = lo[order], hi[order], count[order]
+    if len(lo) > 1:
+        same = lo[1:] == lo[:-1]
+        if same.any():
+            clash = same & (hi[1:] != hi[:-1])
+            if clash.any():
+                i = int(np.argmax(clash))
+                raise HistogramError(f"bucket at {int(lo[i])} ns has upper bounds {int(hi[i])} and {int(hi[i + 1])}: "
+                                     "different schemes")
+            starts = np.flatnonzero(np.concatenate([[True], ~same]))
+            lo, hi, count = lo[starts], hi[starts], np.add.reduceat(count, starts)
+    keep = count > 0
+    return lo[keep], hi[keep], count[keep]
 
 
 def result_histogram(r: dict[str, Any] | None) -> Histogram | None:
@@ -201,9 +223,16 @@ def add_time_figures(out: dict[str, float], r: dict[str, Any], prefix: str = "")
 
 
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:
-    out = Histogram()
-    for h in histograms:
-        out = out.merge(h)
+    """One histogram of the samples of all (in one sort, rather than one per pair)."""
+    hs = list(histograms)
+    bits = {h.sub_bucket_bits for h in hs} - {None}
+    if len(bits) > 1:
+        raise HistogramError("cannot merge histograms with different sub_bucket_bits")
+    out = Histogram(sub_bucket_bits=bits.pop() if bits else None)
+    if hs:
+        out.lo, out.hi, out.count = _combine(*(np.concatenate([getattr(h, a) for h in hs]) for a in ("lo", "hi", "count")))
+    for h in hs:
+        out.min_ns, out.max_ns = _min_opt(out.min_ns, h.min_ns), _max_opt(out.max_ns, h.max_ns)
     return out
 
 

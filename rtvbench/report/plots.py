@@ -14,7 +14,7 @@ import itertools
 import re
 
 import numpy as np
-from matplotlib import rc_context
+from matplotlib import rc_context, rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
@@ -52,7 +52,10 @@ def _log(ax, axis: str, minor: bool = True, **kw) -> None:
 
 def _svg(fig: Figure, id_prefix: str) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    # The tight box from the Agg canvas's renderer, which lays the text out without drawing: given
+    # bbox_inches="tight", savefig would first draw the whole SVG once to find it.
+    tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(rcParams["savefig.pad_inches"])
+    fig.savefig(buf, format="svg", bbox_inches=tight, metadata={"Date": None})
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]          # drop the XML declaration and DOCTYPE: invalid inside HTML
     # Several SVGs share one HTML document, so their ids (clip paths, markers) must not collide.
@@ -67,6 +70,11 @@ def _figure(width: float = 7.0, height: float = 3.2) -> Figure:
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
     return fig
+
+
+def _mids_us(h: Histogram) -> np.ndarray:
+    """Each bucket's middle value in microseconds (a bucket holds lo <= v < hi)."""
+    return (h.lo + h.hi - 1) / 2000
 
 
 #: more curves than this are drawn as small multiples rather than overlaid: beyond it lines cross and
@@ -96,10 +104,7 @@ def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: st
     edges = np.geomspace(lo, hi, _DISPLAY_BINS + 1)
 
     def binned(h: Histogram) -> np.ndarray:
-        buckets = h.sorted_buckets()
-        mids = np.array([(b[0] + b[1] - 1) / 2000 for b in buckets])
-        counts = np.array([b[2] for b in buckets], dtype=float)
-        return np.histogram(np.clip(mids, lo, hi), bins=edges, weights=counts)[0]
+        return np.histogram(np.clip(_mids_us(h), lo, hi), bins=edges, weights=h.count.astype(float))[0]
 
     with rc_context(_RC):
         if len(curves) <= MAX_OVERLAY:
@@ -145,10 +150,8 @@ def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str
         fig = _figure()
         ax = fig.add_subplot()
         for i, (name, h) in enumerate(curves):
-            buckets = h.sorted_buckets()
-            mids = np.array([(b[0] + b[1] - 1) / 2000 for b in buckets])
-            counts = np.array([b[2] for b in buckets], dtype=float)
-            binned, _ = np.histogram(np.clip(mids, edges[0], edges[-1]), bins=edges, weights=counts)
+            binned, _ = np.histogram(np.clip(_mids_us(h), edges[0], edges[-1]), bins=edges,
+                                     weights=h.count.astype(float))
             top = h.highest() / 1000
             ax.stairs(binned, edges, label=_label(f"{name} (max {significant(top)} us)"), linewidth=1.2,
                       color=f"C{i % 10}")

@@ -53,12 +53,11 @@ def cell_tails(data: RunData, bench: str) -> list[CellTail]:
         if not hists:
             continue
         merged = merge_all(hists)
-        buckets = merged.sorted_buckets()
         # Bucket midpoints in microseconds, the top one at the exact maximum the probe reported.
-        values = [(lo + hi) / 2 / 1000 for lo, hi, _ in buckets]
-        if merged.max_ns is not None and values:
+        values = (merged.lo + merged.hi) / 2 / 1000
+        if merged.max_ns is not None and len(values):
             values[-1] = min(values[-1], merged.max_ns / 1000)
-        counts = [c for _, _, c in buckets]
+        counts = merged.count
         try:
             estimate = estimate_tail(values, counts, EXCEEDANCE)
         except (ValueError, ArithmeticError) as e:     # a numerical corner the fit did not foresee
