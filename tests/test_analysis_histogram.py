@@ -11,6 +11,7 @@ import pytest
 from synthetic_runs import bucket_bounds, histogram_record, nearest_rank
 
 from rtvbench.analysis.histogram import Histogram, HistogramError, merge_all
+from rtvbench.bucket_table import compact_histograms
 
 PERCENTS = (0, 1, 50, 90, 99, 99.9, 99.99, 100)
 
@@ -91,6 +92,22 @@ def test_bucket_entries_are_checked_and_duplicates_added():
                 [[516, 512, 1]], [[512, 516, -1]], [[512, 516, 1], [512, 514, 1]], [[2**70, 2**71, 1]]):
         with pytest.raises(HistogramError):
             Histogram.from_record(rec(bad))
+
+
+def test_compacted_records_parse_as_their_lists_do():
+    values = _samples(4, 20_000)
+    record = {"type": "result", "histogram": histogram_record(values),
+              "response": {"histogram": histogram_record(values[:500])}}
+    want = [Histogram.from_record(r["histogram"]).sorted_buckets() for r in (record, record["response"])]
+    compact_histograms(record)
+    assert isinstance(record["histogram"]["buckets"], np.ndarray)
+    assert isinstance(record["response"]["histogram"]["buckets"], np.ndarray)
+    assert [Histogram.from_record(r["histogram"]).sorted_buckets() for r in (record, record["response"])] == want
+    odd = {"histogram": {"scheme": "log-linear", "buckets": [[512, 516, 1], ["x", 520, 1]]}}
+    assert isinstance(compact_histograms(odd)["histogram"]["buckets"], list)   # left for the parser to name
+    huge = {"histogram": {"scheme": "log-linear", "buckets": [[2**63, 2**63 + 4, 1]]}}
+    with pytest.raises(HistogramError):
+        Histogram.from_record(compact_histograms(huge)["histogram"])
 
 
 def test_empty_histogram_has_no_percentiles():

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rtvbench.bucket_table import bucket_table
 from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
 SCHEME = "log-linear"
@@ -51,8 +52,10 @@ class Histogram:
         if scheme != SCHEME:
             raise HistogramError(f"histogram scheme {scheme!r} is not {SCHEME!r}")
         h.sub_bucket_bits = hist.get("sub_bucket_bits")
-        entries = hist.get("buckets") or []
-        table = _int_table(entries)
+        entries = hist.get("buckets")
+        if entries is None:
+            entries = []
+        table = entries if isinstance(entries, np.ndarray) else bucket_table(entries)
         if table is None:                                  # not all JSON integers: convert one by one
             rows = [_entry(e) for e in entries]
             try:
@@ -148,19 +151,6 @@ class Histogram:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def _int_table(entries) -> np.ndarray | None:
-    """The buckets as an n x 3 int64 table when every entry is three JSON integers, else None."""
-    try:
-        table = np.array(entries)
-    except ValueError:                                     # ragged: entries of different lengths
-        return None
-    if table.size == 0:
-        return np.zeros((0, 3), dtype=np.int64)
-    if table.ndim != 2 or table.shape[1] != 3 or table.dtype.kind not in "iu":
-        return None
-    return table.astype(np.int64, copy=False)
 
 
 def _entry(entry) -> tuple[int, int, int]:

@@ -109,6 +109,9 @@ def _spec(stored: Any, text: str) -> CampaignSpec | None:
 def load_run(engine: Engine, run_id: int) -> CampaignRun:
     """Everything about one run. A measurement re-run by --resume appears once, as
     its latest attempt; runs interrupted mid-measurement load like any other."""
+    # Here, not at the top: numpy is not needed for `list` and the other quick commands.
+    from rtvbench.bucket_table import compact_histograms
+
     with engine.connect() as conn:
         run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
         if run is None:
@@ -132,7 +135,7 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
             for mid, data in conn.execute(select(records.c.measurement_id, records.c.data)
                                           .where(records.c.measurement_id.in_(list(lines)))
                                           .order_by(records.c.measurement_id, records.c.seq)):
-                lines[mid].append(data)
+                lines[mid].append(compact_histograms(data) if isinstance(data, dict) else data)
         loads: dict[int, dict[str, list[dict]]] = {mid: {} for mid in lines}
         stats: dict[int, dict[str, dict]] = {mid: {} for mid in lines}
         if rows:
