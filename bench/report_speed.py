@@ -107,13 +107,13 @@ def _merge(a: list, b: list) -> list:
 
 
 def report(url: str, out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one `rtvbench report`."""
+    """Wall seconds and peak RSS (MB, 10^6 bytes) of one `rtvbench report`."""
     proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "rtvbench", "--store", url,
                            "report", "-o", str(out)], capture_output=True, text=True, cwd=REPO)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"report failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     wall, rss = proc.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(rss) / 1024
+    return float(wall), int(rss) * 1024 / 1e6          # GNU time's %M is in KiB
 
 
 def main() -> None:
