@@ -110,6 +110,10 @@ static inline uint64_t mono_ns(void)
     return ts_ns(&t);
 }
 
+/* t (seconds since 1970 UTC) as a UTC date and time: the fields of gmtime_r
+ * (tm_isdst 0), without glibc's time-zone code. */
+void utc_time(int64_t t, struct tm *tm);
+
 /* Start a "meta" record with the fields every subcommand shares; the caller
  * adds its parameters and privileges, then jw_emit()s. */
 void meta_begin(struct jw *w, const char *subcommand, int argc, char **argv);

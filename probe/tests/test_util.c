@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -161,6 +162,33 @@ static void test_scan_fields(void)
           "an overlong word, a skipped one, the end");
 }
 
+/* utc_time against gmtime_r, from before 1900 to past 2400. */
+static void test_utc_time(void)
+{
+    uint64_t x = 12345;
+    int bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t t = (int64_t)(x % 28000000000ull) - 4000000000ll;   /* 1843 to 2857 */
+        if (i < 4)
+            t = (int64_t[]){0, -1, 951782400, 4107542399}[i];    /* 1970, 1969, 2000-02-29, 2100-02-28 */
+        struct tm a, b;
+        time_t tt = (time_t)t;
+        if (sizeof(time_t) < 8 && (t < INT32_MIN || t > INT32_MAX))
+            continue;
+        utc_time(t, &a);
+        gmtime_r(&tt, &b);
+        if (a.tm_year != b.tm_year || a.tm_mon != b.tm_mon || a.tm_mday != b.tm_mday || a.tm_hour != b.tm_hour ||
+            a.tm_min != b.tm_min || a.tm_sec != b.tm_sec || a.tm_wday != b.tm_wday || a.tm_yday != b.tm_yday) {
+            if (bad++ < 5)
+                CHECK(0, "%lld: %d-%d-%d %d:%d:%d wday %d yday %d, gmtime_r %d-%d-%d %d:%d:%d wday %d yday %d",
+                      (long long)t, a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min, a.tm_sec, a.tm_wday,
+                      a.tm_yday, b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min, b.tm_sec, b.tm_wday, b.tm_yday);
+        }
+    }
+    CHECK(bad == 0, "%d times differ from gmtime_r", bad);
+}
+
 static void test_lists(void)
 {
     static const char *const names[] = {"a", "b", "c"};
@@ -205,6 +233,7 @@ int main(void)
     test_decimal_vs_strtod();
     test_decimal_malformed();
     test_scan_fields();
+    test_utc_time();
     test_lists();
     test_json_writer();
     return check_verdict("test_util");
