@@ -106,7 +106,7 @@ $(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/
 	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@ bench/hist_record.c probe/hist.c probe/jsonw.c -lm
 
 .PHONY: bench
-bench: $(BUILD)/bench-hist-record probe
+bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/peers.py
 	$(BUILD)/bench-hist-record
 	$(PY) bench/latency_cpu_cost.py
@@ -117,4 +117,4 @@ bench: $(BUILD)/bench-hist-record probe
 	$(PY) bench/campaign_overhead.py
 	$(PY) bench/memlat_compare.py
 	$(PY) bench/lmbench_compare.py
-	@for b in $(BUILD)/rtvb-probe $(wildcard $(BUILD)/*/rtvb-probe); do printf '%-40s %8d bytes\n' $$b $$(stat -c %s $$b); done
+	$(PY) bench/probe_size.py
