@@ -29,6 +29,18 @@ PY        := .venv/bin/python
 # The probe also reads numbers and dates itself (util.c: parse_double, the
 # scan_* functions, utc_time) rather than by strtod, sscanf and gmtime_r,
 # which bring some 120 KB of glibc's general conversions and time zones.
+# x86_64 stays above the goal (1.25 MB): a static glibc printf program is
+# already 683 KB there, the probe's own code and data 270 KB, the rest of
+# libc it calls 110 KB (60 KB of it resolver code that pthread_create pulls
+# in with the resolver's per-thread state), and libm 190 KB, most of
+# it one copy per CPU variant (sse2, avx, fma, fma4) of acos (basicmath) and
+# of atan2, sin and cos (fpmix, which is there to measure libm). Not taken,
+# with what each would save on x86_64: basicmath's angle by atan2 instead
+# of acos (78 KB; the same rounded roots, but a 4 % slower solve changes what
+# the workload times); -Os for the code that measures nothing (8 KB); -z norelro and -z noseparate-code (6 KB: hardening for
+# little); discarding glibc's own unwind tables with a linker script (57 KB,
+# fragile); musl (the probe would be 371 KB), because mem-bw measures libc's
+# memcpy and memset and mem-alloc glibc's malloc, which it would replace.
 PROBE_CFLAGS  := $(CSTD) $(WARN) $(OPT) -pthread -ffunction-sections -fdata-sections \
                  -fno-asynchronous-unwind-tables -fno-unwind-tables
 PROBE_LDFLAGS := -static -pthread -lm -Wl,--gc-sections
