@@ -88,7 +88,7 @@ static int decimal_prefix(const char *s, const char **end, double *out)
             kept++;
             e -= frac;
         } else if (!frac && m) {
-            e++;   /* a digit past the 19 kept: the value is m * 10 */
+            e++;   /* a digit before the point past the 19 kept: one more power of ten */
         } else if (frac && !m) {
             e--;   /* a leading zero after the point */
         }
@@ -163,8 +163,8 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
-/* Fields of text the kernel writes, for the scan_* functions: after any
- * white space, the longest run of digits. */
+/* Where the next field of text the kernel writes starts, for the scan_*
+ * functions: past any white space, as scanf's conversions skip it. */
 static const char *field_start(const char **p)
 {
     const char *s = *p;
