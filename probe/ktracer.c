@@ -158,10 +158,12 @@ static void timerlat_line(struct kt_cpu *c, const char *text)
 /* "RUNTIME NOISE %AVAIL MAX-SINGLE HW NMI IRQ SIRQ THREAD", times in us. */
 static void osnoise_line(struct kt_cpu *c, const char *text)
 {
-    unsigned long long runtime, noise, max_single, hw, nmi, irq, sirq, thread;
+    uint64_t runtime, noise, max_single, hw, nmi, irq, sirq, thread;
     double avail;
-    if (sscanf(text, "%llu %llu %lf %llu %llu %llu %llu %llu %llu", &runtime, &noise, &avail, &max_single, &hw,
-               &nmi, &irq, &sirq, &thread) != 9)
+    const char *p = text;
+    if (scan_u64(&p, &runtime) || scan_u64(&p, &noise) || scan_double(&p, &avail) || scan_u64(&p, &max_single) ||
+        scan_u64(&p, &hw) || scan_u64(&p, &nmi) || scan_u64(&p, &irq) || scan_u64(&p, &sirq) ||
+        scan_u64(&p, &thread))
         return;
     c->samples++;
     c->runtime_ns += runtime * 1000;

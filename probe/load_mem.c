@@ -166,19 +166,6 @@ static int64_t parse_cache_size(const char *s)
     return v;
 }
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char *r = fgets(buf, (int)len, f);
-    fclose(f);
-    if (!r)
-        return -1;
-    buf[strcspn(buf, "\n")] = '\0';
-    return 0;
-}
-
 /* The largest-level data or unified cache of a CPU, from sysfs. */
 static void find_llc(int cpu, int64_t *bytes, int *level, uint64_t *line)
 {
@@ -355,12 +342,12 @@ static void leak_body(struct load_thread *t)
 /* Resident set of this process, from /proc/self/statm; -1 if unreadable. */
 static int64_t rss_bytes(void)
 {
-    FILE *f = fopen("/proc/self/statm", "re");
-    unsigned long long size, res;
-    int n = f ? fscanf(f, "%llu %llu", &size, &res) : 0;
-    if (f)
-        fclose(f);
-    return n == 2 ? (int64_t)(res * (unsigned long long)sysconf(_SC_PAGESIZE)) : -1;
+    char line[128];
+    const char *p = line;
+    uint64_t size, res;
+    if (read_line("/proc/self/statm", line, sizeof line) || scan_u64(&p, &size) || scan_u64(&p, &res))
+        return -1;
+    return (int64_t)(res * (uint64_t)sysconf(_SC_PAGESIZE));
 }
 
 /* VmHWM of /proc/self/status: the peak resident set; -1 if unreadable. */

@@ -150,13 +150,11 @@ const char *mem_thp_mode(char *buf, size_t len)
  * 512 MiB with 64 KiB ones. */
 static size_t thp_size(void)
 {
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "re");
-    unsigned long long v = 0;
-    if (f) {
-        if (fscanf(f, "%llu", &v) != 1)
-            v = 0;
-        fclose(f);
-    }
+    char line[32];
+    const char *p = line;
+    uint64_t v = 0;
+    if (read_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", line, sizeof line) || scan_u64(&p, &v))
+        v = 0;
     return v && v <= (1ull << 30) ? (size_t)v : (size_t)2 << 20;
 }
 
@@ -234,10 +232,10 @@ int64_t mem_buf_huge_bytes(const struct mem_buf *b)
     if (!f)
         return -1;
     while (fgets(line, sizeof line, f)) {
-        unsigned long long s, e;
-        char c;
+        uint64_t s, e;
+        const char *p = line;
         /* A mapping header starts with "start-end " in hex. */
-        if (sscanf(line, "%llx-%llx%c", &s, &e, &c) == 3 && c == ' ') {
+        if (scan_x64(&p, &s) == 0 && *p++ == '-' && scan_x64(&p, &e) == 0 && *p == ' ') {
             inside = s < hi && e > lo;
             continue;
         }

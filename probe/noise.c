@@ -123,12 +123,13 @@ static void warn_privileges(const struct noise_options *o, const struct noise_pr
 
 static int read_sysctl(const char *path, long long *v)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    char line[32];
+    const char *p = line;
+    int64_t x;
+    if (read_line(path, line, sizeof line) || scan_i64(&p, &x))
         return -1;
-    int ok = fscanf(f, "%lld", v) == 1;
-    fclose(f);
-    return ok ? 0 : -1;
+    *v = x;
+    return 0;
 }
 
 /* A CPU kept busy at a real-time policy is lent to waiting ordinary tasks

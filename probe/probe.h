@@ -53,6 +53,9 @@ int unexpected_argument(const char *sub, const char *arg);
 /* Strict number parsing: the whole string must be a plain decimal number in
  * [min, max] (no spaces, sign on an unsigned, hex, inf or nan). */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A double of plain decimal notation, [-]digits[.digits][e[+-]digits], in
+ * [min, max]; exactly strtod's value for up to 15 significant digits within
+ * 1e-22..1e37, within a few units in the last place beyond (util.c). */
 int parse_double(const char *s, double min, double max, double *out);
 /* "4096", "4K", "1.5M", "2G" (binary multiples, either case; the result
  * must be a whole number of bytes within [min, max]). */
@@ -64,6 +67,24 @@ int list_item(const char **p, char *item, size_t cap);
 /* parse_size() items separated by commas, kept in the order given, at most
  * max_n. Returns the count or -1 on a malformed or out-of-range entry. */
 int parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n);
+
+/* Fields of the text the kernel writes (/proc, /sys, tracefs), read in place
+ * of sscanf. Each skips white space at *p, reads one field and moves *p past
+ * it: 0, or -1 when there is no such field there (then *p is unchanged).
+ *   scan_u64    decimal digits; a value past 2^64 - 1 is no field
+ *   scan_i64    [-]decimal digits, within int64_t
+ *   scan_x64    hex digits (no 0x prefix), within 64 bits
+ *   scan_double plain decimal notation, as parse_double reads it
+ *   scan_word   a run of non-space characters, into buf if it fits in cap
+ *               bytes with its terminating NUL (a longer one is no field);
+ *               with buf NULL, skipped whatever its length */
+int scan_u64(const char **p, uint64_t *out);
+int scan_i64(const char **p, int64_t *out);
+int scan_x64(const char **p, uint64_t *out);
+int scan_double(const char **p, double *out);
+int scan_word(const char **p, char *buf, size_t cap);
+/* The first line of a file, without its newline; 0, or -1 if unreadable. */
+int read_line(const char *path, char *buf, size_t len);
 
 /* A comma-separated list of names out of names[0..n) as a bit mask of their
  * indexes; -1 if an item is unknown or the list is empty. */
@@ -88,6 +109,10 @@ static inline uint64_t mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return ts_ns(&t);
 }
+
+/* t (seconds since 1970 UTC) as a UTC date and time: the fields of gmtime_r
+ * (tm_isdst 0), without glibc's time-zone code. */
+void utc_time(int64_t t, struct tm *tm);
 
 /* Start a "meta" record with the fields every subcommand shares; the caller
  * adds its parameters and privileges, then jw_emit()s. */

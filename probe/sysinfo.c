@@ -706,9 +706,10 @@ static int cgroup_dir(const char *fstype, const char *controller, const char *cg
     while (rc != 0 && getline(&line, &cap, f) > 0) {
         /* id parent major:minor root mountpoint options [optional...] - fstype source superoptions */
         char root[256], mnt[256], fs[32], opts[512];
-        const char *sep = strstr(line, " - ");
-        if (!sep || sscanf(line, "%*s %*s %*s %255s %255s", root, mnt) != 2 ||
-            sscanf(sep + 3, "%31s %*s %511s", fs, opts) != 2 || strcmp(fs, fstype))
+        const char *sep = strstr(line, " - "), *p = line, *q = sep ? sep + 3 : NULL;
+        if (!sep || scan_word(&p, NULL, 0) || scan_word(&p, NULL, 0) || scan_word(&p, NULL, 0) ||
+            scan_word(&p, root, sizeof root) || scan_word(&p, mnt, sizeof mnt) || scan_word(&q, fs, sizeof fs) ||
+            scan_word(&q, NULL, 0) || scan_word(&q, opts, sizeof opts) || strcmp(fs, fstype))
             continue;
         if (controller) {
             /* The controller must be a whole token of "rw,cpu,cpuacct". */

@@ -332,15 +332,17 @@ static int read_steal(uint64_t *out)
         return -1;
     char line[512];
     while (fgets(line, sizeof line, f)) {
-        int cpu;
-        unsigned long long v[8];
-        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
+        uint64_t cpu, v[8];
+        const char *p = line + 3;
+        int k = 0;
+        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9' || scan_u64(&p, &cpu) || cpu > INT32_MAX)
             continue;
-        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]) != 9)
+        while (k < 8 && scan_u64(&p, &v[k]) == 0)
+            k++;
+        if (k < 8)
             continue;
         for (int i = 0; i < T.ncpus; i++)
-            if (T.cpus[i] == cpu)
+            if (T.cpus[i] == (int)cpu)
                 out[i] = v[7];
     }
     fclose(f);
