@@ -118,7 +118,7 @@ def test_every_probe_kind_maps_to_its_probe_command_line():
     both = c.loads["both"]
     assert [p.name for p in both.parts] == ["cpu50", "io"]
     assert both.commands() == [f"rtvb-probe {PROBE_ARGS['cpu50']}", f"rtvb-probe {PROBE_ARGS['io']}"]
-    assert both.settle_s == 0.2 and c.loads["net"].settle_s == 0.5
+    assert both.settle_s == 0.0 and c.loads["net"].settle_s == 0.5
     assert c.loads["net"].where == "neighbour" and c.loads["cpu50"].where == "same"
     assert c.benchmarks["victim"].probe_args()[-2:] == ["--work-us", "200"]
     assert c.measurement_count == 2 * 10

@@ -39,9 +39,25 @@ def run_load(probe: Path, *args: str, prefix: tuple[str, ...] = (), env=None, st
     recs = records(proc.stdout)
     assert recs[0]["type"] == "meta" and recs[0]["subcommand"] == "load" and recs[0]["schema"] == 1
     assert recs[-1]["type"] == "end" and recs[-1]["status"] == status, recs[-1]
-    assert all(r["type"] in ("warning", "window", "result") for r in recs[1:-1])
+    assert all(r["type"] in ("warning", "started", "window", "result") for r in recs[1:-1])
     assert len(of_type(recs, "result")) == 1
+    # one `started`, before the first window
+    [started] = [i for i, r in enumerate(recs) if r["type"] == "started"]
+    assert all(r["type"] != "window" for r in recs[:started])
     return recs
+
+
+def test_started_comes_once_the_workers_have_prepared(probe):
+    # Ground truth: prefaulting a buffer costs time in proportion to its size (every page zeroed by the
+    # kernel, at well under 30 GB/s here), so the larger buffer's `started` must come measurably later.
+    # A `started` printed before the workers prepared would not see the difference.
+    def prepare_ns(size: str) -> int:
+        recs = run_load(probe, "--kind", "mem", "--buffer-size", size, "--duration-s", "0.05", "--window-s", "0")
+        [started] = of_type(recs, "started")
+        return started["prepare_ns"]
+
+    small, large = prepare_ns("8M"), prepare_ns("512M")
+    assert large - small > (512 - 8) * MiB / 30e9 * 1e9, (small, large)
 
 
 def result(recs: list[dict]) -> dict:

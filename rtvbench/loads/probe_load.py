@@ -33,6 +33,9 @@ from rtvbench.targets.base import Background
 #: how long a load may take to print its `meta` record (a static binary starts in milliseconds;
 #: a slow target link is the only reason to wait longer)
 START_TIMEOUT_S = 10.0
+#: how long its workers may then take to prepare (prefaulting the largest buffer, 16 GiB, at a slow
+#: board's 1 GB/s)
+PREPARE_TIMEOUT_S = 30.0
 #: the directory an `io` load makes for itself (docs/probe/load.md, "Stopping")
 IO_DIR_PREFIX = "rtvb-load-"
 
@@ -76,9 +79,9 @@ class ProbeLoadParams(StrictModel):
     """Keys every probe load kind takes (docs/probe/load.md, "Common options")."""
 
     where: Name = "same"
-    # The probe prints `meta` before its workers prepare (buffers prefaulted, work calibrated);
-    # a fifth of a second covers that for the default sizes. Larger buffers want more.
-    settle_s: Number = 0.2
+    # Counted from the probe's `started` record, printed once every worker has prepared (buffers
+    # prefaulted, work calibrated): a probe load is at full strength from there.
+    settle_s: Number = 0.0
     window_s: WindowS = 0.5             # achieved figures over time; 0 = result record only
     workers: Workers | None = None
     cpus: Cpus | None = None
@@ -258,29 +261,42 @@ class ProbeLoad(Load):
     def launch(self, ctx: LoadContext) -> Background | None:
         site = ctx.site(self.where)
         stream = ProbeStream(f'output of load "{self.name}" in environment {site.environment}')
-        started = threading.Event()
+        changed = threading.Event()
+        running = []                            # the `started` record, once it came
 
         def on_line(line: str) -> None:
             record = stream.feed(line)          # a malformed line becomes the load's failure()
             if ctx.on_record is not None:
                 ctx.on_record(self.name, stream.count, record)
-            if record["type"] in ("meta", "end"):
-                started.set()
+            if record["type"] == "started":
+                running.append(record)
+            if record["type"] in ("meta", "started", "end"):
+                changed.set()
 
         bg = site.target.start_background([site.probe, *self.probe_args()], on_line)
         loaded = _ProbeLoadBackground(bg, stream, site)
+        late = ""
         try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while not started.wait(0.02):
-                if bg.poll() is not None or bg.failure() or time.monotonic() > deadline:
+            t0 = time.monotonic()
+            while not (running or stream.end is not None):
+                changed.wait(0.02)
+                changed.clear()
+                waited = time.monotonic() - t0
+                if bg.poll() is not None or bg.failure():
+                    break
+                if stream.meta is None and waited > START_TIMEOUT_S:
+                    late = f"no output within {START_TIMEOUT_S:g} s"
+                    break
+                if waited > START_TIMEOUT_S + PREPARE_TIMEOUT_S:
+                    late = f"its workers were not ready within {START_TIMEOUT_S + PREPARE_TIMEOUT_S:g} s"
                     break
         except BaseException:
             loaded.stop()
             raise
-        if stream.meta is None or stream.end is not None or bg.failure():
+        if not running or stream.end is not None or bg.failure():
             loaded.stop()                       # also delivers its last records
-            why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
-                   or (f"no output within {START_TIMEOUT_S:g} s" if bg.poll() is None else "no output"))
+            why = (bg.failure() or (stream.end or {}).get("error") or late or bg.output_tail()
+                   or "no output")
             raise LoadError(f'load "{self.name}" ({self.commands()[0]}) did not start in environment '
                             f"{site.environment}: {why}")
         return loaded
