@@ -100,12 +100,14 @@ kernels: setup
 	.venv/bin/rtvbench kernel fetch --arch x86_64 --rt --dest kernels
 	.venv/bin/rtvbench kernel fetch --arch aarch64 --dest kernels
 
+# The unit tests measure nothing, so they run in parallel first; the others measure, or run
+# guests and loads that would disturb a measurement beside them, so they run one at a time.
 test: setup kernels
 	$(MAKE) probe-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m unit -n auto
+	$(PY) -m pytest -q -m "not unit"
 
-# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser. Unit
-# tests measure nothing, so they can run in parallel; `make test` stays serial for the timing tests.
+# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser.
 test-fast: setup
 	$(PY) -m pytest -q -m unit -n auto
 

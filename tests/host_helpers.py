@@ -30,6 +30,13 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) ->
                           timeout=timeout)
 
 
+def run_report(r: subprocess.CompletedProcess) -> str:
+    """The HTML report a finished `rtvbench run` wrote (the path its last line names): the same
+    text `rtvbench report` would write, without a second process to make it."""
+    [path] = [line[len("Report: "):] for line in r.stdout.splitlines() if line.startswith("Report: ")]
+    return Path(path).read_text()
+
+
 def start_cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
     """The CLI in the background, in its own session so that signals reach only it."""
     return subprocess.Popen(cli_argv(*args), cwd=cwd, env=env, stdout=subprocess.PIPE,

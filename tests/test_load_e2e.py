@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from host_helpers import REPO, cli_env, kill_all, processes_with, run_cli, start_cli, wait_for
+from host_helpers import REPO, cli_env, kill_all, processes_with, run_cli, run_report, start_cli, wait_for
 from rtvbench.analysis.cpu_usage import measurement_usage
 from rtvbench.units import human_rate, significant
 from rtvbench.campaign import parse_campaign
@@ -37,11 +37,12 @@ def own_probe(tmp_path, probe):
     kill_all(str(d))
 
 
-def run_ok(tmp_path, probe: Path, text: str, timeout: float = 240) -> None:
+def run_ok(tmp_path, probe: Path, text: str, timeout: float = 240) -> subprocess.CompletedProcess:
     (tmp_path / "c.toml").write_text(text)
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=timeout)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
+    return r
 
 
 def report(tmp_path, probe: Path, fmt: str) -> str:
@@ -100,7 +101,7 @@ def test_cpu_and_mem_loads_raise_the_p99_significantly(tmp_path, own_probe):
     5 repetitions per side that do not overlap give an exact Mann-Whitney p of 2/252 = 0.008,
     and the bootstrap interval of the ratio of medians then lies wholly above 1.
     """
-    run_ok(tmp_path, own_probe, UNDER_LOAD)
+    ran = run_ok(tmp_path, own_probe, UNDER_LOAD)
     doc = json.loads(report(tmp_path, own_probe, "json"))
     [c] = [c for c in doc["comparisons"] if c["axis"] == "load" and c["figure"] == "p99_us"
            and c["baseline"]["load"] == "idle" and c["candidate"]["load"] == "both"]
@@ -114,7 +115,7 @@ def test_cpu_and_mem_loads_raise_the_p99_significantly(tmp_path, own_probe):
     assert (cpu["load"], mem["load"]) == ("cpu50", "membw")
     assert 45 <= cpu["achieved_percent"] <= 55 and list(cpu["per_cpu_percent"]) == ["CPU 0"]
     assert mem["achieved_bps"] > 1e9
-    html = report(tmp_path, own_probe, "html")
+    html = run_report(ran)
     # On a busy machine the cpu phrase may go on with "N periods short of budget" before the "; ".
     said_cpu = f"<code>cpu50</code> held {significant(cpu['achieved_percent'])} % on 1 CPU, target 50 %"
     said_mem = f"<code>membw</code>: {human_rate(mem['achieved_bps'])} (copy)"
@@ -273,7 +274,7 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     """A 100 % cpu load pinned to CPU 1 (started in the neighbouring environment, here another
     local one) shows in the measured environment's /proc/stat accounting as CPU 1 busy above
     90 %, whatever else the shared machine runs (that only adds to busy), and in the report."""
-    run_ok(tmp_path, own_probe, ACCOUNTING)
+    ran = run_ok(tmp_path, own_probe, ACCOUNTING)
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     m = next(x for x in run.measurements if x.environment == "native")
     # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them).
@@ -294,7 +295,7 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     assert usage["1"].ticks >= 100
     assert m.load_records["hog1"][0]["params"]["cpus"] == [1]
 
-    html = report(tmp_path, own_probe, "html")
+    html = run_report(ran)
     doc = json.loads(report(tmp_path, own_probe, "json"))
     [cell] = [c for c in doc["load_cells"] if c["environment"] == "native"]
     cpu1 = next(u for u in cell["cpu_usage"] if u["cpu"] == "1")
@@ -305,7 +306,7 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
 
 
 def test_interference_example_ranks_its_aggressors(tmp_path, own_probe):
-    """examples/interference.toml, shortened (0.5 s per measurement, 4 repetitions, a smaller
+    """examples/interference.toml, shortened (0.3 s per measurement, 4 repetitions, a smaller
     leak), plus one aggressor that must top the ranking: a cpu hog on the victim's own CPU.
 
     That hog runs at SCHED_FIFO 90, above the victim's 80, for 10 ms of every 20 ms: the victim
@@ -316,7 +317,7 @@ def test_interference_example_ranks_its_aggressors(tmp_path, own_probe):
     real-time priority. 4 non-overlapping repetitions per side give p = 2/70 = 0.03.
     """
     text = (REPO / "examples" / "interference.toml").read_text()
-    for old, new in (("repetitions = 5", "repetitions = 4"), ("duration_s = 10", "duration_s = 0.5"),
+    for old, new in (("repetitions = 5", "repetitions = 4"), ("duration_s = 10", "duration_s = 0.3"),
                      ('limit = "1G"', 'limit = "64M"'),
                      ("[benchmarks.victim]", '[loads.hog_cpu0]\nkind = "cpu"\npercent = 50\nperiod_ms = 20\n'
                                              'cpus = [0]\npolicy = "fifo"\npriority = 90\n\n[benchmarks.victim]')):
@@ -339,7 +340,7 @@ def test_interference_example_ranks_its_aggressors(tmp_path, own_probe):
     assert hog["misses"] > idle["misses"]
     assert [r["rank"] for r in rk["ranking"]] == list(range(1, 8))
 
-    html = report(tmp_path, own_probe, "html")
+    html = run_report(r)
     table = html[html.index('id="ranking-'):]
     table = table[:table.index("</table>")]
     order = re.findall(r"<tr[^>]*>\s*<td>(\d+)</td>\s*<td>([^<]+)</td>", table)

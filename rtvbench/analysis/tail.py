@@ -218,9 +218,27 @@ def _interval(excess, w, u, rate, p, level, best) -> tuple[float | None, float |
 
 def _ks_p(excess, w, xi, sigma) -> float:
     """Kolmogorov-Smirnov p-value of the excesses against the fitted GPD (weighted samples are
-    expanded by their counts, capped to keep the test cheap)."""
-    from scipy import stats
+    expanded by their counts, capped to keep the test cheap).
+
+    The p-value is Kolmogorov's limiting distribution at Stephens' corrected statistic
+    (sqrt(n) + 0.12 + 0.11 / sqrt(n)) * D: within 0.015 of the exact distribution for the 50 or more
+    samples a fit has, 0.004 from 1000 on (the tests hold it to scipy.stats.kstest). scipy.special's
+    function rather than scipy.stats, whose import alone cost every report with a tail fit 0.3 s."""
+    from scipy.special import kolmogorov
 
     counts = np.minimum(np.round(w).astype(int), 1000)
-    sample = np.repeat(excess, counts)
-    return float(stats.kstest(sample, stats.genpareto(xi, loc=0, scale=sigma).cdf).pvalue)
+    sample = np.sort(np.repeat(excess, counts))
+    n = len(sample)
+    cdf = _gpd_cdf(sample, xi, sigma)
+    d = max(float(np.max(np.arange(1, n + 1) / n - cdf)), float(np.max(cdf - np.arange(n) / n)))
+    return float(kolmogorov((math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d))
+
+
+def _gpd_cdf(x: np.ndarray, xi: float, sigma: float) -> np.ndarray:
+    """P(X <= x) of the generalized Pareto distribution with shape xi and scale sigma (x >= 0)."""
+    if xi == 0:
+        return -np.expm1(-x / sigma)
+    z = 1 + xi * x / sigma
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = -np.expm1(-np.log1p(xi * x / sigma) / xi)
+    return np.where(z > 0, f, 1.0)          # beyond a bounded tail's end (xi < 0)
