@@ -34,7 +34,7 @@ def _runs(db):
 
 def test_a_live_run_is_not_resumed_and_a_killed_one_is(tmp_path, probe, marker):
     (tmp_path / "c.toml").write_text(latency_campaign("lease", busy_command(marker, tmp_path / "load.log"),
-                                                      repetitions=3, duration_s=1))
+                                                      repetitions=3, duration_s=0.5))
     env = cli_env(probe)
     db = tmp_path / "s.db"
     runner = start_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
