@@ -144,9 +144,13 @@ def _verdicts(ev) -> int:
 @click.argument("campaign", required=False)
 @click.option("--resume", is_flag=True,
               help="Continue the latest unfinished run of this campaign instead of starting one.")
+@click.option("--export-json", "export_json", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the report as JSON to PATH (what `report --format json` writes), for a "
+                   "CI job that reads the results.")
 @_store_option
 @click.pass_context
-def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str | None) -> int:
+def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Path | None,
+        store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
@@ -175,6 +179,8 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, store_url: str |
                  f"; see `rtvbench show {result.id}` for the others."))
     ev = evaluate_run(result)
     path = _write_report(ev, "html", None)
+    if export_json is not None:
+        out.print(f"JSON report: {plain(_write_report(ev, 'json', export_json))}")
     if ok == 0:
         out.print(f"Report: {plain(path)}")
         err.print(f"rtvbench: no measurement of run {result.id} succeeded; "

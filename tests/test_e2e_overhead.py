@@ -37,13 +37,13 @@ def test_heavier_load_is_a_significant_positive_overhead(tmp_path, probe):
     (tmp_path / "c.toml").write_text(latency_campaign("overhead", HOG, repetitions=REPS, duration_s=1,
                                                       interval_us=1000))
     env = cli_env(probe)
-    ran = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
+    ran = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "report.json", cwd=tmp_path,
+                  env=env, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert stress_ng_pids() <= before, "the load outlived the campaign"
 
     out = tmp_path / "report.json"
-    r = run_cli("report", "--format", "json", "-o", str(out), "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
-    assert r.returncode == 0, r.stderr
+    assert f"JSON report: {out}" in ran.stdout
     doc = json.loads(out.read_text())
     by_figure = {c["figure"]: c for c in doc["comparisons"]
                  if c["axis"] == "load" and c["baseline"]["load"] == "idle" and c["candidate"]["load"] == "busy"}

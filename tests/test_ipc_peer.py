@@ -34,11 +34,10 @@ SERVER = "ipc --serve --transport"
 def _run_and_report(tmp_path: Path, probe: Path, text: str) -> dict:
     (tmp_path / "c.toml").write_text(text)
     env = cli_env(probe)
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path, env=env,
+                timeout=300)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
-    r = run_cli("report", "--format", "json", "-o", "r.json", "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
-    assert r.returncode == 0, r.stderr
     return json.loads((tmp_path / "r.json").read_text())
 
 

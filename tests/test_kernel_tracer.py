@@ -97,10 +97,8 @@ def rt_run(probe, tmp_path_factory):
         pytest.skip("no PREEMPT_RT kernel in kernels/ (make kernels)")
     tmp = tmp_path_factory.mktemp("ktracer")
     (tmp / "c.toml").write_text(CAMPAIGN)
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env(probe), timeout=300)
-    assert r.returncode == 0, r.stderr
-    r = run_cli("report", "--format", "json", "-o", "r.json", "--store", "sqlite:///s.db", cwd=tmp,
-                env=cli_env(probe))
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp,
+                env=cli_env(probe), timeout=300)
     assert r.returncode == 0, r.stderr
     store = open_store(f"sqlite:///{tmp}/s.db")
     run = load_run(store, 1)

@@ -121,14 +121,13 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
     spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
     try:
         time.sleep(0.3)
-        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
+        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "report.json", cwd=tmp_path,
+                    env=cli_env(probe), timeout=300)
     finally:
         spinner.kill()
         spinner.wait()
     assert r.returncode == 0, r.stderr
     out = tmp_path / "report.json"
-    r = run_cli("report", "--format", "json", "-o", str(out), "--store", "sqlite:///s.db", cwd=tmp_path,
-                env=cli_env(probe))
     [verdict] = json.loads(out.read_text())["verdicts"]
     assert verdict["status"] == "INCONCLUSIVE", verdict
     other = "the probe" if load == "idle" else "the probe and the load"

@@ -92,14 +92,12 @@ def reports(probe, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("suite")
     (tmp / "c.toml").write_text(CAMPAIGN)
     env = cli_env(probe)
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp, env=env, timeout=110)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp, env=env,
+                timeout=110)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert f"Run 1 of suite-e2e finished: {8 * REPS} of {10 * REPS} measurements ok" in r.stdout
-    out = {"html": run_report(r)}
-    r = run_cli("report", "--format", "json", "-o", "r.json", "--store", "sqlite:///s.db", cwd=tmp, env=env)
-    assert r.returncode == 0, r.stderr
-    out["json"] = json.loads((tmp / "r.json").read_text())
+    out = {"html": run_report(r), "json": json.loads((tmp / "r.json").read_text())}
     return out
 
 
