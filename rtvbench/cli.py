@@ -9,6 +9,7 @@ user as one sentence, never as a traceback (RTVBENCH_DEBUG=1 shows tracebacks).
 from __future__ import annotations
 
 import gc
+import json
 import os
 import re
 import shlex
@@ -83,6 +84,16 @@ def _write_report(ev, fmt: str, path: Path | None) -> Path:
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
                             "choose another path with -o.") from None
     return path
+
+
+def _iso(t) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def _print_json(value) -> None:
+    # Plain stdout, not the Rich console: its markup and wrapping would corrupt the document.
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def _requirement_text(req: dict) -> str:
@@ -194,8 +205,10 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
 
 @cli.command()
 @click.argument("campaign")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what the campaign would run as a JSON object (errors still go to stderr, exit 2).")
 @_store_option
-def validate(campaign: str, store_url: str | None) -> int:
+def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
     """Check CAMPAIGN without running anything."""
     from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign import load_campaign
@@ -203,7 +216,14 @@ def validate(campaign: str, store_url: str | None) -> int:
     from rtvbench.units import eta_text
 
     c = load_campaign(campaign, known_figure)
-    eta = eta_text(expected_seconds(c, plan(c)))
+    seconds = expected_seconds(c, plan(c))
+    if as_json:
+        _print_json({"campaign": c.name, "valid": True, "environments": list(c.environments),
+                     "loads": list(c.loads), "benchmarks": list(c.benchmarks), "repetitions": c.repetitions,
+                     "measurements": c.measurement_count, "expected_seconds": round(seconds, 1),
+                     "requirements": len(c.requirements)})
+        return EXIT_OK
+    eta = eta_text(seconds)
     out.print(f"{plain(campaign)} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
               f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
               f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
@@ -214,32 +234,62 @@ def validate(campaign: str, store_url: str | None) -> int:
 @click.option("--campaign", "ref", metavar="NAME|ID",
               help="A run id, or a campaign name for its latest run (default: the latest run).")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="html", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write it (default: rtvbench-results/<campaign>-<run id>.<ext>).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Where to write it (default: rtvbench-results/<campaign>-<run id>.<ext>; - for stdout).")
 @_store_option
 @click.pass_context
 def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
            store_url: str | None) -> int:
-    """Write the evaluation report of a run."""
+    """Write the evaluation report of a run (exit 0 once written: `check` judges the requirements)."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.store import load_run, resolve_run
 
     engine = _store(ctx, store_url)
     ev = evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    if output is not None and str(output) == "-":
+        from rtvbench.report import render_evaluation
+
+        sys.stdout.write(render_evaluation(ev, fmt))
+        sys.stdout.flush()
+        return EXIT_OK
     path = _write_report(ev, fmt, output)
-    code = _verdicts(ev)
+    _verdicts(ev)
     out.print(f"Report: {plain(path)}")
-    return code
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("--campaign", "ref", metavar="NAME|ID",
+              help="A run id, or a campaign name for its latest run (default: the latest run).")
+@_store_option
+@click.pass_context
+def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
+    """Judge a run's requirements: exit 1 when any FAILs, 0 otherwise."""
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.store import load_run, resolve_run
+
+    engine = _store(ctx, store_url)
+    ev = evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    if not ev.verdicts:
+        out.print(f"Run {ev.data.run.id} of {plain(ev.data.run.campaign_name)} has no requirements to check.")
+        return EXIT_OK
+    return _verdicts(ev)
 
 
 @cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array.")
 @_store_option
 @click.pass_context
-def list_(ctx: click.Context, store_url: str | None) -> int:
+def list_(ctx: click.Context, as_json: bool, store_url: str | None) -> int:
     """List the campaign runs in the store."""
     from rtvbench.store import list_runs
 
     rows = list_runs(_store(ctx, store_url))
+    if as_json:
+        _print_json([{"id": r["id"], "campaign": r["campaign_name"], "status": r["status"],
+                      "measurements_ok": r["ok"], "measurements": r["measurements"],
+                      "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"])} for r in rows])
+        return EXIT_OK
     if not rows:
         out.print("The store holds no runs yet; start one with `rtvbench run`.")
         return EXIT_OK
@@ -273,16 +323,39 @@ def _figures(m) -> str:
     return " ".join(f"{kind.label(f)}={kind.format(figures[f], f)}" for f in shown)
 
 
+def _show_document(r) -> dict:
+    """`show --json`: the run, each environment's fingerprint, each measurement (repetitions from 1,
+    as in the JSON report) with its merged figures and why it failed; failed attempts that were retried."""
+    from rtvbench.analysis.kind import get_kind
+
+    def measurement(m) -> dict:
+        kind = get_kind(m.kind)
+        figures = kind.decode(m).figures if kind is not None and m.results else {}
+        return {"environment": m.environment, "load": m.load, "benchmark": m.benchmark, "kind": m.kind,
+                "repetition": m.repetition + 1, "attempt": m.attempt, "status": m.status, "error": m.error,
+                "warnings": [w.get("code") for w in m.warnings], "figures": figures}
+
+    return {"id": r.id, "campaign": r.campaign_name, "status": r.status, "started_at": _iso(r.started_at),
+            "finished_at": _iso(r.finished_at), "environments": r.fingerprints,
+            "measurements": [measurement(m) for m in r.measurements],
+            "failed_attempts": [measurement(m) for m in r.failed_attempts]}
+
+
 @cli.command()
 @click.argument("run_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run as a JSON object: environments' fingerprints, measurements with their figures.")
 @_store_option
 @click.pass_context
-def show(ctx: click.Context, run_id: str, store_url: str | None) -> int:
+def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) -> int:
     """Show one run: its environments and measurements."""
     from rtvbench.store import load_run, resolve_run
 
     engine = _store(ctx, store_url)
     r = load_run(engine, resolve_run(engine, run_id))
+    if as_json:
+        _print_json(_show_document(r))
+        return EXIT_OK
     finished = r.finished_at.strftime("%Y-%m-%d %H:%M:%S") if r.finished_at else "-"
     out.print(f"Run {r.id}: campaign [bold]{plain(r.campaign_name)}[/], {r.status}, "
               f"started {r.started_at:%Y-%m-%d %H:%M:%S} UTC, finished {finished}.")

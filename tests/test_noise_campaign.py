@@ -64,8 +64,10 @@ def reports(probe, tmp_path_factory):
     assert "Run 1 of noise-e2e finished: 6 of 6 measurements ok" in r.stdout, r.stdout
     out = {"html": run_report(r)}
     r = run_cli("report", "--format", "json", "-o", "r.json", "--store", "sqlite:///s.db", cwd=tmp, env=env)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 0, r.stderr                      # written: judging is `run`'s and `check`'s
     out["json"] = json.loads((tmp / "r.json").read_text())
+    r = run_cli("check", "--store", "sqlite:///s.db", cwd=tmp, env=env)
+    assert r.returncode == 1 and "1 FAIL" in r.stdout, r.stdout + r.stderr
     return out
 
 
