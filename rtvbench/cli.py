@@ -23,10 +23,10 @@ from rich.table import Table
 
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, RtvbenchError)
+from rtvbench.report import EXTENSIONS, FORMATS
 from rtvbench.terminal import plain
 
 EXIT_INTERNAL = 70
-FORMATS = ("html", "md", "csv", "json")       # report formats, also their file extensions
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -70,7 +70,7 @@ def _write_report(ev, fmt: str, path: Path | None) -> Path:
     run = ev.data.run
     if path is None:
         from rtvbench.store import RESULTS_DIR
-        path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{fmt}"
+        path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{EXTENSIONS.get(fmt, fmt)}"
     path = path.absolute()
     text = render_evaluation(ev, fmt)
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.

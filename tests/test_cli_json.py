@@ -89,3 +89,39 @@ def test_validate_as_json_counts_what_the_campaign_runs(capsys):
     assert doc["expected_seconds"] >= 30 * 10                 # 30 measurements of 10 s each, at least
     code, out, _ = _cli(capsys, "validate", str(campaign))
     assert code == 0 and "= 30 measurements" in out
+
+
+def test_junit_has_a_case_per_requirement_and_cell(tmp_path, capsys, monkeypatch):
+    import xml.etree.ElementTree as ET
+
+    def junit(url: str) -> ET.Element:
+        code, out, err = _cli(capsys, "--store", url, "report", "--format", "junit", "-o", "-")
+        assert code == 0, err
+        [suite] = ET.fromstring(out).findall("testsuite")
+        cases = suite.findall("testcase")
+        assert int(suite.get("tests")) == len(cases) and suite.get("name") == "old-store"
+        assert int(suite.get("failures")) == sum(c.find("failure") is not None for c in cases)
+        assert int(suite.get("skipped")) == sum(c.find("skipped") is not None for c in cases)
+        return suite
+
+    passing = junit(_store(tmp_path / "pass"))           # the requirement covers native under idle and cpu
+    assert [c.get("name").rsplit("[", 1)[1] for c in passing.findall("testcase")] == ["native / idle]", "native / cpu]"]
+    assert passing.get("failures") == passing.get("skipped") == "0"
+
+    failing = junit(_store(tmp_path / "fail", lambda sql: sql.replace("max = 50000", "max = 1")))
+    assert failing.get("failures") == "2"
+    for case in failing.findall("testcase"):
+        assert "repetition(s), max_us" in case.find("failure").get("message")
+
+    # 2,400 samples per cell cannot support a bound on the p99.9999: INCONCLUSIVE, hence skipped, with why.
+    undecided = junit(_store(tmp_path / "few", lambda sql: sql.replace(
+        'metric = "wakeup.max_us"', 'metric = "wakeup.p999999_us"')))
+    assert undecided.get("skipped") == "2" and undecided.get("failures") == "0"
+    for case in undecided.findall("testcase"):
+        assert case.find("skipped").get("message").startswith("INCONCLUSIVE: ")
+        assert "fewer samples" in case.find("skipped").get("message")
+
+    monkeypatch.chdir(tmp_path)                                    # the default file goes under the working directory
+    code, out, _ = _cli(capsys, "--store", _store(tmp_path / "file"), "report", "--format", "junit")
+    assert code == 0 and out.strip().endswith("old-store-1.xml")   # named .xml, not .junit
+    assert ET.parse(out.strip().rsplit("Report: ", 1)[1]).getroot().tag == "testsuites"

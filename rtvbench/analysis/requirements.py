@@ -49,12 +49,23 @@ _SEVERITY = {PASS: 0, INCONCLUSIVE: 1, FAIL: 2}
 
 
 @dataclass
+class CellVerdict:
+    """What one cell a requirement covers says: an environment (or "candidate vs baseline" for an
+    overhead) under a load."""
+    environment: str
+    load: str
+    status: str
+    text: str
+
+
+@dataclass
 class Verdict:
     status: str                      # PASS | FAIL | INCONCLUSIVE
     reason: str                      # one or more sentences with the numbers behind the status
     requirement: dict[str, Any]      # the requirement table as written in the campaign
     title: str = ""                  # the requirement in one line, e.g. "wakeup.max_us <= 100 (guest; stress)"
     details: list[str] = field(default_factory=list)   # one line per environment x load checked
+    cells: list[CellVerdict] = field(default_factory=list)   # the same, as data
 
 
 def evaluate(run: CampaignRun) -> list[Verdict]:
@@ -127,7 +138,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
     unit = kind.unit(base)
     needed = kind.samples_needed(base)
 
-    statuses, details, failures, problems = [], [], [], []
+    statuses, details, failures, problems, cells = [], [], [], [], []
     checked = []          # (value, env, load, repetition) of complete, supported repetitions
     samples = 0           # the samples of the checked repetitions, for what a bound on a maximum covers
     for env in envs:
@@ -137,6 +148,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
             if not ms:
                 problems.append(f"there is no measurement in {where}")
                 details.append(f"{where}: no measurement")
+                cells.append(CellVerdict(env, load, INCONCLUSIVE, "no measurement"))
                 statuses.append(INCONCLUSIVE)
                 continue
             cell_status = PASS
@@ -180,8 +192,9 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
             cell_values = [v for v in (data.figures(m).get(figure) for m in ms) if v is not None]
             span = (f"{_fmt(kind, min(cell_values), figure)} .. {_fmt(kind, max(cell_values), figure)}"
                     if cell_values else "no values")
-            details.append(f"{where}: {cell_status}, {len(ms)} repetition(s), {figure} {span}"
-                           + (f" ({'; '.join(notes)})" if notes else ""))
+            text = f"{len(ms)} repetition(s), {figure} {span}" + (f" ({'; '.join(notes)})" if notes else "")
+            details.append(f"{where}: {cell_status}, {text}")
+            cells.append(CellVerdict(env, load, cell_status, text))
             problems.extend(f"in {where} {n}" for n in notes)
             statuses.append(cell_status)
 
@@ -206,7 +219,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
         if kind.is_extreme(base) and samples:
             reason += (f" The bound held for the {samples:,} samples measured: {covered(samples)} "
                        "(the tail estimate in the report extrapolates beyond them).")
-    return Verdict(status, reason, req, title, details)
+    return Verdict(status, reason, req, title, details, cells)
 
 
 def _fmt(kind, value, figure: str) -> str:
@@ -234,7 +247,7 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
     if limit is None:
         return Verdict(INCONCLUSIVE, "The requirement has no `max_percent`.", req, title)
 
-    statuses, details, sentences = [], [], []
+    statuses, details, sentences, cells = [], [], [], []
     for load in loads:
         t = compare_cells(data, bench, figure, (base, load), (cand, load))
         head = f"under `{load}`"
@@ -268,6 +281,7 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
         statuses.append(status)
         sentences.append(text)
         details.append(f"{status}: {text}")
+        cells.append(CellVerdict(f"{cand} vs {base}", load, status, text))
     status = _worst(statuses)
     reason = "; ".join(s[0].upper() + s[1:] for s in sentences) + "." if sentences else "No load selected."
-    return Verdict(status, reason, req, title, details)
+    return Verdict(status, reason, req, title, details, cells)

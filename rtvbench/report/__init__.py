@@ -1,14 +1,16 @@
-"""Evaluation reports of a campaign run: HTML, Markdown, CSV, JSON."""
+"""Evaluation reports of a campaign run: HTML, Markdown, CSV, JSON, JUnit XML."""
 
 from __future__ import annotations
 
 from rtvbench.results import CampaignRun
 
-FORMATS = ("html", "md", "csv", "json")
+FORMATS = ("html", "md", "csv", "json", "junit")
+#: the file name extension of each format, where it is not the format's name
+EXTENSIONS = {"junit": "xml"}
 
 
 def render(run: CampaignRun, fmt: str) -> str:
-    """The report of `run` in format `fmt` ("html", "md", "csv" or "json") as text."""
+    """The report of `run` in format `fmt` (one of FORMATS) as text."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     # Imported here: the analysis stack (numpy, scipy) is not needed for `rtvbench --help`.
@@ -30,6 +32,9 @@ def render_evaluation(ev, fmt: str) -> str:
     if fmt == "csv":
         from rtvbench.report.csv_export import render_csv
         return render_csv(ev)
+    if fmt == "junit":
+        from rtvbench.report.junit import render_junit
+        return render_junit(ev)
     from rtvbench.report.json_export import render_json
     return render_json(ev)
 
