@@ -103,6 +103,7 @@ kernels: setup
 # The unit tests measure nothing, so they run in parallel first; the others measure, or run
 # guests and loads that would disturb a measurement beside them, so they run one at a time.
 test: setup kernels
+	@$(MAKE) -q probe-cross || { echo "test: building the probes for $(CROSS_ARCHES)"; $(MAKE) -s probe-cross; }
 	$(MAKE) probe-test
 	$(PY) -m pytest -q -m unit -n auto
 	$(PY) -m pytest -q -m "not unit"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything rtvbench needs on a fresh Debian/Ubuntu machine, idempotently:
 # system packages (compilers, cross compilers, peer tools used by tests), the
-# Python environment in .venv, and the probe binaries. Re-running is cheap.
+# Python environment in .venv, and the probe. Re-running is cheap. Every step
+# that takes more than a moment says what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,5 +44,10 @@ if [ ! -f .venv/.rtvbench-installed ] || [ pyproject.toml -nt .venv/.rtvbench-in
   touch .venv/.rtvbench-installed
 fi
 
-make -s probe probe-cross
+# Only this machine's probe: `make test` and `make probe-cross` build the other architectures' (a
+# minute of compiling that evaluating this machine does not need).
+if ! make -q probe 2>/dev/null; then
+  echo "setup: building the probe (build/probe/rtvb-probe)"
+  make -s probe
+fi
 echo "setup: ready (probe at build/probe/rtvb-probe, CLI at .venv/bin/rtvbench)"

@@ -125,3 +125,18 @@ def test_junit_has_a_case_per_requirement_and_cell(tmp_path, capsys, monkeypatch
     code, out, _ = _cli(capsys, "--store", _store(tmp_path / "file"), "report", "--format", "junit")
     assert code == 0 and out.strip().endswith("old-store-1.xml")   # named .xml, not .junit
     assert ET.parse(out.strip().rsplit("Report: ", 1)[1]).getroot().tag == "testsuites"
+
+
+def test_shell_completion_offers_commands_and_formats():
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(cword), _RTVBENCH_COMPLETE="bash_complete")
+        out = subprocess.run([sys.executable, "-m", "rtvbench"], env=env, capture_output=True, text=True,
+                             timeout=30, cwd=REPO).stdout
+        return [line.split(",", 1)[1] for line in out.splitlines()]
+
+    assert complete("rtvbench re", 1) == ["report"]
+    assert complete("rtvbench report --format ", 3) == ["html", "md", "csv", "json", "junit"]
