@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
-                             EXIT_TARGET, RtvbenchError)
+                             EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS
 from rtvbench.terminal import plain
 
@@ -84,6 +84,17 @@ def _write_report(ev, fmt: str, path: Path | None) -> Path:
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
                             "choose another path with -o.") from None
     return path
+
+
+def _tags(given: tuple[str, ...]) -> dict[str, str]:
+    """KEY=VALUE options as a dict; a malformed one is an input error naming it."""
+    out = {}
+    for t in given:
+        key, sep, value = t.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--tag {t!r} is not KEY=VALUE; write it as, e.g., --tag bsp=5.2.")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _iso(t) -> str | None:
@@ -158,10 +169,13 @@ def _verdicts(ev) -> int:
 @click.option("--export-json", "export_json", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the report as JSON to PATH (what `report --format json` writes), for a "
                    "CI job that reads the results.")
+@click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True,
+              help="Store KEY=VALUE with the run (repeatable): `list --tag` selects runs by it.")
+@click.option("--note", metavar="TEXT", help="Store TEXT with the run (shown by list, show and the report).")
 @_store_option
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Path | None,
-        store_url: str | None) -> int:
+        tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
@@ -169,9 +183,13 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
     from rtvbench.runner import Runner
     from rtvbench.store import load_run
 
+    tagged = _tags(tags)
+    if resume and (tagged or note):
+        raise InputError("--tag and --note describe a run as it starts; a resumed run keeps its own. "
+                         "Drop them, or start a new run without --resume.")
     c = load_campaign(campaign, known_figure)
     engine = _store(ctx, store_url, write=True)
-    outcome = Runner(c, engine, err).run(resume=resume)
+    outcome = Runner(c, engine, err, tagged, note).run(resume=resume)
     if outcome.interrupted:
         again = ["rtvbench", "run", "--resume"]
         if store_url or ctx.obj.get("store_url"):
@@ -278,23 +296,30 @@ def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
 
 @cli.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array.")
+@click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True,
+              help="Only runs stored with this tag (repeatable: all of them).")
 @_store_option
 @click.pass_context
-def list_(ctx: click.Context, as_json: bool, store_url: str | None) -> int:
+def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
     from rtvbench.store import list_runs
 
-    rows = list_runs(_store(ctx, store_url))
+    wanted = _tags(tags)
+    rows = [r for r in list_runs(_store(ctx, store_url)) if all(r["tags"].get(k) == v for k, v in wanted.items())]
     if as_json:
         _print_json([{"id": r["id"], "campaign": r["campaign_name"], "status": r["status"],
                       "measurements_ok": r["ok"], "measurements": r["measurements"],
-                      "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"])} for r in rows])
+                      "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"]),
+                      "tags": r["tags"], "note": r["note"]} for r in rows])
+        return EXIT_OK
+    if not rows and wanted:
+        out.print("No run in the store has " + " and ".join(f"{k}={v}" for k, v in wanted.items()) + ".")
         return EXIT_OK
     if not rows:
         out.print("The store holds no runs yet; start one with `rtvbench run`.")
         return EXIT_OK
     table = Table()
-    for col in ("ID", "Campaign", "Status", "Measurements ok", "Started (UTC)", "Duration"):
+    for col in ("ID", "Campaign", "Status", "Measurements ok", "Started (UTC)", "Duration", "Tags", "Note"):
         table.add_column(col)
     for r in rows:
         duration = ""
@@ -302,7 +327,8 @@ def list_(ctx: click.Context, as_json: bool, store_url: str | None) -> int:
             duration = f"{(r['finished_at'] - r['started_at']).total_seconds():.0f} s"
         table.add_row(str(r["id"]), plain(r["campaign_name"]), r["status"],
                       f"{r['ok']}/{r['measurements']}",
-                      r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration)
+                      r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration,
+                      plain(" ".join(f"{k}={v}" for k, v in r["tags"].items())), plain(r["note"] or ""))
     out.print(table)
     return EXIT_OK
 
@@ -336,7 +362,7 @@ def _show_document(r) -> dict:
                 "warnings": [w.get("code") for w in m.warnings], "figures": figures}
 
     return {"id": r.id, "campaign": r.campaign_name, "status": r.status, "started_at": _iso(r.started_at),
-            "finished_at": _iso(r.finished_at), "environments": r.fingerprints,
+            "finished_at": _iso(r.finished_at), "tags": r.tags, "note": r.note, "environments": r.fingerprints,
             "measurements": [measurement(m) for m in r.measurements],
             "failed_attempts": [measurement(m) for m in r.failed_attempts]}
 
@@ -359,6 +385,9 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) 
     finished = r.finished_at.strftime("%Y-%m-%d %H:%M:%S") if r.finished_at else "-"
     out.print(f"Run {r.id}: campaign [bold]{plain(r.campaign_name)}[/], {r.status}, "
               f"started {r.started_at:%Y-%m-%d %H:%M:%S} UTC, finished {finished}.")
+    if r.tags or r.note:
+        out.print("Tags: " + (plain(" ".join(f"{k}={v}" for k, v in r.tags.items())) or "none")
+                  + (f"; note: {plain(r.note)}" if r.note else ""))
     envs = Table(title="Environments", title_justify="left")
     envs.add_column("Environment")
     for key in _SHOW_SYSINFO:

@@ -81,3 +81,5 @@ class CampaignRun:
     # and report read. Runs stored before specs were get theirs built from campaign_text
     # (rtvbench.campaign.stored_spec); None only when that text cannot be read at all.
     spec: CampaignSpec | None = None
+    tags: dict[str, str] = field(default_factory=dict)   # `run --tag key=value`
+    note: str | None = None                                # `run --note TEXT`

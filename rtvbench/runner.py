@@ -104,9 +104,11 @@ class _Heartbeat:
 
 
 class Runner:
-    def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None) -> None:
+    def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None,
+                 tags: dict[str, str] | None = None, note: str | None = None) -> None:
         self.campaign = campaign
         self.engine = engine
+        self.tags, self.note = tags or {}, note     # stored with a new run (a resumed one keeps its own)
         self.console = console or Console(stderr=True)
         self.probes: dict[str, str] = {}
         self.heartbeat = _Heartbeat()
@@ -137,7 +139,7 @@ class Runner:
         have = recorder.fingerprinted() if recorder else set()
         prints = {name: self._fingerprint(name) for name in c.environments if name not in have}
         if recorder is None:
-            recorder = RunRecorder.create(self.engine, c)
+            recorder = RunRecorder.create(self.engine, c, self.tags, self.note)
             self.heartbeat.start(recorder)
         for name, (describe, sysinfo, meta) in prints.items():
             recorder.add_fingerprint(name, describe, sysinfo, meta)

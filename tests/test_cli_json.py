@@ -140,3 +140,33 @@ def test_shell_completion_offers_commands_and_formats():
 
     assert complete("rtvbench re", 1) == ["report"]
     assert complete("rtvbench report --format ", 3) == ["html", "md", "csv", "json", "junit"]
+
+
+def test_tags_and_notes_are_stored_shown_and_select_runs(tmp_path, capsys):
+    from rtvbench.campaign import parse_campaign
+    from rtvbench.store.db import open_store
+    from rtvbench.store.writer import RunRecorder
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    engine = open_store(url)
+    campaign = parse_campaign('name = "bsp"\n[environments.native]\ntarget = "local"\n[benchmarks.w]\nkind = "latency"\n'
+                              'duration_s = 1\n', "bsp.toml")
+    for tags, note in (({"bsp": "5.1", "board": "a"}, None), ({"bsp": "5.2", "board": "a"}, "after the fix")):
+        RunRecorder.create(engine, campaign, tags, note).set_status("finished")
+
+    code, out, err = _cli(capsys, "--store", url, "list", "--json", "--tag", "bsp=5.2")
+    assert code == 0, err
+    [run] = json.loads(out)
+    assert (run["id"], run["tags"], run["note"]) == (2, {"bsp": "5.2", "board": "a"}, "after the fix")
+    code, out, _ = _cli(capsys, "--store", url, "list", "--json", "--tag", "board=a")
+    assert [r["id"] for r in json.loads(out)] == [2, 1]
+    code, out, _ = _cli(capsys, "--store", url, "list", "--tag", "board=b")
+    assert code == 0 and "No run in the store has board=b." in out
+    code, out, _ = _cli(capsys, "--store", url, "show", "2", "--json")
+    assert json.loads(out)["note"] == "after the fix"
+    code, out, _ = _cli(capsys, "--store", url, "show", "1")
+    assert "Tags: bsp=5.1 board=a" in out
+
+    for bad in (["list", "--tag", "bsp"], ["run", "--resume", "x.toml", "--tag", "bsp=5.3"]):
+        code, _, err = _cli(capsys, "--store", url, *bad)
+        assert code == 2 and ("not KEY=VALUE" in err or "a resumed run keeps its own" in err), err

@@ -38,7 +38,7 @@ def test_migrations_match_the_schema_and_are_idempotent(tmp_path):
         version = conn.exec_driver_sql("select version_num from alembic_version").scalar()
         journal = conn.exec_driver_sql("pragma journal_mode").scalar()
     assert diff == []
-    assert version == "0005"
+    assert version == "0006"
     assert journal == "wal"
 
 
@@ -139,7 +139,7 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
         conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
     listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
     assert listed.returncode == StoreError.exit_code, listed.stderr
-    assert "is read-only and its schema is at revision 0003, not 0005" in listed.stderr
+    assert "is read-only and its schema is at revision 0003, not 0006" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 

@@ -39,7 +39,8 @@ def document(ev: Evaluation) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "run": {"id": run.id, "campaign": run.campaign_name, "status": run.status,
-                "started_at": _when(run.started_at), "finished_at": _when(run.finished_at)},
+                "started_at": _when(run.started_at), "finished_at": _when(run.finished_at),
+                "tags": run.tags, "note": run.note},
         "environments": data.environments,
         "loads": data.loads,
         "baseline_environment": data.baseline_environment,

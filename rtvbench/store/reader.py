@@ -55,7 +55,8 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
                      func.sum(case((newest.c.status == "ok", 1), else_=0)).label("ok"))
               .group_by(newest.c.run_id).subquery())
     q = (select(runs.c.id, runs.c.campaign_name, runs.c.status, runs.c.seed, runs.c.started_at,
-                runs.c.finished_at, runs.c.runner, runs.c.heartbeat_at, counts.c.measurements, counts.c.ok)
+                runs.c.finished_at, runs.c.runner, runs.c.heartbeat_at, runs.c.tags, runs.c.note,
+                counts.c.measurements, counts.c.ok)
          .outerjoin(counts, counts.c.run_id == runs.c.id)
          .order_by(runs.c.id.desc()))
     with engine.connect() as conn:
@@ -63,6 +64,7 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
     for r in rows:
         r["started_at"], r["finished_at"] = _aware(r["started_at"]), _aware(r["finished_at"])
         r["measurements"], r["ok"] = r["measurements"] or 0, r["ok"] or 0
+        r["tags"] = r["tags"] or {}
         if r["status"] == "running" and (not r["runner"] or holder_alive(r["runner"], r["heartbeat_at"]) is None):
             r["status"] = "abandoned"
     return rows
@@ -179,4 +181,4 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
         finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
         failed_attempts=failed, targets=described, fingerprint_meta=probe_meta,
-        spec=_spec(run["spec"], run["campaign_text"]))
+        spec=_spec(run["spec"], run["campaign_text"]), tags=run["tags"] or {}, note=run["note"])

@@ -38,6 +38,9 @@ runs = Table(
     # is alive: a second runner resumes the run only once that one is gone (store.writer).
     Column("runner", String(200)),
     Column("heartbeat_at", DateTime(timezone=True)),
+    # `run --tag key=value` (an object of strings; null in runs stored before tags) and `run --note`.
+    Column("tags", JSON),
+    Column("note", Text),
 )
 
 # Each environment's `rtvb-probe sysinfo` record, once per run.

@@ -79,13 +79,14 @@ class RunRecorder:
 
     @classmethod
     @_guard
-    def create(cls, engine: Engine, campaign) -> "RunRecorder":
+    def create(cls, engine: Engine, campaign, tags: dict[str, str] | None = None,
+               note: str | None = None) -> "RunRecorder":
         with engine.begin() as conn:
             run_id = conn.execute(insert(runs).values(
                 campaign_name=campaign.name, campaign_text=campaign.text, campaign=campaign.data,
                 spec=campaign.spec().to_json(), campaign_hash=campaign.hash, seed=campaign.seed, status="running",
                 rtvbench_version=__version__, started_at=now(), runner=this_runner(),
-                heartbeat_at=now())).inserted_primary_key[0]
+                heartbeat_at=now(), tags=tags or {}, note=note)).inserted_primary_key[0]
         return cls(engine, run_id)
 
     @classmethod
