@@ -59,7 +59,8 @@ def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, pr
     (tmp_path / "c.toml").write_text(campaign("ssh-e2e", '[environments.native]\ntarget = "local"\n'
                                               + SSH_ENV, 0.5, REPS))
     env = cli_env(probe)
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=env, timeout=300)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "report.json", cwd=tmp_path, env=env,
+                timeout=300)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert f"Run 1 of ssh-e2e finished: {2 * REPS} of {2 * REPS} measurements ok." in r.stdout
@@ -86,8 +87,6 @@ def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, pr
     assert sshd.connection_processes() == []
 
     out = tmp_path / "report.json"
-    r = run_cli("report", "--format", "json", "-o", str(out), "--store", "sqlite:///s.db", cwd=tmp_path, env=env)
-    assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     across = [c for c in doc["comparisons"] if c["axis"] == "environment"]
     assert {(c["baseline"]["environment"], c["candidate"]["environment"]) for c in across} == {("native", "board")}
