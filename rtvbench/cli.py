@@ -23,7 +23,7 @@ from rich.table import Table
 
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
-from rtvbench.report import EXTENSIONS, FORMATS
+from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
 from rtvbench.terminal import plain
 
 EXIT_INTERNAL = 70
@@ -65,8 +65,6 @@ def _slug(text: str) -> str:
 
 def _write_report(ev, fmt: str, path: Path | None) -> Path:
     """Write the report of an evaluated run; its absolute path."""
-    from rtvbench.report import render_evaluation
-
     run = ev.data.run
     if path is None:
         from rtvbench.store import RESULTS_DIR
@@ -95,6 +93,19 @@ def _tags(given: tuple[str, ...]) -> dict[str, str]:
             raise InputError(f"--tag {t!r} is not KEY=VALUE; write it as, e.g., --tag bsp=5.2.")
         out[key.strip()] = value.strip()
     return out
+
+
+def _tag_text(tags: dict[str, str]) -> str:
+    return plain(" ".join(f"{k}={v}" for k, v in tags.items()))
+
+
+def _evaluated(ctx: click.Context, store_url: str | None, ref: str | None):
+    """The evaluation of the stored run `ref` names (see `--campaign`)."""
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.store import load_run, resolve_run
+
+    engine = _store(ctx, store_url)
+    return evaluate_run(load_run(engine, resolve_run(engine, ref)))
 
 
 def _iso(t) -> str | None:
@@ -259,14 +270,8 @@ def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
 def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
            store_url: str | None) -> int:
     """Write the evaluation report of a run (exit 0 once written: `check` judges the requirements)."""
-    from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.store import load_run, resolve_run
-
-    engine = _store(ctx, store_url)
-    ev = evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    ev = _evaluated(ctx, store_url, ref)
     if output is not None and str(output) == "-":
-        from rtvbench.report import render_evaluation
-
         sys.stdout.write(render_evaluation(ev, fmt))
         sys.stdout.flush()
         return EXIT_OK
@@ -283,11 +288,7 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
 @click.pass_context
 def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
     """Judge a run's requirements: exit 1 when any FAILs, 0 otherwise."""
-    from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.store import load_run, resolve_run
-
-    engine = _store(ctx, store_url)
-    ev = evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    ev = _evaluated(ctx, store_url, ref)
     if not ev.verdicts:
         out.print(f"Run {ev.data.run.id} of {plain(ev.data.run.campaign_name)} has no requirements to check.")
         return EXIT_OK
@@ -328,7 +329,7 @@ def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: s
         table.add_row(str(r["id"]), plain(r["campaign_name"]), r["status"],
                       f"{r['ok']}/{r['measurements']}",
                       r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration,
-                      plain(" ".join(f"{k}={v}" for k, v in r["tags"].items())), plain(r["note"] or ""))
+                      _tag_text(r["tags"]), plain(r["note"] or ""))
     out.print(table)
     return EXIT_OK
 
@@ -386,7 +387,7 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) 
     out.print(f"Run {r.id}: campaign [bold]{plain(r.campaign_name)}[/], {r.status}, "
               f"started {r.started_at:%Y-%m-%d %H:%M:%S} UTC, finished {finished}.")
     if r.tags or r.note:
-        out.print("Tags: " + (plain(" ".join(f"{k}={v}" for k, v in r.tags.items())) or "none")
+        out.print("Tags: " + (_tag_text(r.tags) or "none")
                   + (f"; note: {plain(r.note)}" if r.note else ""))
     envs = Table(title="Environments", title_justify="left")
     envs.add_column("Environment")

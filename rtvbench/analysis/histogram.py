@@ -71,13 +71,7 @@ class Histogram:
 
     def merge(self, other: Histogram) -> Histogram:
         """A new histogram holding the samples of both."""
-        if (self.sub_bucket_bits is not None and other.sub_bucket_bits is not None
-                and self.sub_bucket_bits != other.sub_bucket_bits):
-            raise HistogramError("cannot merge histograms with different sub_bucket_bits")
-        lo, hi, count = _combine(np.concatenate([self.lo, other.lo]), np.concatenate([self.hi, other.hi]),
-                                 np.concatenate([self.count, other.count]))
-        return Histogram(lo, hi, count, _min_opt(self.min_ns, other.min_ns), _max_opt(self.max_ns, other.max_ns),
-                         self.sub_bucket_bits if self.sub_bucket_bits is not None else other.sub_bucket_bits)
+        return merge_all([self, other])
 
     @property
     def total(self) -> int:
