@@ -137,18 +137,24 @@ def _headline(ev) -> None:
     from rtvbench.report import headline
 
     for t in headline(ev):
-        table = Table(title=plain(t.caption), title_justify="left")
-        for i, col in enumerate(t.header):
-            table.add_column(plain(col), justify="right" if i >= 3 else "left")
-        for row in t.rows:
-            style = {"failed": "red", "unclean": "yellow"}.get(row.css or "", "")
-            table.add_row(*(plain(c) for c in row.cells), style=style)
-        if out.is_terminal:
-            out.print(table)
-        else:
-            # Into a file or a pipe (a CI log) at full width: a number split over two lines is misread.
-            natural = Console(file=out.file, width=10_000).measure(table).maximum
-            Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
+        _print_table(t)
+
+
+def _print_table(t) -> None:
+    """A report table (rtvbench.report.tables.Table) on the console, its row classes as colours."""
+    table = Table(title=plain(t.caption), title_justify="left")
+    lo, hi = t.numeric_from or 3, t.numeric_to or len(t.header)
+    for i, col in enumerate(t.header):
+        table.add_column(plain(col), justify="right" if lo <= i < hi else "left")
+    for row in t.rows:
+        style = {"failed": "red", "unclean": "yellow", "fail": "red", "inconclusive": "yellow"}.get(row.css or "", "")
+        table.add_row(*(plain(c) for c in row.cells), style=style)
+    if out.is_terminal:
+        out.print(table)
+    else:
+        # Into a file or a pipe (a CI log) at full width: a number split over two lines is misread.
+        natural = Console(file=out.file, width=10_000).measure(table).maximum
+        Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
 
 
 def _verdicts(ev) -> int:
@@ -167,6 +173,34 @@ def _verdicts(ev) -> int:
     counts = {s: sum(v.status == s for v in verdicts) for s in colours}
     out.print(", ".join(f"{n} {s}" for s, n in counts.items()))
     return EXIT_REQUIREMENTS_FAILED if counts["FAIL"] else EXIT_OK
+
+
+def _mapping(given: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for m in given:
+        old, sep, new = m.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise InputError(f"--map {m!r} is not NAME_IN_A=NAME_IN_B; write it as, e.g., --map native=board_b.")
+        out[old.strip()] = new.strip()
+    return out
+
+
+def _across(engine, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...], max_percent: float | None,
+            metrics: tuple[str, ...]):
+    """Run `candidate_ref` against run `baseline_ref`, both loaded from one store."""
+    from rtvbench.analysis.across_runs import compare_runs
+    from rtvbench.analysis.dataset import RunData
+    from rtvbench.store import load_run, resolve_run
+
+    a, b = (RunData(load_run(engine, resolve_run(engine, ref))) for ref in (baseline_ref, candidate_ref))
+    return compare_runs(a, b, _mapping(maps), max_percent, list(metrics))
+
+
+def _across_options(f):
+    # `compare` and `report --baseline` rename names alike.
+    return click.option("--map", "maps", metavar="A=B", multiple=True,
+                        help="An environment, load or benchmark named A in the baseline run is B in the other "
+                             "(repeatable).")(f)
 
 
 # ---------------------------------------------------------------------------
@@ -265,12 +299,25 @@ def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="html", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="Where to write it (default: rtvbench-results/<campaign>-<run id>.<ext>; - for stdout).")
+@click.option("--baseline", "baseline_ref", metavar="RUN",
+              help="Add a section comparing the run against this earlier run (an id or a campaign name).")
+@_across_options
 @_store_option
 @click.pass_context
-def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None,
-           store_url: str | None) -> int:
+def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, baseline_ref: str | None,
+           maps: tuple[str, ...], store_url: str | None) -> int:
     """Write the evaluation report of a run (exit 0 once written: `check` judges the requirements)."""
     ev = _evaluated(ctx, store_url, ref)
+    if baseline_ref is not None:
+        from rtvbench.analysis.across_runs import compare_runs
+        from rtvbench.analysis.dataset import RunData
+        from rtvbench.store import load_run, resolve_run
+
+        engine = _store(ctx, store_url)
+        ev.across = compare_runs(RunData(load_run(engine, resolve_run(engine, baseline_ref))), ev.data,
+                                 _mapping(maps))
+    elif maps:
+        raise InputError("--map renames names of the --baseline run: give --baseline RUN with it.")
     if output is not None and str(output) == "-":
         sys.stdout.write(render_evaluation(ev, fmt))
         sys.stdout.flush()
@@ -293,6 +340,103 @@ def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
         out.print(f"Run {ev.data.run.id} of {plain(ev.data.run.campaign_name)} has no requirements to check.")
         return EXIT_OK
     return _verdicts(ev)
+
+
+@cli.command()
+@click.argument("baseline_ref", metavar="RUN_A")
+@click.argument("candidate_ref", metavar="RUN_B")
+@_across_options
+@click.option("--metric", "metrics", metavar="BENCHMARK.FIGURE", multiple=True,
+              help="Compare only these figures (repeatable; default: every figure the kind compares).")
+@click.option("--max-percent", type=float, metavar="PERCENT",
+              help="Judge each overhead of RUN_B over RUN_A against this bound; exit 1 when one FAILs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as a JSON document.")
+@_store_option
+@click.pass_context
+def compare(ctx: click.Context, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...],
+            metrics: tuple[str, ...], max_percent: float | None, as_json: bool, store_url: str | None) -> int:
+    """Compare run RUN_B against run RUN_A (ids, or campaign names for their latest runs), cell by cell."""
+    from rtvbench.report import across_runs as layout
+
+    x = _across(_store(ctx, store_url), baseline_ref, candidate_ref, maps, max_percent, metrics)
+    if as_json:
+        _print_json(layout.document(x))
+    else:
+        out.print(plain(layout.title(x)))
+        for t in layout.tables(x) + layout.fingerprint_tables(x):
+            _print_table(t)
+        for sentence in layout.unmatched_sentences(x):
+            out.print(plain(sentence))
+        if not x.comparisons:
+            out.print("No cell of one run matches a cell of the other: map the names that differ with --map A=B.")
+        if x.status is not None:
+            judged = [c.status for c in x.comparisons]
+            out.print(", ".join(f"{judged.count(s)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE")))
+    return EXIT_REQUIREMENTS_FAILED if x.status == "FAIL" else EXIT_OK
+
+
+@cli.command()
+@click.argument("metric", metavar="BENCHMARK.FIGURE")
+@click.option("--environment", "environments", metavar="NAME", multiple=True,
+              help="Only this environment (repeatable; default: every one that measured it).")
+@click.option("--load", "loads", metavar="NAME", multiple=True, help="Only this load (repeatable).")
+@click.option("--campaign", "campaign_name", metavar="NAME", help="Only runs of this campaign.")
+@click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Only runs with this tag (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="The figure's file, .svg or .png (default: rtvbench-results/history-<metric>.svg).")
+@click.option("--json", "as_json", is_flag=True, help="Print the values as JSON (no figure is written).")
+@_store_option
+@click.pass_context
+def history(ctx: click.Context, metric: str, environments: tuple[str, ...], loads: tuple[str, ...],
+            campaign_name: str | None, tags: tuple[str, ...], output: Path | None, as_json: bool,
+            store_url: str | None) -> int:
+    """A figure across runs (e.g. wakeup.p99_us): a table, each step's significance, and a plot."""
+    from rtvbench.analysis.dataset import RunData
+    from rtvbench.analysis.history import history as metric_history
+    from rtvbench.analysis.kind import split_cpu
+    from rtvbench.report.tables import Row, Table as ReportTable
+    from rtvbench.store import list_runs, load_run
+    from rtvbench.units import format_percent
+
+    engine = _store(ctx, store_url)
+    wanted = _tags(tags)
+    ids = sorted(r["id"] for r in list_runs(engine)
+                 if (campaign_name is None or r["campaign_name"] == campaign_name)
+                 and all(r["tags"].get(k) == v for k, v in wanted.items()))
+    h = metric_history([RunData(load_run(engine, i)) for i in ids], metric, list(environments), list(loads))
+    base = split_cpu(h.figure)[1]
+    if as_json:
+        _print_json({"metric": metric, "series": [
+            {"environment": s.environment, "load": s.load, "points": [
+                {"run": p.run_id, "started_at": _iso(p.started_at), "tags": p.tags, "values": p.values,
+                 "median": p.median,
+                 "against_previous": None if p.against_previous is None else {
+                     "overhead_percent": p.against_previous.overhead_percent,
+                     "ci95_percent": p.against_previous.ci_percent, "p_value": p.against_previous.p_value,
+                     "verdict": p.against_previous.verdict}} for p in s.points]} for s in h.series]})
+        return EXIT_OK
+    for s in h.series:
+        rows = []
+        for p in s.points:
+            t = p.against_previous
+            step = "–" if t is None else f"{format_percent(t.overhead_percent)} ({t.verdict})"
+            rows.append(Row([f"#{p.run_id}", p.started_at.strftime("%Y-%m-%d %H:%M") if p.started_at else "–",
+                             _tag_text(p.tags), str(len(p.values)), h.kind.format(p.median, base),
+                             f"{h.kind.format(min(p.values), base)} .. {h.kind.format(max(p.values), base)}", step],
+                            "significant" if t is not None and t.verdict == "significant" else ""))
+        _print_table(ReportTable(f"{metric} in {s.environment} under {s.load}",
+                                 ["Run", "Started", "Tags", "n", "Median", "Min .. max", "Against the previous run"],
+                                 rows, numeric_from=3, numeric_to=6))
+    if output is None:
+        from rtvbench.store import RESULTS_DIR
+        output = RESULTS_DIR / f"history-{_slug(metric)}.svg"
+    from rtvbench.report.history_plot import write_history_plot
+    try:
+        write_history_plot(h, output.absolute())
+    except OSError as e:
+        raise RtvbenchError(f"cannot write the figure to {output} ({e.strerror}); choose another path with -o.") from None
+    out.print(f"Figure: {plain(output.absolute())}")
+    return EXIT_OK
 
 
 @cli.command(name="list")

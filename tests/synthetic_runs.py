@@ -200,3 +200,23 @@ def hostile_run():
                      warnings={(HOSTILE_ENV, "idle"): [{"code": "no_rt_policy", "message": "<i>refused</i>"}]},
                      fingerprints={"native": {"type": "sysinfo", "hostname": "ok-host"},
                                    HOSTILE_ENV: {"type": "sysinfo", "hostname": HOSTILE_HOST}})
+
+
+def store_run(engine, campaign_text: str, run: CampaignRun, tags: dict[str, str] | None = None) -> int:
+    """Write a synthetic run into a store as the runner would (fingerprints, records, statuses); its id.
+    `campaign_text` is the TOML the run's campaign came from (it is validated and stored)."""
+    from rtvbench.campaign import parse_campaign
+    from rtvbench.store.writer import RunRecorder
+
+    rec = RunRecorder.create(engine, parse_campaign(campaign_text), tags)
+    for env, sysinfo in run.fingerprints.items():
+        rec.add_fingerprint(env, {"target": "local"}, sysinfo, {"type": "meta", "probe_version": "test"})
+    for i, m in enumerate(run.measurements):
+        mr = rec.start_measurement(environment=m.environment, load=m.load, benchmark=m.benchmark, kind=m.kind,
+                                   repetition=m.repetition, attempt=1, order_index=i, command=m.command,
+                                   load_commands=m.load_commands)
+        for seq, record in enumerate([m.meta, *m.windows, *m.results, {"type": "end", "status": "ok"}]):
+            mr.add_record(seq, record)
+        mr.finish(m.status, error=m.error)
+    rec.set_status("finished")
+    return rec.id

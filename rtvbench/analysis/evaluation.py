@@ -26,6 +26,8 @@ class Evaluation:
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: (environment, load, benchmark) -> whether the measured CPUs belonged to the measurement
     conditions: dict[tuple[str, str, str], CellConditions] = field(default_factory=dict)
+    #: this run against an earlier one (`report --baseline`): an analysis.across_runs.AcrossRuns
+    across: Any = None
 
     def unclean(self, env: str, load: str, bench: str) -> CellConditions | None:
         """The cell's conditions when some repetition did not meet them, else None."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, compare_cells
+from rtvbench.analysis.compare import INSUFFICIENT, UNDEFINED, RatioTest, compare_cells
 from rtvbench.analysis.conditions import cell_conditions, measurement_conditions
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
@@ -84,7 +84,8 @@ def evaluate_one(data: RunData, req: Any) -> Verdict:
     return Verdict(INCONCLUSIVE, "The requirement names neither a `metric` nor an `overhead`.", req, "?")
 
 
-def _worst(statuses: list[str]) -> str:
+def worst(statuses: list[str]) -> str:
+    """FAIL over INCONCLUSIVE over PASS; INCONCLUSIVE for none."""
     return max(statuses, key=_SEVERITY.__getitem__) if statuses else INCONCLUSIVE
 
 
@@ -158,17 +159,17 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                 count = _samples(data, m, figure)
                 if m.status not in ("ok", "interrupted") or value is None:
                     (without if m.status == "ok" else incomplete).append(m)
-                    cell_status = _worst([cell_status, INCONCLUSIVE])
+                    cell_status = worst([cell_status, INCONCLUSIVE])
                     continue
                 if count is not None and count < needed:
                     too_few.append(count)
-                    cell_status = _worst([cell_status, INCONCLUSIVE])
+                    cell_status = worst([cell_status, INCONCLUSIVE])
                     continue
                 conditions = measurement_conditions(data, m)
                 if conditions is not None and not conditions.ok:
                     # Measured while something else had the CPUs: neither a pass nor a failure of the platform.
                     unclean.append(conditions)
-                    cell_status = _worst([cell_status, INCONCLUSIVE])
+                    cell_status = worst([cell_status, INCONCLUSIVE])
                     continue
                 violated = (hi is not None and value > hi) or (lo is not None and value < lo)
                 if violated:
@@ -176,7 +177,7 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
                     cell_status = FAIL
                 elif m.status != "ok":
                     incomplete.append(m)
-                    cell_status = _worst([cell_status, INCONCLUSIVE])
+                    cell_status = worst([cell_status, INCONCLUSIVE])
                 else:
                     checked.append((value, env, load, m.repetition))
                     samples += count or 0
@@ -200,11 +201,10 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
 
     if not statuses:
         return Verdict(INCONCLUSIVE, "No environment and load selected.", req, title)
-    status = _worst(statuses)
+    status = worst(statuses)
     if status == FAIL:
-        worst = max(failures, key=lambda f: f[0]) if hi is not None and any(
+        value, env, load, rep = max(failures, key=lambda f: f[0]) if hi is not None and any(
             f[0] > hi for f in failures) else min(failures, key=lambda f: f[0])
-        value, env, load, rep = worst
         bound = f"max {_fmt(kind, hi, figure)}" if hi is not None and value > hi else f"min {_fmt(kind, lo, figure)}"
         reason = (f"{len(failures)} repetition(s) violate the bound; the worst, {figure} = "
                   f"{_fmt(kind, value, figure)} in `{env}` under `{load}` (repetition {rep + 1}), "
@@ -257,31 +257,38 @@ def _relative(data: RunData, req: dict[str, Any]) -> Verdict:
             # the platform's.
             status = INCONCLUSIVE
             text = f"{head} " + "; ".join(c.reason() for c in unclean)
-        elif t.verdict == INSUFFICIENT:
-            status = INCONCLUSIVE
-            text = (f"{head} only {t.n_baseline} baseline and {t.n_candidate} candidate repetitions have "
-                    f"{figure}; at least 3 per side are needed for an interval")
-            if t.overhead_percent is not None:
-                text += f" (point estimate {format_percent(t.overhead_percent)})"
-        elif t.verdict == UNDEFINED:
-            status = INCONCLUSIVE
-            text = f"{head} the baseline median of {figure} is 0, so an overhead in percent does not exist"
         else:
-            ci_lo, ci_hi = t.ci_percent
-            numbers = (f"overhead {format_percent(t.overhead_percent)} (95 % CI {format_percent(ci_lo)} .. "
-                       f"{format_percent(ci_hi)}; median {_fmt(kind, t.baseline_median, figure)} -> "
-                       f"{_fmt(kind, t.candidate_median, figure)})")
-            if ci_hi <= limit:
-                status, rel = PASS, f"lies entirely within the {limit:g} % bound"
-            elif ci_lo > limit:
-                status, rel = FAIL, f"lies entirely above the {limit:g} % bound"
+            status, why = overhead_status(t, limit, figure)
+            if t.verdict in (INSUFFICIENT, UNDEFINED):
+                text = f"{head} {why}"
             else:
-                status, rel = INCONCLUSIVE, f"straddles the {limit:g} % bound"
-            text = f"{head} {numbers}: the interval {rel}"
+                ci_lo, ci_hi = t.ci_percent
+                text = (f"{head} overhead {format_percent(t.overhead_percent)} (95 % CI {format_percent(ci_lo)} "
+                        f".. {format_percent(ci_hi)}; median {_fmt(kind, t.baseline_median, figure)} -> "
+                        f"{_fmt(kind, t.candidate_median, figure)}): {why}")
         statuses.append(status)
         sentences.append(text)
         details.append(f"{status}: {text}")
         cells.append(CellVerdict(f"{cand} vs {base}", load, status, text))
-    status = _worst(statuses)
+    status = worst(statuses)
     reason = "; ".join(s[0].upper() + s[1:] for s in sentences) + "." if sentences else "No load selected."
     return Verdict(status, reason, req, title, details, cells)
+
+
+def overhead_status(t: RatioTest, limit: float, figure: str) -> tuple[str, str]:
+    """An overhead's verdict against a `max_percent` bound, and why in words (without the medians):
+    the rule of a relative requirement, also used between runs."""
+    if t.verdict == INSUFFICIENT:
+        text = (f"only {t.n_baseline} baseline and {t.n_candidate} candidate repetitions have {figure}; at "
+                "least 3 per side are needed for an interval")
+        if t.overhead_percent is not None:
+            text += f" (point estimate {format_percent(t.overhead_percent)})"
+        return INCONCLUSIVE, text
+    if t.verdict == UNDEFINED:
+        return INCONCLUSIVE, f"the baseline median of {figure} is 0, so an overhead in percent does not exist"
+    ci_lo, ci_hi = t.ci_percent
+    if ci_hi <= limit:
+        return PASS, f"the interval lies entirely within the {limit:g} % bound"
+    if ci_lo > limit:
+        return FAIL, f"the interval lies entirely above the {limit:g} % bound"
+    return INCONCLUSIVE, f"the interval straddles the {limit:g} % bound"

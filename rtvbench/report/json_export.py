@@ -93,7 +93,16 @@ def document(ev: Evaluation) -> dict[str, Any]:
                       "details": v.details} for v in ev.verdicts],
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
                      for b, fs in ev.findings.items()},
+        "against_run": _against(ev),
     } | _kind_keys(ev)
+
+
+def _against(ev: Evaluation) -> dict[str, Any] | None:
+    """This run against another (`report --baseline`), as `rtvbench compare --json` prints it."""
+    if ev.across is None:
+        return None
+    from rtvbench.report.across_runs import document as across_document
+    return across_document(ev.across)
 
 
 def _fingerprint(ev: Evaluation) -> dict[str, Any] | None:

@@ -103,4 +103,10 @@ def _render(m: ReportModel) -> str:
         out += [f"### ({i}.5) Consideration", "",
                 " ".join(prose(c.text) for c in s.consideration if c.severity == "info"), ""]
         out += [f"- ⚠ {prose(c.text)}" for c in s.consideration if c.severity == "warning"] + [""]
+    if m.against:
+        n = len(m.sections) + 3
+        out += [f"## {n}. {text(m.against.title)}", ""]
+        for t in m.against.tables + m.against.fingerprints:
+            out += [table(t), ""]
+        out += [f"- {prose(s)}" for s in m.against.sentences] + [""]
     return "\n".join(out).rstrip() + "\n"

@@ -58,6 +58,16 @@ class ReportModel:
     preflight: list[Sentence] = field(default_factory=list)    # rtvbench.preflight, shown at the top
     # Measurements during which a target went away (a guest crashed or hung, a connection dropped)
     target_failures: list["TargetFailure"] = field(default_factory=list)
+    # This run against another one (`report --baseline`), after the benchmark sections
+    against: "AgainstRun | None" = None
+
+
+@dataclass
+class AgainstRun:
+    title: str                     # "Run 7 (nightly) against run 5 (nightly)"
+    tables: list[Table]            # one per benchmark
+    sentences: list[str]           # cells only one run has, parameters that differ
+    fingerprints: list[Table]      # each environment in both runs
 
 
 @dataclass
@@ -139,7 +149,20 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
         run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
-        target_failures=_target_failures(run))
+        target_failures=_target_failures(run), against=_against(ev))
+
+
+def _against(ev: Evaluation) -> AgainstRun | None:
+    if ev.across is None:
+        return None
+    from rtvbench.report import across_runs as layout
+
+    x = ev.across
+    sentences = layout.unmatched_sentences(x)
+    if not x.comparisons:
+        sentences.append("No cell of one run matches a cell of the other: map the names that differ "
+                         "(`report --baseline RUN --map A=B`).")
+    return AgainstRun(layout.title(x), layout.tables(x), sentences, layout.fingerprint_tables(x))
 
 
 #: what a warning of each topic is about, for the summary's one line per benchmark
