@@ -70,18 +70,23 @@ def _write_report(ev, fmt: str, path: Path | None) -> Path:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{EXTENSIONS.get(fmt, fmt)}"
     path = path.absolute()
-    text = render_evaluation(ev, fmt)
+    body = _encoded(render_evaluation(ev, fmt))
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(body)
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
                             "choose another path with -o.") from None
     return path
+
+
+def _encoded(report: str | bytes) -> bytes:
+    """A report as the bytes of its file: the text formats in UTF-8, a PDF as it is."""
+    return report.encode("utf-8") if isinstance(report, str) else report
 
 
 def _tags(given: tuple[str, ...]) -> dict[str, str]:
@@ -319,7 +324,9 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
     elif maps:
         raise InputError("--map renames names of the --baseline run: give --baseline RUN with it.")
     if output is not None and str(output) == "-":
-        sys.stdout.write(render_evaluation(ev, fmt))
+        report_bytes = _encoded(render_evaluation(ev, fmt))
+        sys.stdout.flush()                  # whatever was printed as text goes first
+        sys.stdout.buffer.write(report_bytes)
         sys.stdout.flush()
         return EXIT_OK
     path = _write_report(ev, fmt, output)

@@ -139,7 +139,7 @@ def test_shell_completion_offers_commands_and_formats():
         return [line.split(",", 1)[1] for line in out.splitlines()]
 
     assert complete("rtvbench re", 1) == ["report"]
-    assert complete("rtvbench report --format ", 3) == ["html", "md", "csv", "json", "junit"]
+    assert complete("rtvbench report --format ", 3) == ["html", "md", "csv", "json", "junit", "pdf"]
 
 
 def test_tags_and_notes_are_stored_shown_and_select_runs(tmp_path, capsys):

@@ -1,16 +1,16 @@
-"""Evaluation reports of a campaign run: HTML, Markdown, CSV, JSON, JUnit XML."""
+"""Evaluation reports of a campaign run: HTML, Markdown, CSV, JSON, JUnit XML, PDF."""
 
 from __future__ import annotations
 
 from rtvbench.results import CampaignRun
 
-FORMATS = ("html", "md", "csv", "json", "junit")
+FORMATS = ("html", "md", "csv", "json", "junit", "pdf")
 #: the file name extension of each format, where it is not the format's name
 EXTENSIONS = {"junit": "xml"}
 
 
-def render(run: CampaignRun, fmt: str) -> str:
-    """The report of `run` in format `fmt` (one of FORMATS) as text."""
+def render(run: CampaignRun, fmt: str) -> str | bytes:
+    """The report of `run` in format `fmt` (one of FORMATS): text, bytes for the binary formats (pdf)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     # Imported here: the analysis stack (numpy, scipy) is not needed for `rtvbench --help`.
@@ -19,7 +19,7 @@ def render(run: CampaignRun, fmt: str) -> str:
     return render_evaluation(evaluate_run(run), fmt)
 
 
-def render_evaluation(ev, fmt: str) -> str:
+def render_evaluation(ev, fmt: str) -> str | bytes:
     """The report of an evaluated run (an analysis.evaluation.Evaluation; see `render`)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -35,6 +35,9 @@ def render_evaluation(ev, fmt: str) -> str:
     if fmt == "junit":
         from rtvbench.report.junit import render_junit
         return render_junit(ev)
+    if fmt == "pdf":
+        from rtvbench.report.pdf import render_pdf
+        return render_pdf(ev)
     from rtvbench.report.json_export import render_json
     return render_json(ev)
 
