@@ -45,7 +45,9 @@ PROBE_CFLAGS  := $(CSTD) $(WARN) $(OPT) -pthread -ffunction-sections -fdata-sect
                  -fno-asynchronous-unwind-tables -fno-unwind-tables
 PROBE_LDFLAGS := -static -pthread -lm -Wl,--gc-sections
 
-# Debian's cross compilers; `probe-cross` builds one static binary each.
+# Debian's cross compilers; `probe-cross` builds one static binary each. x86_64's is there for
+# the wheel (setup.py), which carries an x86_64 probe also when it is built on another machine.
+CROSS_x86_64  := x86_64-linux-gnu-gcc
 CROSS_aarch64 := aarch64-linux-gnu-gcc
 CROSS_armhf   := arm-linux-gnueabihf-gcc
 CROSS_riscv64 := riscv64-linux-gnu-gcc

@@ -22,23 +22,42 @@ END_STATUSES = frozenset({"ok", "interrupted", "error"})
 
 # <repo>/build/probe/rtvb-probe, where `make probe` puts it, for a source checkout.
 _BUILT = Path(__file__).resolve().parent.parent / "build" / "probe" / "rtvb-probe"
+# <package>/probes/<build>/rtvb-probe: the static probes an installed wheel carries (setup.py).
+# They come after the checkout's build, which is what a developer has just compiled from the sources
+# beside this file (an editable install has no packaged probes anyway), and before PATH, because
+# they were built from the same sources as this rtvbench while one on PATH may be any version.
+PACKAGED = Path(__file__).resolve().parent / "probes"
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _packaged(build: str | None) -> Path | None:
+    path = PACKAGED / str(build) / "rtvb-probe"
+    return path if build is not None and _executable(path) else None
 
 
 def locate_probe() -> Path:
-    """The native probe binary: $RTVBENCH_PROBE, the source tree's build, or PATH."""
+    """The native probe binary: $RTVBENCH_PROBE, the source tree's build, the installed package's,
+    or PATH."""
     env = os.environ.get("RTVBENCH_PROBE")
     if env:
         path = Path(env)
-        if not (path.is_file() and os.access(path, os.X_OK)):
+        if not _executable(path):
             raise TargetError(f"RTVBENCH_PROBE={env} is not an executable file: "
                               "point it at a built rtvb-probe or unset it.")
         return path
-    if _BUILT.is_file() and os.access(_BUILT, os.X_OK):
+    if _executable(_BUILT):
         return _BUILT
+    packaged = _packaged(ARCH_BUILDS.get(platform.machine()))
+    if packaged is not None:
+        return packaged
     found = shutil.which("rtvb-probe")
     if found:
         return Path(found)
-    raise TargetError("rtvb-probe not found: build it with `make probe`, "
+    raise TargetError("rtvb-probe not found: build it with `make probe` in a source checkout, "
+                      f"install rtvbench from a wheel that carries the {platform.machine()} probe, "
                       "or set RTVBENCH_PROBE to its path.")
 
 
@@ -120,10 +139,14 @@ def probe_for_arch(arch: str) -> Path:
     if ARCH_BUILDS.get(platform.machine()) == build:
         return locate_probe()           # the target runs what this machine runs
     path = BUILD_DIR / build / "rtvb-probe"
-    if not path.is_file():
-        how = ("run `make probe-cross` to build it" if build in CROSS_BUILDS else
-               f"build it with `make probe` on a {build} machine and set RTVBENCH_PROBE_{build.upper()} "
-               "to it")
-        raise TargetError(f"no probe built for {build} (the target's `uname -m` is {arch}) at "
-                          f"{path}: {how}.")
-    return path
+    if path.is_file():
+        return path
+    packaged = _packaged(build)
+    if packaged is not None:
+        return packaged
+    how = ("run `make probe-cross` in a source checkout to build it, or set "
+           f"RTVBENCH_PROBE_{build.upper()} to a {build} rtvb-probe" if build in CROSS_BUILDS else
+           f"build it with `make probe` on a {build} machine and set RTVBENCH_PROBE_{build.upper()} "
+           "to it")
+    raise TargetError(f"no probe built for {build} (the target's `uname -m` is {arch}) at "
+                      f"{path}, nor one installed with rtvbench at {PACKAGED / build}: {how}.")
