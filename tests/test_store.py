@@ -39,7 +39,7 @@ def test_migrations_match_the_schema_and_are_idempotent(store_url):
         tables = {t: {c["name"]: c for c in inspect(conn).get_columns(t)} for t in inspect(conn).get_table_names()}
         journal = conn.exec_driver_sql("pragma journal_mode").scalar() if engine.dialect.name == "sqlite" else None
     assert diff == []
-    assert version == "0006"
+    assert version == "0007"
     # compare_metadata is silent about what it cannot compare; the names and nullability it can.
     assert set(tables) == set(metadata.tables) | {"alembic_version"}
     for name, table in metadata.tables.items():
@@ -145,7 +145,7 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
         conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
     listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
     assert listed.returncode == StoreError.exit_code, listed.stderr
-    assert "is read-only and its schema is at revision 0003, not 0006" in listed.stderr
+    assert "is read-only and its schema is at revision 0003, not 0007" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 
@@ -157,3 +157,23 @@ def test_a_store_from_a_newer_rtvbench_is_named_as_such(store_url):
     with pytest.raises(StoreError, match="has schema revision 0099, which this rtvbench does not know"):
         open_store(store_url)
 
+
+def test_json_reads_back_as_it_was_written(store_url):
+    """Key order is what the report shows fingerprints and campaigns in; a probe may print any string."""
+    engine = open_store(store_url)
+    c = parse_campaign('name = "order"\n[environments.zeta]\ntarget = "local"\n[environments.alpha]\n'
+                       'target = "local"\n[benchmarks.w]\nkind = "latency"\nloops = 10\n')
+    run = RunRecorder.create(engine, c)
+    sysinfo = {"hostname": "h", "kernel": "6.1", "cpus": 4, "cmdline": "a\x00b", "aa": {"z": 1, "a": 2}}
+    run.add_fingerprint("zeta", {"type": "local", "arch": "x86_64"}, sysinfo, {"type": "meta", "schema": 1})
+    m = run.start_measurement(environment="zeta", load="idle", benchmark="w", kind="latency", command=["p"],
+                              load_commands=[], repetition=0, attempt=1, order_index=0)
+    m.add_record(1, {"type": "result", "cpu": "all", "max_ns": 9, "count": 3, "avg_ns": 5})
+    m.finish("ok", 0)
+
+    loaded = load_run(engine, run.id)
+    assert list(loaded.campaign) == ["name", "environments", "benchmarks"]
+    assert list(loaded.campaign["environments"]) == ["zeta", "alpha"]
+    assert list(loaded.fingerprints["zeta"].items()) == list(sysinfo.items())
+    assert list(loaded.targets["zeta"]) == ["type", "arch"]
+    assert list(loaded.measurements[0].results[0]) == ["type", "cpu", "max_ns", "count", "avg_ns"]
