@@ -39,7 +39,7 @@ def test_migrations_match_the_schema_and_are_idempotent(store_url):
         tables = {t: {c["name"]: c for c in inspect(conn).get_columns(t)} for t in inspect(conn).get_table_names()}
         journal = conn.exec_driver_sql("pragma journal_mode").scalar() if engine.dialect.name == "sqlite" else None
     assert diff == []
-    assert version == "0007"
+    assert version == "0008"
     # compare_metadata is silent about what it cannot compare; the names and nullability it can.
     assert set(tables) == set(metadata.tables) | {"alembic_version"}
     for name, table in metadata.tables.items():
@@ -145,7 +145,7 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
         conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
     listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
     assert listed.returncode == StoreError.exit_code, listed.stderr
-    assert "is read-only and its schema is at revision 0003, not 0007" in listed.stderr
+    assert "is read-only and its schema is at revision 0003, not 0008" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 
@@ -177,3 +177,4 @@ def test_json_reads_back_as_it_was_written(store_url):
     assert list(loaded.fingerprints["zeta"].items()) == list(sysinfo.items())
     assert list(loaded.targets["zeta"]) == ["type", "arch"]
     assert list(loaded.measurements[0].results[0]) == ["type", "cpu", "max_ns", "count", "avg_ns"]
+

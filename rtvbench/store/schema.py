@@ -115,14 +115,15 @@ load_records = Table(
 )
 
 # The CPU time counters of /proc/stat in an environment right before (`phase` = "before") and
-# right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}.
+# right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}; beside them
+# the processes seen then ("processes_before", "processes_after") and the load average ("loadavg_after").
 cpu_samples = Table(
     "cpu_samples", metadata,
     Column("id", Integer, primary_key=True),
     Column("measurement_id", Integer, ForeignKey("measurements.id", ondelete="CASCADE"),
            nullable=False),
     Column("environment", String(200), nullable=False),
-    Column("phase", String(10), nullable=False),
+    Column("phase", String(40), nullable=False),
     Column("data", JSON, nullable=False),
     Column("taken_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "environment", "phase", name="uq_cpu_samples_phase"),
