@@ -178,3 +178,14 @@ def test_json_reads_back_as_it_was_written(store_url):
     assert list(loaded.targets["zeta"]) == ["type", "arch"]
     assert list(loaded.measurements[0].results[0]) == ["type", "cpu", "max_ns", "count", "avg_ns"]
 
+
+def test_two_commands_started_together_on_a_new_store_both_open_it(store_url, tmp_path):
+    """Both would create the tables; the one that comes second must wait for the first and find them."""
+    from host_helpers import cli_env, start_cli
+
+    both = [start_cli("list", "--store", store_url, cwd=tmp_path, env=cli_env()) for _ in range(2)]
+    for p in both:
+        out, err = p.communicate(timeout=60)
+        assert (p.returncode, out.strip()) == (0, "The store holds no runs yet; start one with `rtvbench run`."), err
+    with open_store(store_url).connect() as conn:
+        assert conn.exec_driver_sql("select count(*) from alembic_version").scalar() == 1

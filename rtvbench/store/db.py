@@ -132,11 +132,24 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
     return engine
 
 
+#: The key of the PostgreSQL advisory lock that migrations hold (any number the database's other
+#: users do not use for their own locks): "rtvb" in ASCII.
+_MIGRATION_LOCK = 0x72747662
+
+
 def _upgrade(engine: Engine, current: str | None, head: str, shown: str) -> None:
     from alembic import command
     from alembic.util import CommandError
     try:
         with engine.begin() as conn:
+            # Two rtvbench started together on a new store would both create the tables, and the
+            # second would fail on them: each takes a lock held until its transaction ends, and the
+            # second then finds the store at head and has nothing to do.
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+            elif conn.dialect.name == "sqlite":
+                # Python's sqlite3 opens no transaction before DDL on its own: the write lock, now.
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             cfg = _alembic_config()
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
