@@ -110,7 +110,7 @@ test: setup kernels
 	$(PY) -m pytest -q -m unit -n auto
 	$(PY) -m pytest -q -m "not unit"
 
-# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser.
+# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.
 test-fast: setup
 	$(PY) -m pytest -q -m unit -n auto
 

@@ -88,7 +88,8 @@ class CampaignError(InputError):
 
 
 #: the most repetitions a campaign may ask for, and the largest seed the store keeps (a signed 64-bit
-#: integer); a campaign name is also a report's file name, so it stays well below file-name limits
+#: integer); a campaign name is also a report's file name, so it stays well below file-name limits, and
+#: so do the names of environments, loads and benchmarks, which also fit the store's name columns
 MAX_REPETITIONS, MAX_SEED, MAX_NAME = 100_000, 2**63 - 1, 100
 
 
@@ -374,6 +375,8 @@ class _Validator:
         for name, table in raw.items():
             if not is_valid_name(name):
                 self.add((key, name), "names may contain only letters, digits, '_' and '-'")
+            elif len(name) > MAX_NAME:
+                self.add((key, name), f"names may be at most {MAX_NAME} characters long")
             elif not isinstance(table, dict):
                 self.add((key, name), f"must be a table ([{key}.{name}]) (got {_show(table)})")
             else:

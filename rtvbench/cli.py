@@ -37,7 +37,8 @@ def _store_option(f):
     # `rtvbench list --store URL` both work; the command's own value wins.
     return click.option("--store", "store_url", metavar="URL", envvar="RTVBENCH_STORE",
                         help="Result store: a SQLAlchemy URL (default: sqlite:///"
-                             "rtvbench-results/rtvbench.db in the working directory).")(f)
+                             "rtvbench-results/rtvbench.db in the working directory; a shared one: "
+                             "postgresql://USER@HOST/DB, with the rtvbench[postgres] extra).")(f)
 
 
 def _store(ctx: click.Context, store_url: str | None, write: bool = False):

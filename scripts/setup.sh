@@ -11,14 +11,16 @@ cd "$(dirname "$0")/.."
 # openssh-client is the ssh target (the tests start their own sshd, and run the
 # remote wrapper under busybox sh as on a board); chromium
 # renders reports in the tests and prints `report --format pdf`; poppler-utils'
-# pdftotext and pdfinfo read those PDFs back in the tests.
+# pdftotext and pdfinfo read those PDFs back in the tests; postgresql is the
+# server the tests start a throwaway cluster of, to store into (the packaged
+# cluster is not used).
 PACKAGES=(
   build-essential python3 python3-venv time
   rt-tests stress-ng sysbench util-linux procps iproute2 openssl
   qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
   libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
   qemu-system-x86 qemu-system-arm openssh-client openssh-server busybox
-  chromium poppler-utils
+  chromium poppler-utils postgresql
 )
 
 missing=()

@@ -1,4 +1,4 @@
-"""Shared fixtures: the probe binaries, built once per test session."""
+"""Shared fixtures: the probe binaries, built once per test session; a throwaway PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -31,6 +31,36 @@ def cross_probes() -> dict[str, Path]:
     return {a: REPO / "build" / "probe" / a / "rtvb-probe" for a in ("aarch64", "armhf", "riscv64")}
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL server for the session (tests/postgres_server.py), stopped at its end whatever
+    the tests did."""
+    from postgres_server import Server, missing
+    why = missing()
+    if why:
+        pytest.skip(why)
+    server = Server()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """The URL of a new empty database of its own: tests do not see each other's runs."""
+    return postgres_server.url(postgres_server.create_database())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path) -> str:
+    """A store URL on each backend the store supports: an SQLite file, a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/s.db"
+    return request.getfixturevalue("postgres_url")
+
+
 # What a test needs decides its marker, so `make test-fast` (-m unit) can run the tests that need
 # neither a probe binary, a guest, nor an ssh server, without anyone keeping a list by hand.
 _MARKERS = {
@@ -39,10 +69,11 @@ _MARKERS = {
     "qemu": "boots a QEMU guest",
     "ssh": "starts an ssh server to measure through",
     "browser": "loads a report in headless Chromium",
+    "postgres": "starts a throwaway PostgreSQL server to store into",
 }
 _NEEDS = {"probe": {"probe", "cross_probes", "ubsan_probe"}}
 # Fixtures whose names say what they start (module-level fixtures of the qemu and ssh tests).
-_STARTS = (("qemu", ("guest", "qemu", "kernel")), ("ssh", ("ssh", "sshd")))
+_STARTS = (("qemu", ("guest", "qemu", "kernel")), ("ssh", ("ssh", "sshd")), ("postgres", ("postgres",)))
 
 
 def pytest_configure(config) -> None:

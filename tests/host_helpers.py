@@ -83,9 +83,17 @@ def busy_command(marker: str, log: Path) -> str:
     return f"{sys.executable} {BUSY_LOAD} {marker} {log} 2"
 
 
-def latency_campaign(name: str, command: str, *, repetitions: int = 3,
+def latency_campaign(name: str, command: str | None, *, repetitions: int = 3,
                      duration_s: float = 1, interval_us: int = 500, seed: int = 1) -> str:
-    """1 environment, loads idle + `command`, a short latency benchmark on CPU 0."""
+    """1 environment, loads idle + `command` (the load "busy"; None: idle alone), a short latency
+    benchmark on CPU 0."""
+    busy = "" if command is None else f'''
+[loads.busy]
+command = "{command}"
+# Long enough for the load's Python to be running before the probe starts, even on a loaded
+# machine: test_run_e2e checks that the load covered every busy measurement.
+settle_s = 0.6
+'''
     return f'''
 name = "{name}"
 repetitions = {repetitions}
@@ -95,13 +103,7 @@ seed = {seed}
 target = "local"
 
 [loads.idle]
-
-[loads.busy]
-command = "{command}"
-# Long enough for the load's Python to be running before the probe starts, even on a loaded
-# machine: test_run_e2e checks that the load covered every busy measurement.
-settle_s = 0.6
-
+{busy}
 [benchmarks.wakeup]
 kind = "latency"
 interval_us = {interval_us}

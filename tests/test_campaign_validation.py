@@ -107,6 +107,9 @@ CASES = [
     ("load in an undefined neighbouring environment", ('--quiet"', '--quiet"\nwhere = "guest"'),
      'campaign.toml:11: loads.stress.where: environment "guest" is not defined (defined: "native"); '
      'name one of them, "same" for the environment measured, or "neighbours" for the other guests of a qemu environment with count > 1'),
+    ("environment name longer than the store keeps",
+     ('target = "local"', f'target = "local"\n[environments.{"n" * 101}]\ntarget = "local"'),
+     f"campaign.toml:7: environments.{'n' * 101}: names may be at most 100 characters long"),
     ("TOML syntax error", ('name = "good"', "name = good"),
      "campaign.toml:1: invalid TOML at column 8: Invalid value"),
 ]

@@ -67,26 +67,31 @@ def test_a_live_run_is_not_resumed_and_a_killed_one_is(tmp_path, probe, marker):
     assert sorted(ok) == [(ld, rep, 1) for ld in ("busy", "idle") for rep in range(3)]
 
 
-def test_a_run_held_elsewhere_is_taken_over_only_when_its_heartbeat_is_stale(tmp_path):
+def test_a_run_held_elsewhere_is_taken_over_only_when_its_heartbeat_is_stale(store_url):
+    from sqlalchemy import select, update
+
     from rtvbench.campaign import parse_campaign
     from rtvbench.errors import InputError
+    from rtvbench.store.schema import runs
     from rtvbench.store.writer import RunRecorder
 
-    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+    engine = open_store(store_url)
     c = parse_campaign('name = "shared"\n[environments.n]\ntarget = "local"\n'
                        '[benchmarks.w]\nkind = "latency"\nloops = 10\n')
     rec = RunRecorder.create(engine, c)
     other = "board-farm-7:4242:99"
     fresh = datetime.now(timezone.utc)
-    with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("update runs set runner = ?, heartbeat_at = ?", (other, fresh.isoformat(sep=" ")))
+    with engine.begin() as conn:
+        conn.execute(update(runs).values(runner=other, heartbeat_at=fresh))
     with pytest.raises(InputError, match="process 4242 on board-farm-7"):
         RunRecorder.claim(engine, rec.id, c.name)
     stale = fresh - timedelta(seconds=HEARTBEAT_STALE_S + 5)
-    with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("update runs set heartbeat_at = ?", (stale.isoformat(sep=" "),))
+    with engine.begin() as conn:
+        conn.execute(update(runs).values(heartbeat_at=stale))
     taken = RunRecorder.claim(engine, rec.id, c.name)
-    assert taken.id == rec.id and _runs(tmp_path / "s.db")[0][2] != other
+    with engine.connect() as conn:
+        holder = conn.scalar(select(runs.c.runner))
+    assert taken.id == rec.id and holder not in (None, other)
 
 
 def test_resume_measures_again_what_failed_in_a_finished_run(tmp_path, probe):

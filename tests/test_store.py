@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import inspect
 
 from rtvbench.campaign import parse_campaign
 from rtvbench.errors import StoreError
@@ -29,17 +30,22 @@ duration_s = 1
 """
 
 
-def test_migrations_match_the_schema_and_are_idempotent(tmp_path):
-    url = f"sqlite:///{tmp_path}/s.db"
-    engine = open_store(url)
-    open_store(url)                                 # second open: nothing to do, no error
+def test_migrations_match_the_schema_and_are_idempotent(store_url):
+    engine = open_store(store_url)
+    open_store(store_url)                           # second open: nothing to do, no error
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
         version = conn.exec_driver_sql("select version_num from alembic_version").scalar()
-        journal = conn.exec_driver_sql("pragma journal_mode").scalar()
+        tables = {t: {c["name"]: c for c in inspect(conn).get_columns(t)} for t in inspect(conn).get_table_names()}
+        journal = conn.exec_driver_sql("pragma journal_mode").scalar() if engine.dialect.name == "sqlite" else None
     assert diff == []
-    assert version == "0006"
-    assert journal == "wal"
+    assert version == "0008"
+    # compare_metadata is silent about what it cannot compare; the names and nullability it can.
+    assert set(tables) == set(metadata.tables) | {"alembic_version"}
+    for name, table in metadata.tables.items():
+        assert {c: col["nullable"] for c, col in tables[name].items()} == {
+            c.name: c.nullable for c in table.columns}, name
+    assert journal == ("wal" if engine.dialect.name == "sqlite" else None)
 
 
 def test_default_store_is_created_in_the_working_directory(tmp_path, monkeypatch):
@@ -48,8 +54,8 @@ def test_default_store_is_created_in_the_working_directory(tmp_path, monkeypatch
     assert (tmp_path / "rtvbench-results" / "rtvbench.db").is_file()
 
 
-def test_latest_attempt_wins_and_records_keep_their_order(tmp_path):
-    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+def test_latest_attempt_wins_and_records_keep_their_order(store_url):
+    engine = open_store(store_url)
     run = RunRecorder.create(engine, parse_campaign(TEXT))
     common = dict(environment="native", load="idle", benchmark="w", kind="latency", command=["p"],
                   load_commands=[])
@@ -139,14 +145,47 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
         conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
     listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
     assert listed.returncode == StoreError.exit_code, listed.stderr
-    assert "is read-only and its schema is at revision 0003, not 0006" in listed.stderr
+    assert "is read-only and its schema is at revision 0003, not 0008" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 
-def test_a_store_from_a_newer_rtvbench_is_named_as_such(tmp_path):
-    url = f"sqlite:///{tmp_path}/s.db"
-    open_store(url).dispose()
-    with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("update alembic_version set version_num = '0099'")
+def test_a_store_from_a_newer_rtvbench_is_named_as_such(store_url):
+    engine = open_store(store_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("update alembic_version set version_num = '0099'")
+    engine.dispose()
     with pytest.raises(StoreError, match="has schema revision 0099, which this rtvbench does not know"):
-        open_store(url)
+        open_store(store_url)
+
+
+def test_json_reads_back_as_it_was_written(store_url):
+    """Key order is what the report shows fingerprints and campaigns in; a probe may print any string."""
+    engine = open_store(store_url)
+    c = parse_campaign('name = "order"\n[environments.zeta]\ntarget = "local"\n[environments.alpha]\n'
+                       'target = "local"\n[benchmarks.w]\nkind = "latency"\nloops = 10\n')
+    run = RunRecorder.create(engine, c)
+    sysinfo = {"hostname": "h", "kernel": "6.1", "cpus": 4, "cmdline": "a\x00b", "aa": {"z": 1, "a": 2}}
+    run.add_fingerprint("zeta", {"type": "local", "arch": "x86_64"}, sysinfo, {"type": "meta", "schema": 1})
+    m = run.start_measurement(environment="zeta", load="idle", benchmark="w", kind="latency", command=["p"],
+                              load_commands=[], repetition=0, attempt=1, order_index=0)
+    m.add_record(1, {"type": "result", "cpu": "all", "max_ns": 9, "count": 3, "avg_ns": 5})
+    m.finish("ok", 0)
+
+    loaded = load_run(engine, run.id)
+    assert list(loaded.campaign) == ["name", "environments", "benchmarks"]
+    assert list(loaded.campaign["environments"]) == ["zeta", "alpha"]
+    assert list(loaded.fingerprints["zeta"].items()) == list(sysinfo.items())
+    assert list(loaded.targets["zeta"]) == ["type", "arch"]
+    assert list(loaded.measurements[0].results[0]) == ["type", "cpu", "max_ns", "count", "avg_ns"]
+
+
+def test_two_commands_started_together_on_a_new_store_both_open_it(store_url, tmp_path):
+    """Both would create the tables; the one that comes second must wait for the first and find them."""
+    from host_helpers import cli_env, start_cli
+
+    both = [start_cli("list", "--store", store_url, cwd=tmp_path, env=cli_env()) for _ in range(2)]
+    for p in both:
+        out, err = p.communicate(timeout=60)
+        assert (p.returncode, out.strip()) == (0, "The store holds no runs yet; start one with `rtvbench run`."), err
+    with open_store(store_url).connect() as conn:
+        assert conn.exec_driver_sql("select count(*) from alembic_version").scalar() == 1

@@ -61,7 +61,7 @@ def _read_only_mount(path: Path) -> bool:
 #: The newest migration's revision. Reading it from Alembic's script directory means importing
 #: Alembic, which costs more than a whole `rtvbench list`; tests/test_old_store.py checks that it is
 #: Alembic's head, so a migration cannot be added without it.
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0008"
 
 
 def _schema_state(conn) -> tuple[str | None, str]:
@@ -83,6 +83,10 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
     except ArgumentError:
         raise InputError(f"--store {url!r} is not a database URL; use e.g. "
                          "sqlite:///results.db or postgresql://user@host/db.") from None
+    if parsed.drivername == "postgresql":
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; the driver rtvbench's `postgres` extra
+        # installs, and the one it is tested with, is psycopg 3.
+        parsed = parsed.set(drivername="postgresql+psycopg")
     shown = parsed.render_as_string(hide_password=True)
     read_only = None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
@@ -96,9 +100,17 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
                                  f"({e.strerror}); pass a writable --store.") from None
     try:
         engine = create_engine(read_only or parsed)
-    except (NoSuchModuleError, ImportError) as e:
-        raise InputError(f"--store {shown}: no driver for this database ({e}); install it or use a "
-                         "sqlite:/// URL.") from None
+    except ImportError as e:
+        if parsed.get_backend_name() == "postgresql":
+            fix = ("install it with `pip install 'rtvbench[postgres]'`" if parsed.get_driver_name() == "psycopg"
+                   else "install it, or use a postgresql:// URL after `pip install 'rtvbench[postgres]'`")
+            raise StoreError(f"--store {shown}: the PostgreSQL driver {e.name or parsed.get_driver_name()} "
+                             f"is not installed; {fix}.") from None
+        raise StoreError(f"--store {shown}: the driver of this database is not installed ({e}); install "
+                         "it, or use a sqlite:/// or postgresql:// URL.") from None
+    except NoSuchModuleError as e:
+        raise InputError(f"--store {shown}: SQLAlchemy knows no such database ({e}); use a "
+                         "sqlite:/// or postgresql:// URL.") from None
     if engine.dialect.name == "sqlite":
         if read_only is None:
             event.listen(engine, "connect", _sqlite_pragmas)
@@ -120,11 +132,24 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
     return engine
 
 
+#: The key of the PostgreSQL advisory lock that migrations hold (any number the database's other
+#: users do not use for their own locks): "rtvb" in ASCII.
+_MIGRATION_LOCK = 0x72747662
+
+
 def _upgrade(engine: Engine, current: str | None, head: str, shown: str) -> None:
     from alembic import command
     from alembic.util import CommandError
     try:
         with engine.begin() as conn:
+            # Two rtvbench started together on a new store would both create the tables, and the
+            # second would fail on them: each takes a lock held until its transaction ends, and the
+            # second then finds the store at head and has nothing to do.
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+            elif conn.dialect.name == "sqlite":
+                # Python's sqlite3 opens no transaction before DDL on its own: the write lock, now.
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             cfg = _alembic_config()
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")

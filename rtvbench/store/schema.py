@@ -1,19 +1,19 @@
 """The result store's tables (SQLAlchemy Core).
 
-Portable on purpose: generic JSON (JSONB on PostgreSQL), timezone-aware times,
-BigInteger for anything in nanoseconds, no SQLite-only SQL. The Alembic migrations
-in rtvbench/migrations create exactly these tables; tests compare the two.
+Portable on purpose: generic JSON (plain json on PostgreSQL, not jsonb: a run reads back
+with its keys in the order they were written and with any string a probe printed, as from
+SQLite; migration 0007 says more), timezone-aware times, BigInteger for anything in
+nanoseconds, no SQLite-only SQL. The Alembic migrations in rtvbench/migrations create
+exactly these tables, on SQLite and on PostgreSQL; tests compare the two on both.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (JSON, BigInteger, Column, DateTime, ForeignKey, Index, Integer,
                         MetaData, String, Table, Text, UniqueConstraint)
-from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData()
 
-Json = JSON().with_variant(JSONB(), "postgresql")
 # SQLite only auto-increments an INTEGER PRIMARY KEY; elsewhere record ids may exceed 2**31.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -23,9 +23,8 @@ runs = Table(
     Column("id", Integer, primary_key=True),
     Column("campaign_name", String(200), nullable=False, index=True),
     Column("campaign_text", Text, nullable=False),
-    Column("campaign", Json, nullable=False),             # the parsed TOML
-    # rtvbench.spec.CampaignSpec.to_json(): the campaign as validated, defaults filled. Plain JSON
-    # (not JSONB) on PostgreSQL too, so the declared order of parameters survives. NULL in runs
+    Column("campaign", JSON, nullable=False),             # the parsed TOML
+    # rtvbench.spec.CampaignSpec.to_json(): the campaign as validated, defaults filled. NULL in runs
     # stored before it existed: the reader builds theirs from campaign_text.
     Column("spec", JSON),
     Column("campaign_hash", String(64), nullable=False),  # sha256 of campaign_text
@@ -49,9 +48,9 @@ fingerprints = Table(
     Column("id", Integer, primary_key=True),
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("environment", String(200), nullable=False),
-    Column("target", Json, nullable=False),               # Target.describe()
-    Column("sysinfo", Json, nullable=False),
-    Column("meta", Json),                                  # the probe's meta record
+    Column("target", JSON, nullable=False),               # Target.describe()
+    Column("sysinfo", JSON, nullable=False),
+    Column("meta", JSON),                                  # the probe's meta record
     Column("recorded_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("run_id", "environment", name="uq_fingerprints_run_env"),
 )
@@ -71,8 +70,8 @@ measurements = Table(
     Column("attempt", Integer, nullable=False),
     Column("order_index", Integer, nullable=False),       # position in the shuffled plan
     Column("status", String(20), nullable=False),
-    Column("command", Json, nullable=False),               # exact probe argv
-    Column("load_commands", Json, nullable=False),
+    Column("command", JSON, nullable=False),               # exact probe argv
+    Column("load_commands", JSON, nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
     Column("returncode", Integer),
@@ -94,7 +93,7 @@ records = Table(
            nullable=False),
     Column("seq", Integer, nullable=False),
     Column("type", String(20), nullable=False),
-    Column("data", Json, nullable=False),
+    Column("data", JSON, nullable=False),
     Column("received_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "seq", name="uq_records_seq"),
 )
@@ -110,21 +109,22 @@ load_records = Table(
     Column("load", String(200), nullable=False),
     Column("seq", Integer, nullable=False),
     Column("type", String(20), nullable=False),
-    Column("data", Json, nullable=False),
+    Column("data", JSON, nullable=False),
     Column("received_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "load", "seq", name="uq_load_records_seq"),
 )
 
 # The CPU time counters of /proc/stat in an environment right before (`phase` = "before") and
-# right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}.
+# right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}; beside them
+# the processes seen then ("processes_before", "processes_after") and the load average ("loadavg_after").
 cpu_samples = Table(
     "cpu_samples", metadata,
     Column("id", Integer, primary_key=True),
     Column("measurement_id", Integer, ForeignKey("measurements.id", ondelete="CASCADE"),
            nullable=False),
     Column("environment", String(200), nullable=False),
-    Column("phase", String(10), nullable=False),
-    Column("data", Json, nullable=False),
+    Column("phase", String(40), nullable=False),
+    Column("data", JSON, nullable=False),
     Column("taken_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "environment", "phase", name="uq_cpu_samples_phase"),
 )
