@@ -465,9 +465,19 @@ class _Validator:
         for name, table in tables.items():
             cls = BENCHMARKS.get(table["kind"]) if isinstance(table.get("kind"), str) else None
             peer = table.get("peer")
-            if cls is not None and "peer" in cls.Params.model_fields and isinstance(peer, str) and peer not in envs:
+            if cls is None or "peer" not in cls.Params.model_fields or not isinstance(peer, str):
+                continue
+            if peer not in envs:
                 self.add(("benchmarks", name, "peer"), _undefined("environment", peer, envs)
                          + "; name the environment the round trips' server runs in")
+            elif envs[peer] is not None:
+                # Every environment measures it, each a client of the server in `peer`: what `run`
+                # would refuse before its first measurement, refused here.
+                for target in envs.values():
+                    problem = target and target.round_trip_problem(envs[peer])
+                    if problem:
+                        self.add(("benchmarks", name, "peer"), problem)
+                        break
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""

@@ -194,3 +194,15 @@ def test_bad_peer_or_transport_is_a_campaign_error(tmp_path, probe, keys, expect
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2, r.stderr
     assert expected in r.stderr.splitlines(), r.stderr
+
+
+def test_validate_refuses_a_peer_that_run_could_not_reach(tmp_path, probe):
+    """What `run` refuses before its first measurement (a qemu guest cannot reach a server on this
+    machine), `validate` refuses too, in the same words."""
+    (tmp_path / "vmlinuz").write_bytes(b"\0" * 64)
+    (tmp_path / "c.toml").write_text(BASE + 'peer = "native"\n[environments.guest]\ntarget = "qemu"\n'
+                                     'arch = "x86_64"\nkernel = "vmlinuz"\n')
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
+    assert r.returncode == 2, r.stderr
+    assert ("benchmarks.rtt.peer: environment native cannot be reached for round trips from guest (a qemu target "
+            "cannot reach a local one)") in r.stderr, r.stderr

@@ -140,14 +140,24 @@ class Target(ABC):
         This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""
         self.run(["rm", "-rf", "--", path], lambda line: None)
 
+    #: the target kinds this kind can reach for round trips (the `ipc` benchmark's `peer`)
+    reaches: tuple[str, ...] = ()
+
+    def round_trip_problem(self, peer: "Target") -> str | None:
+        """Why this environment cannot reach a server in environment `peer`, as known from the two
+        kinds alone (`validate` asks before anything is connected), or None."""
+        if peer is self or peer.kind in self.reaches:
+            return None
+        return (f"environment {peer.name} cannot be reached for round trips from {self.name} "
+                f"(a {self.kind} target cannot reach a {peer.kind} one); measure round trips "
+                "between local and ssh environments, or drop `peer` from the ipc benchmark")
+
     def round_trip_address(self, peer: "Target") -> str:
         """The numeric IP address at which this environment reaches a server that listens on every
         address in environment `peer` (`peer` may be this target: then its loopback). For the `ipc`
         benchmark's `peer`; the probe cannot resolve names (a static binary has no NSS).
         Raises TargetError when the two cannot be joined."""
-        raise TargetError(f"environment {peer.name} cannot be reached for round trips from {self.name} "
-                          f"(a {self.kind} target cannot reach a {peer.kind} one); measure round trips "
-                          "between local and ssh environments, or drop `peer` from the ipc benchmark.")
+        raise TargetError(f"{self.round_trip_problem(peer) or 'no way to join them is known'}.")
 
     def check_program(self, program: str) -> str | None:
         """At validation time: why `program` cannot run on this target, or None.

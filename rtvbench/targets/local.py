@@ -194,6 +194,8 @@ class LocalTarget(Target):
     def describe(self) -> dict[str, Any]:
         return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}
 
+    reaches = ("local", "ssh")
+
     def round_trip_address(self, peer: Target) -> str:
         if peer.kind == "local":
             return "127.0.0.1"          # every local environment is this machine

@@ -568,6 +568,8 @@ class SshTarget(Target):
                               f"address ({e.strerror}); check its name or HostName in the ssh config.") from None
         return found[0][4][0]
 
+    reaches = ("local", "ssh")
+
     def round_trip_address(self, peer: Target) -> str:
         if peer is self:
             return "127.0.0.1"
