@@ -290,6 +290,10 @@ class Runner:
         except (TargetError, ValueError):
             return
         m.add_cpu_sample(environment, phase, counters)
+        # What its guests cost this machine (qemu environments): CPU time of QEMU's threads, memory.
+        usage = target.host_usage()
+        if usage:
+            m.add_cpu_sample(environment, f"host_{phase}", usage)
         # Which processes took the time, where the target lists them (this machine, ssh boards).
         processes = target.process_ticks()
         if processes:

@@ -17,6 +17,7 @@ from typing import Any
 from rtvbench.analysis.conditions import measurement_conditions
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.host_usage import measurement_host_usage
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
 from rtvbench.report.environments import diff, preflight
 from rtvbench.report.section import section_for
@@ -56,6 +57,10 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
              "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
              "cpu_usage": [_usage(u) for u in measurement_usage(m)],
+             # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
+             "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
+                             "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
+                             "pss_mib": _num(u.pss_mib)} for u in measurement_host_usage(m)],
              "conditions": _conditions(data, m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).

@@ -135,6 +135,12 @@ class Target(ABC):
         processes took, not which ones, and cannot judge them under a load."""
         return None
 
+    def host_usage(self) -> dict[str, Any] | None:
+        """What the environment costs the machine rtvbench runs on (the guests it boots: CPU time of
+        their vCPU threads and of the rest of QEMU, memory), or None where that machine does not run
+        it (a board, this machine itself)."""
+        return None
+
     def remove_dir(self, path: str) -> None:
         """Remove a directory tree on the target (what a killed load generator left behind).
         This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""

@@ -34,6 +34,7 @@ from rtvbench.targets.base import TARGETS, Background, Completed, Target
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
+from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
 from rtvbench.targets.qemu.kvm import kvm_problem
 
 PROBE_PATH = "/init"                # where the probe is inside the guest
@@ -488,6 +489,9 @@ class QemuTarget(_GuestTarget):
                 "guest_boottime_ns": g.boottime_ns if g else None,
                 "probe_version": g.version if g else None,
                 "qemu": facts.get("qemu")}
+
+    def host_usage(self) -> dict[str, Any] | None:
+        return sample_host_usage(self._guests or [])
 
     def pause(self) -> None:
         for g in self._guests or []:

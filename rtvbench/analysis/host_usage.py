@@ -1,0 +1,74 @@
+"""What the guests of a qemu environment cost the host during each measurement: the CPU share of
+their vCPU threads and of QEMU's other threads (percent of one host CPU), and QEMU's memory.
+
+From the two samples the runner stores with a measurement of a qemu environment, right before and
+right after the probe ran (cpu_stat phases `host_before` and `host_after`; see
+rtvbench.targets.qemu.host_usage). The tick resolution is the host's USER_HZ (usually 100/s): one
+tick is 1 % of one CPU over a one-second measurement. Memory is the after-sample's (QEMU's RSS and
+PSS grow as the guest touches its RAM and seldom shrink).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.results import Measurement
+
+
+@dataclass
+class GuestUsage:
+    guest: int                      # 1 = the measured guest, 2.. its neighbours
+    vcpu_percent: float             # of one host CPU, all its vCPU threads together
+    other_percent: float            # QEMU's other threads
+    rss_mib: float | None
+    pss_mib: float | None
+
+    @property
+    def total_percent(self) -> float:
+        return self.vcpu_percent + self.other_percent
+
+
+def _share(before: dict, after: dict, part: str, seconds: float, hz: float) -> float:
+    ticks = sum(after[part][k] - before[part][k] for k in ("user", "system"))
+    return 100.0 * ticks / hz / seconds
+
+
+def measurement_host_usage(m: Measurement) -> list[GuestUsage]:
+    """Per guest that ran through the whole measurement (same QEMU process in both samples)."""
+    before, after = (m.cpu_stat or {}).get("host_before"), (m.cpu_stat or {}).get("host_after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return []
+    seconds, hz = after.get("t", 0) - before.get("t", 0), after.get("clock_ticks") or 100
+    if seconds <= 0:
+        return []
+    first = {g["guest"]: g for g in before.get("guests", [])}
+    out = []
+    try:
+        for g in after.get("guests", []):
+            b = first.get(g["guest"])
+            if b is None or b.get("pid") != g.get("pid"):
+                continue        # booted (again) during the measurement: no interval to divide
+            out.append(GuestUsage(g["guest"], _share(b, g, "vcpu", seconds, hz), _share(b, g, "other", seconds, hz),
+                                  g["rss_kib"] / 1024 if "rss_kib" in g else None,
+                                  g["pss_kib"] / 1024 if "pss_kib" in g else None))
+    except (KeyError, TypeError):
+        return []
+    return sorted(out, key=lambda u: u.guest)
+
+
+def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[GuestUsage]:
+    """Per guest, the median over the cell's completed repetitions of each figure."""
+    per_guest: dict[int, list[GuestUsage]] = {}
+    for m in data.measurements(env, load, bench, COMPLETE):
+        for u in measurement_host_usage(m):
+            per_guest.setdefault(u.guest, []).append(u)
+
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    return [GuestUsage(g, med([u.vcpu_percent for u in us]), med([u.other_percent for u in us]),
+                       med([u.rss_mib for u in us]), med([u.pss_mib for u in us]))
+            for g, us in sorted(per_guest.items())]
