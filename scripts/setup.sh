@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # Peer tools (rt-tests, stress-ng, sysbench) are measured against; qemu-user
 # runs the cross-built probes; qemu-system boots the guests of qemu environments;
 # openssh-client is the ssh target (the tests start their own sshd, and run the
-# remote wrapper under busybox sh as on a board); chromium
+# remote wrapper under busybox sh as on a board; the labgrid tests start labgrid's
+# coordinator and exporter, which the test extra installs); chromium
 # renders reports in the tests.
 PACKAGES=(
   build-essential python3 python3-venv time

@@ -1,0 +1,317 @@
+"""The `labgrid` target: a board of a labgrid lab, reached as its place says (docs/targets/labgrid.md).
+
+rtvbench acts as a labgrid client (the `labgrid` package, an optional extra): it acquires the
+place at the coordinator, switches the board on through the place's power resource, and reaches
+it over ssh at the address and user of the place's NetworkService, with the ssh target's own
+machinery (connection sharing, the remote wrapper, probe deployment). A board that stops
+answering is power-cycled and reached again; the place is released when the run ends, however
+it ends.
+
+labgrid is imported only when a labgrid environment is used, so that campaigns without one
+never need it installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import io
+import os
+import sys
+import time
+import weakref
+from typing import Any, Callable, Optional
+
+from pydantic import field_validator
+
+from rtvbench.errors import TargetError
+from rtvbench.params import PositiveNumber
+from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.ssh import SshAccess, SshParams, SshTarget
+
+DEFAULT_COORDINATOR = "127.0.0.1:20408"     # labgrid's own default when LG_COORDINATOR is unset
+RETRY_S = 1.0                               # between attempts to reach a board that is booting
+
+# The drivers labgrid's own `labgrid-client power` uses for the power resources a place can hold.
+_POWER_DRIVERS = {
+    "NetworkPowerPort": "NetworkPowerDriver",
+    "NetworkUSBPowerPort": "USBPowerDriver",
+    "NetworkSiSPMPowerPort": "SiSPMPowerDriver",
+    "PDUDaemonPort": "PDUDaemonDriver",
+    "TasmotaPowerPort": "TasmotaPowerDriver",
+    "NetworkYKUSHPowerPort": "YKUSHPowerDriver",
+}
+
+
+def _name(v: str) -> str:
+    if not v or v != v.strip() or any(c.isspace() for c in v):
+        raise ValueError("must be a name as labgrid spells it, without spaces")
+    return v
+
+
+class LabgridParams(SshAccess):
+    """The place and its power; ssh_config, options and workdir as for the ssh target."""
+
+    place: str
+    coordinator: Optional[str] = None           # default: $LG_COORDINATOR, else labgrid's default
+    ssh_resource: Optional[str] = None          # which NetworkService, when the place has several
+    power_resource: Optional[str] = None        # which power resource, when the place has several
+    power_on: bool = True
+    power_cycle: bool = True
+    power_off_at_end: bool = False
+    power_off_s: PositiveNumber = 2.0           # off time of a power cycle
+    boot_timeout_s: PositiveNumber = 120.0
+
+    @field_validator("place", "ssh_resource", "power_resource")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        return _name(v)
+
+    @field_validator("coordinator")
+    @classmethod
+    def _coordinator(cls, v: str) -> str:
+        host, _, port = v.rpartition(":") if ":" in v else (v, "", "")
+        if not host or any(c.isspace() for c in v) or (port and not (port.isdigit() and 1 <= int(port) <= 65535)):
+            raise ValueError('must be HOST or HOST:PORT of the labgrid coordinator, e.g. "lab:20408"')
+        return v
+
+
+_held: "weakref.WeakSet[LabgridTarget]" = weakref.WeakSet()
+
+
+@atexit.register
+def _release_all() -> None:
+    # A path out of rtvbench that skips the runner's teardown must not leave a place taken.
+    for target in list(_held):
+        target.close()
+
+
+def _quietly(call: Callable[[], Any]) -> Any:
+    """labgrid's client prints what it did on stdout ("acquired place ..."), where rtvbench's own
+    results go: kept out of it."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return call()
+
+
+@TARGETS.register("labgrid")
+class LabgridTarget(Target):
+    kind = "labgrid"
+    Params = LabgridParams
+
+    def __init__(self, name: str, params: LabgridParams) -> None:
+        super().__init__(name, params)
+        self.coordinator = params.coordinator or os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
+        self._session = None            # labgrid ClientSession with the coordinator
+        self._acquired = False
+        self._lg_target = None          # labgrid Target holding the place's resources
+        self._power = None              # labgrid power driver, when the place has a power resource
+        self._board: SshTarget | None = None
+        self._service: dict[str, Any] = {}
+
+    def _where(self) -> str:
+        return f"labgrid place {self.params.place} (environment {self.name}, coordinator {self.coordinator})"
+
+    # -- the place ------------------------------------------------------------
+
+    def _acquire(self) -> None:
+        try:
+            from labgrid.remote.client import Error as LabgridError, start_session
+        except ImportError:
+            raise TargetError(f"environment {self.name} is a labgrid place but the labgrid client "
+                              "library is not installed: install it with `pip install 'rtvbench[labgrid]'`.") from None
+        place = self.params.place
+        args = argparse.Namespace(place=place, allow_unmatched=False, kick=False)
+        try:
+            self._session = start_session(self.coordinator, extra={"args": args})
+        except (LabgridError, OSError) as e:
+            raise TargetError(f"cannot reach the labgrid coordinator at {self.coordinator} for environment "
+                              f"{self.name} ({e}); start it, or set `coordinator` (or LG_COORDINATOR) "
+                              "to its HOST:PORT.") from None
+        _held.add(self)
+        session = self._session
+        if place not in session.places:
+            known = ", ".join(sorted(session.places)) or "none"
+            raise TargetError(f"labgrid place {place} does not exist at the coordinator {self.coordinator} "
+                              f"(places there: {known}); create it with `labgrid-client -p {place} create` "
+                              "and add its resources with `add-match`, or fix `place` in environment "
+                              f"{self.name}.")
+        holder = session.places[place].acquired
+        if holder and holder == f"{session.gethostname()}/{session.getuser()}":
+            raise TargetError(f"labgrid place {place} is already acquired by you ({holder}), by another "
+                              "rtvbench run or by hand: release it with "
+                              f"`labgrid-client -x {self.coordinator} -p {place} release` once nothing "
+                              "uses it, then run again.")
+        if holder:
+            raise TargetError(f"labgrid place {place} is acquired by {holder}: wait until they release it "
+                              f"(`labgrid-client -p {place} who` shows who holds it), or measure another "
+                              f"place in environment {self.name}.")
+        try:
+            _quietly(lambda: session.loop.run_until_complete(session.acquire()))
+        except LabgridError as e:
+            raise TargetError(f"cannot acquire {self._where()}: {str(e).removeprefix('Error: ')}; check "
+                              f"it with `labgrid-client -p {place} show`.") from None
+        self._acquired = True
+        self._lg_target = self._place_target()
+
+    def _place_target(self):
+        """A labgrid Target with the place's resources, as labgrid's own client builds one."""
+        import labgrid
+        from labgrid.resource.remote import RemotePlace, RemotePlaceManager
+        manager = RemotePlaceManager.get()
+        manager.session, manager.loop = self._session, self._session.loop
+        target = labgrid.Target(self.params.place)
+        RemotePlace(target, name=self.params.place)
+        return target
+
+    def _resource(self, classes: tuple[str, ...], name: str | None, what: str, key: str):
+        found = [r for r in self._lg_target.resources if type(r).__name__ in classes]
+        if name is not None:
+            picked = [r for r in found if r.name == name]
+            if not picked:
+                have = ", ".join(r.name for r in found) or "none"
+                raise TargetError(f"{self._where()} has no {what} named {name} (it has: {have}); fix "
+                                  f"`{key}`.")
+            return picked[0]
+        if len(found) > 1:
+            raise TargetError(f"{self._where()} has {len(found)} {what}s ({', '.join(r.name for r in found)}); "
+                              f"name the one to use with `{key}`.")
+        return found[0] if found else None
+
+    def _connect_board(self) -> None:
+        service = self._resource(("NetworkService",), self.params.ssh_resource, "NetworkService resource",
+                                 "ssh_resource")
+        if service is None:
+            raise TargetError(f"{self._where()} has no NetworkService resource to reach its board over "
+                              "ssh: export one (address, username, port) from the board's exporter and "
+                              "add it to the place with `add-match`.")
+        options = list(self.params.options)
+        extra = getattr(service, "extra", None) or {}
+        proxy = os.environ.get("LG_PROXY") or (extra.get("proxy") if extra.get("proxy_required") else None)
+        if proxy:
+            # The board is only reachable from its exporter's host, as labgrid's own ssh goes.
+            options.append(f"ProxyJump={proxy}")
+        host = f"{service.username}@{service.address}" if service.username else service.address
+        self._service = {"address": service.address, "username": service.username, "port": service.port}
+        keys = {"host": host, "port": service.port, "ssh_config": self.params.ssh_config,
+                "options": options, "workdir": self.params.workdir}
+        self._board = SshTarget(self.name, SshParams(**{k: v for k, v in keys.items() if v is not None}))
+
+    def _power_driver(self):
+        port = self._resource(tuple(_POWER_DRIVERS), self.params.power_resource, "power resource",
+                              "power_resource")
+        if port is None:
+            return None
+        import labgrid.driver
+        if self.params.power_resource is not None:
+            self._lg_target.set_binding_map({"port": port.name})
+        driver = getattr(labgrid.driver, _POWER_DRIVERS[type(port).__name__])(self._lg_target, name=None)
+        if hasattr(driver, "delay"):
+            driver.delay = self.params.power_off_s
+        self._lg_target.activate(driver)
+        return driver
+
+    def _switch(self, action: str) -> None:
+        try:
+            getattr(self._power, action)()
+        except Exception as e:  # noqa: BLE001 - any backend's failure (HTTP, USB, PDU) is the same to the user
+            raise TargetError(f"powering {self._where()} {action} failed: {e}; check its power resource "
+                              f"with `labgrid-client -p {self.params.place} power get`.") from None
+
+    # -- reaching the board ------------------------------------------------------
+
+    def _reach(self, deadline: float | None) -> str:
+        """Deploy the probe, retrying until `deadline` (a board still booting refuses connections)."""
+        while True:
+            try:
+                return self._board.deploy_probe()
+            except TargetError as e:
+                if deadline is None or time.monotonic() >= deadline:
+                    after = f" within boot_timeout_s ({self.params.boot_timeout_s:g} s) of switching it on" \
+                        if deadline is not None else ""
+                    raise TargetError(f"the board of {self._where()} did not answer{after}: {e}") from None
+            time.sleep(RETRY_S)
+
+    def deploy_probe(self) -> str:
+        if not self._acquired:
+            self._acquire()
+            self._connect_board()
+            self._power = self._power_driver()
+            deadline = None
+            if self._power is not None and self.params.power_on:
+                self._switch("on")
+                deadline = time.monotonic() + self.params.boot_timeout_s
+            return self._reach(deadline)
+        # Again after the board went away (TargetLost): reach it as it is, else power-cycle it.
+        try:
+            return self._board.deploy_probe()
+        except TargetError as e:
+            if self._power is None or not self.params.power_cycle:
+                raise
+            print(f"rtvbench: the board of {self._where()} does not answer ({e}); power-cycling it.",
+                  file=sys.stderr, flush=True)
+        self._board.close()             # its master connection went with the board
+        self._switch("cycle")
+        return self._reach(time.monotonic() + self.params.boot_timeout_s)
+
+    # -- the Target interface: commands go to the board over ssh -------------------
+
+    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+        return self._board.run(argv, on_line)
+
+    def start_background(self, argv: list[str],
+                         on_line: Callable[[str], None] | None = None) -> Background:
+        return self._board.start_background(argv, on_line)
+
+    def read_file(self, path: str) -> str:
+        return self._board.read_file(path)
+
+    def process_ticks(self) -> dict[str, list] | None:
+        return self._board.process_ticks()
+
+    def remove_dir(self, path: str) -> None:
+        self._board.remove_dir(path)
+
+    def round_trip_address(self, peer: Target) -> str:
+        if peer is self:
+            return "127.0.0.1"
+        return self._board.round_trip_address(peer)
+
+    def describe(self) -> dict[str, Any]:
+        facts = self._board.describe()
+        return {"target": "labgrid", "place": self.params.place, "coordinator": self.coordinator,
+                "connection": "ssh", **{k: facts[k] for k in ("host", "arch", "hostname")},
+                "ssh_port": self._service.get("port"), "power": self._power is not None}
+
+    def close(self) -> None:
+        if self._board is not None:
+            self._board.close()
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            if self._power is not None and self.params.power_off_at_end:
+                try:
+                    self._switch("off")
+                except TargetError as e:
+                    print(f"rtvbench: {e}", file=sys.stderr, flush=True)
+            if self._acquired:
+                self._release(session)
+        finally:
+            self._acquired = False
+            self._power = self._lg_target = None
+            with contextlib.suppress(Exception):
+                session.loop.run_until_complete(session.stop())
+                session.loop.run_until_complete(session.close())
+            _held.discard(self)
+
+    def _release(self, session) -> None:
+        from labgrid.remote.client import Error as LabgridError
+        try:
+            _quietly(lambda: session.loop.run_until_complete(session.release()))
+        except (LabgridError, OSError, RuntimeError) as e:
+            # Said, not raised: the run's own outcome matters more, but a place left taken blocks
+            # everyone else in the lab.
+            print(f"rtvbench: releasing labgrid place {self.params.place} failed ({e}); release it with "
+                  f"`labgrid-client -x {self.coordinator} -p {self.params.place} release`.",
+                  file=sys.stderr, flush=True)
