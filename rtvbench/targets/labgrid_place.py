@@ -2,10 +2,11 @@
 
 rtvbench acts as a labgrid client (the `labgrid` package, an optional extra): it acquires the
 place at the coordinator, switches the board on through the place's power resource, and reaches
-it over ssh at the address and user of the place's NetworkService, with the ssh target's own
-machinery (connection sharing, the remote wrapper, probe deployment). A board that stops
-answering is power-cycled and reached again; the place is released when the run ends, however
-it ends.
+it either over ssh at the address and user of the place's NetworkService, with the ssh target's
+own machinery (connection sharing, the remote wrapper, probe deployment), or over the place's
+serial port, where the probe's agent serves the protocol qemu guests serve (serial_line.py). A
+board that stops answering is power-cycled and reached again; the place is released when the
+run ends, however it ends.
 
 labgrid is imported only when a labgrid environment is used, so that campaigns without one
 never need it installed.
@@ -21,13 +22,14 @@ import os
 import sys
 import time
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from rtvbench.errors import TargetError
 from rtvbench.params import PositiveNumber
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.serial_line import SerialBoardTarget, SerialLine, program_problem
 from rtvbench.targets.ssh import SshAccess, SshParams, SshTarget
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"     # labgrid's own default when LG_COORDINATOR is unset
@@ -55,7 +57,10 @@ class LabgridParams(SshAccess):
 
     place: str
     coordinator: Optional[str] = None           # default: $LG_COORDINATOR, else labgrid's default
+    connection: Literal["ssh", "serial"] = "ssh"
     ssh_resource: Optional[str] = None          # which NetworkService, when the place has several
+    serial_resource: Optional[str] = None       # which serial port, when the place has several
+    hang_timeout_s: PositiveNumber = 10.0       # serial: no heartbeat for this long = a lost board
     power_resource: Optional[str] = None        # which power resource, when the place has several
     power_on: bool = True
     power_cycle: bool = True
@@ -63,7 +68,7 @@ class LabgridParams(SshAccess):
     power_off_s: PositiveNumber = 2.0           # off time of a power cycle
     boot_timeout_s: PositiveNumber = 120.0
 
-    @field_validator("place", "ssh_resource", "power_resource")
+    @field_validator("place", "ssh_resource", "serial_resource", "power_resource")
     @classmethod
     def _names(cls, v: str) -> str:
         return _name(v)
@@ -75,6 +80,16 @@ class LabgridParams(SshAccess):
         if not host or any(c.isspace() for c in v) or (port and not (port.isdigit() and 1 <= int(port) <= 65535)):
             raise ValueError('must be HOST or HOST:PORT of the labgrid coordinator, e.g. "lab:20408"')
         return v
+
+    @model_validator(mode="after")
+    def _keys_of_the_connection(self):
+        ssh_only = [k for k in ("ssh_resource", "ssh_config", "options", "workdir") if k in self.model_fields_set]
+        serial_only = [k for k in ("serial_resource", "hang_timeout_s") if k in self.model_fields_set]
+        wrong = ssh_only if self.connection == "serial" else serial_only
+        if wrong:
+            raise ValueError(f'{", ".join(wrong)} {"does" if len(wrong) == 1 else "do"} not apply to '
+                             f'connection = "{self.connection}": remove {"it" if len(wrong) == 1 else "them"}')
+        return self
 
 
 _held: "weakref.WeakSet[LabgridTarget]" = weakref.WeakSet()
@@ -106,8 +121,8 @@ class LabgridTarget(Target):
         self._acquired = False
         self._lg_target = None          # labgrid Target holding the place's resources
         self._power = None              # labgrid power driver, when the place has a power resource
-        self._board: SshTarget | None = None
-        self._service: dict[str, Any] = {}
+        self._board: SshTarget | SerialBoardTarget | None = None
+        self._facts: dict[str, Any] = {}       # how the board is reached, for describe()
 
     def _where(self) -> str:
         return f"labgrid place {self.params.place} (environment {self.name}, coordinator {self.coordinator})"
@@ -164,7 +179,10 @@ class LabgridTarget(Target):
         RemotePlace(target, name=self.params.place)
         return target
 
-    def _resource(self, classes: tuple[str, ...], name: str | None, what: str, key: str):
+    def _resource(self, classes: tuple[str, ...], name: str | None, what: str, key: str,
+                  missing: str | None = None):
+        """The place's resource of one of `classes` (the one named `name`); None when it has none,
+        unless `missing` says what to do then."""
         found = [r for r in self._lg_target.resources if type(r).__name__ in classes]
         if name is not None:
             picked = [r for r in found if r.name == name]
@@ -176,15 +194,21 @@ class LabgridTarget(Target):
         if len(found) > 1:
             raise TargetError(f"{self._where()} has {len(found)} {what}s ({', '.join(r.name for r in found)}); "
                               f"name the one to use with `{key}`.")
+        if not found and missing:
+            raise TargetError(f"{self._where()} has no {what}: {missing}")
         return found[0] if found else None
 
     def _connect_board(self) -> None:
+        if self.params.connection == "serial":
+            self._connect_serial()
+        else:
+            self._connect_ssh()
+
+    def _connect_ssh(self) -> None:
         service = self._resource(("NetworkService",), self.params.ssh_resource, "NetworkService resource",
-                                 "ssh_resource")
-        if service is None:
-            raise TargetError(f"{self._where()} has no NetworkService resource to reach its board over "
-                              "ssh: export one (address, username, port) from the board's exporter and "
-                              "add it to the place with `add-match`.")
+                                 "ssh_resource", missing="export one (address, username, port) from the "
+                                 "board's exporter to reach it over ssh and add it to the place with "
+                                 "`add-match`, or set connection = \"serial\".")
         options = list(self.params.options)
         extra = getattr(service, "extra", None) or {}
         proxy = os.environ.get("LG_PROXY") or (extra.get("proxy") if extra.get("proxy_required") else None)
@@ -192,10 +216,31 @@ class LabgridTarget(Target):
             # The board is only reachable from its exporter's host, as labgrid's own ssh goes.
             options.append(f"ProxyJump={proxy}")
         host = f"{service.username}@{service.address}" if service.username else service.address
-        self._service = {"address": service.address, "username": service.username, "port": service.port}
+        self._facts = {"host": host, "port": service.port}
         keys = {"host": host, "port": service.port, "ssh_config": self.params.ssh_config,
                 "options": options, "workdir": self.params.workdir}
         self._board = SshTarget(self.name, SshParams(**{k: v for k, v in keys.items() if v is not None}))
+
+    def _connect_serial(self) -> None:
+        port = self._resource(("NetworkSerialPort",), self.params.serial_resource, "serial port",
+                              "serial_resource", missing="export the board's line (USBSerialPort or "
+                              "RawSerialPort, published through ser2net) and add it to the place with "
+                              "`add-match`, or set connection = \"ssh\".")
+        from labgrid.driver import SerialDriver
+        if self.params.serial_resource is not None:
+            self._lg_target.set_binding_map({"port": port.name})
+        driver = SerialDriver(self._lg_target, name=None)
+        self._facts = {"serial": f"{port.host}:{port.port}", "protocol": port.protocol, "speed": port.speed}
+
+        def open_port():
+            self._lg_target.activate(driver)
+            return driver.serial
+
+        def close_port():
+            self._lg_target.deactivate(driver)
+
+        line = SerialLine(f"the board of {self._where()}", open_port, close_port, self.params.hang_timeout_s)
+        self._board = SerialBoardTarget(self.name, line)
 
     def _power_driver(self):
         port = self._resource(tuple(_POWER_DRIVERS), self.params.power_resource, "power resource",
@@ -277,11 +322,13 @@ class LabgridTarget(Target):
             return "127.0.0.1"
         return self._board.round_trip_address(peer)
 
+    def check_program(self, program: str) -> str | None:
+        return program_problem(program) if self.params.connection == "serial" else None
+
     def describe(self) -> dict[str, Any]:
-        facts = self._board.describe()
-        return {"target": "labgrid", "place": self.params.place, "coordinator": self.coordinator,
-                "connection": "ssh", **{k: facts[k] for k in ("host", "arch", "hostname")},
-                "ssh_port": self._service.get("port"), "power": self._power is not None}
+        return {**self._board.describe(), **self._facts, "target": "labgrid", "place": self.params.place,
+                "coordinator": self.coordinator, "connection": self.params.connection,
+                "power": self._power is not None}
 
     def close(self) -> None:
         if self._board is not None:

@@ -58,6 +58,17 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def command_lines(pids) -> list[str]:
+    """The command lines of the processes that still run, arguments joined by spaces."""
+    found = []
+    for pid in pids:
+        try:
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return found
+
+
 def available() -> str | None:
     """Why the server cannot run here, or None."""
     if not os.path.exists(SSHD):
@@ -146,14 +157,7 @@ class Sshd:
 
     def probe_commands(self) -> list[str]:
         """The command lines of the rtvb-probe processes the sessions run."""
-        found = []
-        for pid, name in self.session_commands().items():
-            if name == "rtvb-probe":
-                try:
-                    found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-                except OSError:
-                    pass
-        return found
+        return command_lines(pid for pid, name in self.session_commands().items() if name == "rtvb-probe")
 
     def drop_connections(self) -> int:
         """Kill every connection's server side, as a crashed or rebooted host would; how many."""
