@@ -14,7 +14,7 @@ import time
 import pytest
 
 from helpers.labgrid_lab import Lab, PowerSwitch, SerialBoard, power_port
-from helpers.sshd import Sshd
+from helpers.sshd import Sshd, _free_port
 from host_helpers import cli_env, processes_with, run_cli, start_cli, wait_for, wakeup_campaign
 from rtvbench.store import load_run, open_store
 
@@ -108,7 +108,7 @@ def run_hanging_midway(lab: Lab, place: str, cwd, env: dict, probe_commands, han
     assert r.returncode == 0, r.stderr + lab.logs()
     assert hung, "the latency probe was never seen running on the board"
     assert "Run 1 of lab finished: 1 of 1 measurements ok." in r.stdout
-    assert "power-cycling it" in r.stderr
+    assert f"power-cycling labgrid place {place}." in r.stderr
     return r, holders, took
 
 
@@ -171,7 +171,7 @@ def test_the_place_is_released_when_the_run_is_stopped(lab, place, tmp_path, pro
         assert m.status == "interrupted"
 
 
-def test_a_place_taken_by_someone_else_or_missing_is_one_clear_sentence(lab, place, tmp_path, probe):
+def test_a_place_taken_by_someone_else_or_missing_or_no_coordinator_is_one_clear_sentence(lab, place, tmp_path, probe):
     lab.client("-p", place, "acquire", user="alice")
     try:
         (tmp_path / "c.toml").write_text(campaign(place, lab, 1, 1, f'coordinator = "{lab.address}"\n'))
@@ -190,6 +190,14 @@ def test_a_place_taken_by_someone_else_or_missing_is_one_clear_sentence(lab, pla
     assert (f"labgrid place no-such-place does not exist at the coordinator {lab.address} "
             in r.stderr), r.stderr
     assert "labgrid-client -p no-such-place create" in r.stderr
+
+    nobody = f"127.0.0.1:{_free_port()}"
+    (tmp_path / "c.toml").write_text(campaign(place, lab, 1, 1, f'coordinator = "{nobody}"\n'))
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=60)
+    assert r.returncode == 3, r.stderr
+    [line] = r.stderr.splitlines()         # labgrid's own log line is folded into it
+    assert line.startswith(f"rtvbench: cannot reach the labgrid coordinator at {nobody} for environment board ("), line
+    assert "Connection refused" in line and "set `coordinator` (or LG_COORDINATOR)" in line, line
 
 
 def test_a_board_reached_over_its_serial_line_is_measured_and_power_cycled(lab, serial_place, tmp_path, probe):

@@ -18,6 +18,7 @@ import argparse
 import atexit
 import contextlib
 import io
+import logging
 import os
 import sys
 import time
@@ -109,6 +110,21 @@ def _quietly(call: Callable[[], Any]) -> Any:
         return call()
 
 
+@contextlib.contextmanager
+def _labgrid_log():
+    """labgrid's client logs why it failed on the root logger, which prints it as it is when the
+    application has no handler there: the lines are kept for rtvbench's own one-sentence error."""
+    lines: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: lines.append(record.getMessage())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        root.removeHandler(handler)
+
+
 @TARGETS.register("labgrid")
 class LabgridTarget(Target):
     kind = "labgrid"
@@ -137,12 +153,14 @@ class LabgridTarget(Target):
                               "library is not installed: install it with `pip install 'rtvbench[labgrid]'`.") from None
         place = self.params.place
         args = argparse.Namespace(place=place, allow_unmatched=False, kick=False)
-        try:
-            self._session = start_session(self.coordinator, extra={"args": args})
-        except (LabgridError, OSError) as e:
-            raise TargetError(f"cannot reach the labgrid coordinator at {self.coordinator} for environment "
-                              f"{self.name} ({e}); start it, or set `coordinator` (or LG_COORDINATOR) "
-                              "to its HOST:PORT.") from None
+        with _labgrid_log() as logged:
+            try:
+                self._session = start_session(self.coordinator, extra={"args": args})
+            except (LabgridError, OSError) as e:
+                why = logged[-1] if logged else str(e).removeprefix("Error: ")
+                raise TargetError(f"cannot reach the labgrid coordinator at {self.coordinator} for "
+                                  f"environment {self.name} ({why}); start it, or set `coordinator` (or "
+                                  "LG_COORDINATOR) to its HOST:PORT.") from None
         _held.add(self)
         session = self._session
         if place not in session.places:
@@ -239,10 +257,14 @@ class LabgridTarget(Target):
         def close_port():
             self._lg_target.deactivate(driver)
 
-        line = SerialLine(f"the board of {self._where()}", open_port, close_port, self.params.hang_timeout_s)
+        line = SerialLine(f"environment {self.name} (labgrid place {self.params.place})", open_port, close_port,
+                          self.params.hang_timeout_s)
         self._board = SerialBoardTarget(self.name, line)
 
     def _power_driver(self):
+        p = self.params
+        if not (p.power_on or p.power_cycle or p.power_off_at_end):
+            return None                 # the switch is left alone: no driver, nothing to fail
         port = self._resource(tuple(_POWER_DRIVERS), self.params.power_resource, "power resource",
                               "power_resource")
         if port is None:
@@ -250,10 +272,15 @@ class LabgridTarget(Target):
         import labgrid.driver
         if self.params.power_resource is not None:
             self._lg_target.set_binding_map({"port": port.name})
-        driver = getattr(labgrid.driver, _POWER_DRIVERS[type(port).__name__])(self._lg_target, name=None)
-        if hasattr(driver, "delay"):
-            driver.delay = self.params.power_off_s
-        self._lg_target.activate(driver)
+        try:
+            driver = getattr(labgrid.driver, _POWER_DRIVERS[type(port).__name__])(self._lg_target, name=None)
+            if hasattr(driver, "delay"):
+                driver.delay = self.params.power_off_s
+            self._lg_target.activate(driver)
+        except Exception as e:  # noqa: BLE001 - whatever the driver of that switch raises
+            raise TargetError(f"labgrid cannot use the power resource {port.name} of {self._where()} ({e}); "
+                              f"check it with `labgrid-client -p {self.params.place} power get`, or set "
+                              "power_on = false and power_cycle = false to measure without it.") from None
         return driver
 
     def _switch(self, action: str) -> None:
@@ -278,8 +305,9 @@ class LabgridTarget(Target):
             time.sleep(RETRY_S)
 
     def deploy_probe(self) -> str:
-        if not self._acquired:
-            self._acquire()
+        if self._board is None:
+            if not self._acquired:
+                self._acquire()
             self._connect_board()
             self._power = self._power_driver()
             deadline = None
@@ -293,13 +321,13 @@ class LabgridTarget(Target):
         except TargetError as e:
             if self._power is None or not self.params.power_cycle:
                 raise
-            print(f"rtvbench: the board of {self._where()} does not answer ({e}); power-cycling it.",
-                  file=sys.stderr, flush=True)
+            print(f"rtvbench: environment {self.name} does not answer ({str(e).rstrip('.')}); "
+                  f"power-cycling labgrid place {self.params.place}.", file=sys.stderr, flush=True)
         self._board.close()             # its master connection went with the board
         self._switch("cycle")
         return self._reach(time.monotonic() + self.params.boot_timeout_s)
 
-    # -- the Target interface: commands go to the board over ssh -------------------
+    # -- the Target interface: commands go to the board (over ssh or its serial line) ---
 
     def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
         return self._board.run(argv, on_line)
