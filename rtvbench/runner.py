@@ -117,7 +117,10 @@ class Runner:
 
     def run(self, resume: bool = False) -> Outcome:
         try:
-            return self._run(resume)
+            # From the first connection on: a SIGTERM while a target is being reached (a board
+            # booting, a place acquired) still ends in the teardown below.
+            with _sigterm_as_interrupt():
+                return self._run(resume)
         finally:
             self.heartbeat.stop()
             # Connections closed, guests powered off, deployed probes removed, however the run ended.
@@ -155,18 +158,17 @@ class Runner:
         self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
                            f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
                            highlight=False)
-        with _sigterm_as_interrupt():
-            try:
-                self._measure_all(recorder, todo, attempts)
-                recorder.set_status("finished")
-            except KeyboardInterrupt:
-                outcome.interrupted = True
-                recorder.set_status("interrupted")
-            except TargetError:
-                # A target that cannot be brought back: what was measured stays, `--resume`
-                # continues once it is reachable again.
-                recorder.set_status("interrupted")
-                raise
+        try:
+            self._measure_all(recorder, todo, attempts)
+            recorder.set_status("finished")
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            recorder.set_status("interrupted")
+        except TargetError:
+            # A target that cannot be brought back: what was measured stays, `--resume`
+            # continues once it is reachable again.
+            recorder.set_status("interrupted")
+            raise
         return outcome
 
     def _resume(self) -> RunRecorder:

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # Peer tools (rt-tests, stress-ng, sysbench) are measured against; qemu-user
 # runs the cross-built probes; qemu-system boots the guests of qemu environments;
 # openssh-client is the ssh target (the tests start their own sshd, and run the
-# remote wrapper under busybox sh as on a board); chromium
+# remote wrapper under busybox sh as on a board; the labgrid tests start labgrid's
+# coordinator and exporter, which the test extra installs); chromium
 # renders reports in the tests and prints `report --format pdf`; poppler-utils'
 # pdftotext and pdfinfo read those PDFs back in the tests; postgresql is the
 # server the tests start a throwaway cluster of, to store into (the packaged

@@ -113,3 +113,21 @@ cpus = [0]
 window_s = 0.5
 thresholds_us = [100]
 '''
+
+
+def wakeup_campaign(name: str, environments: str, duration_s: float, reps: int) -> str:
+    """`environments` (TOML tables) measured by a short latency benchmark at 1 ms on CPU 0."""
+    return f'''
+name = "{name}"
+repetitions = {reps}
+seed = 3
+{environments}
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = {duration_s}
+policy = "other"
+cpus = [0]
+window_s = 0.25
+thresholds_us = [100]
+'''

@@ -76,11 +76,17 @@ CASES = [
     ("model-level rule, reported on the table", ("duration_s = 1\n", ""),
      "campaign.toml:12: benchmarks.wakeup: needs duration_s (seconds) or loops (activations per CPU) "
      "so that it ends"),
-    ("target of a later issue", ('target = "local"', 'target = "labgrid"'),
-     'campaign.toml:6: environments.native.target: target "labgrid" is not supported yet '
-     '(supported: "local", "qemu", "ssh")'),
+    ("labgrid place missing", ('target = "local"', 'target = "labgrid"'),
+     'campaign.toml:5: environments.native.place: is required'),
+    ("labgrid coordinator", ('target = "local"', 'target = "labgrid"\nplace = "rpi4"\ncoordinator = "lab:0"'),
+     'campaign.toml:8: environments.native.coordinator: must be HOST or HOST:PORT of the labgrid '
+     'coordinator, e.g. "lab:20408" (got "lab:0")'),
+    ("labgrid ssh option", ('target = "local"', 'target = "labgrid"\nplace = "rpi4"\noptions = ["BatchMode=no"]'),
+     'campaign.toml:8: environments.native.options: "BatchMode=no": rtvbench sets BatchMode itself '
+     '(connection sharing, never prompting); remove it (got ["BatchMode=no"])'),
     ("unknown target", ('target = "local"', 'target = "moon"'),
-     'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "local", "qemu", "ssh")'),
+     'campaign.toml:6: environments.native.target: unknown target "moon" (supported: "labgrid", "local", '
+     '"qemu", "ssh")'),
     ("unknown load kind", ("[loads.idle]", '[loads.idle]\nkind = "cpuu"'),
      'campaign.toml:9: loads.idle.kind: unknown load kind "cpuu" (supported: "cache", "combine", "command", '
      '"cpu", "fork", "idle", "io", "leak", "mem", "net", "timer")'),

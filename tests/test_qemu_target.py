@@ -29,7 +29,7 @@ from rtvbench.store import load_run, open_store
 from rtvbench.targets.qemu.channel import AgentChannel
 from rtvbench.targets.qemu.guest import GuestConfig, QemuGuest
 from rtvbench.targets.qemu.initramfs import build_initramfs, kernel_release, resolve_modules
-from rtvbench.targets.qemu.target import QemuTarget, _GuestTarget
+from rtvbench.targets.qemu.target import ChannelTarget, QemuTarget
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"          # `make kernels`
@@ -39,7 +39,7 @@ KERNELS = REPO / "kernels"          # `make kernels`
 # The protocol client against the real agent (no QEMU)
 
 
-class AgentTarget(_GuestTarget):
+class AgentTarget(ChannelTarget):
     """The guest-side commands of the qemu target, served by `rtvb-probe agent --fd` on the host."""
 
     def __init__(self, guest: QemuGuest) -> None:

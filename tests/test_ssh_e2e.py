@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.sshd import ALIAS, Sshd
-from host_helpers import cli_env, processes_with, run_cli
+from host_helpers import cli_env, processes_with, run_cli, wakeup_campaign
 from rtvbench.store import load_run, open_store
 
 REPS = 3
@@ -29,23 +29,6 @@ def sshd(tmp_path_factory):
     server.stop()
 
 
-def campaign(name: str, environments: str, duration_s: float, reps: int) -> str:
-    return f'''
-name = "{name}"
-repetitions = {reps}
-seed = 3
-{environments}
-[benchmarks.wakeup]
-kind = "latency"
-interval_us = 1000
-duration_s = {duration_s}
-policy = "other"
-cpus = [0]
-window_s = 0.25
-thresholds_us = [100]
-'''
-
-
 SSH_ENV = f'''
 [environments.board]
 target = "ssh"
@@ -56,7 +39,7 @@ ssh_config = "ssh_config"
 
 def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, probe):
     shutil.copy(sshd.config, tmp_path / "ssh_config")      # found beside the campaign file
-    (tmp_path / "c.toml").write_text(campaign("ssh-e2e", '[environments.native]\ntarget = "local"\n'
+    (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-e2e", '[environments.native]\ntarget = "local"\n'
                                               + SSH_ENV, 0.5, REPS))
     env = cli_env(probe)
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "report.json", cwd=tmp_path, env=env,
@@ -115,7 +98,8 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
     load of the campaign the load's processes are told from it: they descend from the wrapper shell
     rtvbench runs commands under."""
     shutil.copy(sshd.config, tmp_path / "ssh_config")
-    (tmp_path / "c.toml").write_text(campaign("ssh-busy", SSH_ENV + (HALF_LOAD if load != "idle" else ""), 0.5, 1)
+    (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-busy", SSH_ENV + (HALF_LOAD if load != "idle" else ""),
+                                                     0.5, 1)
                                      + "[[requirements]]\nmetric = \"wakeup.max_us\"\nmax = 10000000\n")
     spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
     try:
@@ -143,13 +127,13 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
 
 def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):
     shutil.copy(sshd.config, tmp_path / "ssh_config")
-    (tmp_path / "c.toml").write_text(campaign("ssh-drop", SSH_ENV, 2, 1))
+    (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-drop", SSH_ENV, 2, 1))
     dropped: list[float] = []
 
     def drop_during_the_first_measurement() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if any("latency" in cmd for cmd in _probe_commands(sshd)):
+            if any("latency" in cmd for cmd in sshd.probe_commands()):
                 time.sleep(0.5)             # a few windows into it
                 sshd.drop_connections()
                 dropped.append(time.monotonic())
@@ -174,13 +158,3 @@ def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_
     assert failed.target_log.startswith("ssh exited with status 255")
     assert processes_with(str(tmp_path / "ssh_config")) == []
 
-
-def _probe_commands(sshd: Sshd) -> list[str]:
-    found = []
-    for pid, name in sshd.session_commands().items():
-        if name == "rtvb-probe":
-            try:
-                found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                pass
-    return found

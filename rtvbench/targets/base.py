@@ -15,8 +15,7 @@ from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 
-# Target kinds planned but not implemented yet.
-TARGETS: Registry[type["Target"]] = Registry("target", planned=("labgrid",))
+TARGETS: Registry[type["Target"]] = Registry("target")
 
 
 @dataclass

@@ -54,27 +54,12 @@ _OPTION = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(\S.*)$", re.S)
 
 
 
-class SshParams(StrictModel):
-    host: str
-    port: Optional[int] = None
+class SshAccess(StrictModel):
+    """How ssh reaches a board beyond its address: the keys the ssh and labgrid targets share."""
+
     ssh_config: Optional[str] = None
     options: list[str] = []
     workdir: Optional[str] = None
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, v: str) -> str:
-        if not v or v != v.strip() or any(c.isspace() for c in v) or v.startswith("-"):
-            raise ValueError('must be a destination as ssh takes it, e.g. "root@board" or a Host '
-                             "alias of your ssh config, without spaces or a leading '-'")
-        return v
-
-    @field_validator("port")
-    @classmethod
-    def _port(cls, v: int) -> int:
-        if isinstance(v, bool) or not 1 <= v <= 65535:
-            raise ValueError("must be a TCP port number from 1 to 65535")
-        return v
 
     @field_validator("ssh_config")
     @classmethod
@@ -109,6 +94,26 @@ class SshParams(StrictModel):
     def _workdir(cls, v: str) -> str:
         if not v.startswith("/") or "\n" in v:
             raise ValueError('must be an absolute directory on the target, e.g. "/tmp"')
+        return v
+
+
+class SshParams(SshAccess):
+    host: str
+    port: Optional[int] = None
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        if not v or v != v.strip() or any(c.isspace() for c in v) or v.startswith("-"):
+            raise ValueError('must be a destination as ssh takes it, e.g. "root@board" or a Host '
+                             "alias of your ssh config, without spaces or a leading '-'")
+        return v
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, v: int) -> int:
+        if isinstance(v, bool) or not 1 <= v <= 65535:
+            raise ValueError("must be a TCP port number from 1 to 65535")
         return v
 
 

@@ -58,6 +58,17 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def command_lines(pids) -> list[str]:
+    """The command lines of the processes that still run, arguments joined by spaces."""
+    found = []
+    for pid in pids:
+        try:
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return found
+
+
 def available() -> str | None:
     """Why the server cannot run here, or None."""
     if not os.path.exists(SSHD):
@@ -100,6 +111,11 @@ class Sshd:
         self.write_client_config(self.config)
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)     # sshd's privilege separation dir
+        return self.launch()
+
+    def launch(self) -> "Sshd":
+        """Start the server process with the keys and config start() made (again after stop(): a
+        board switched back on)."""
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log, "wb"), start_new_session=True)
@@ -114,10 +130,10 @@ class Sshd:
                 time.sleep(0.05)
         raise RuntimeError(f"sshd does not listen on port {self.port}: {self.log.read_text()}")
 
-    def write_client_config(self, path: Path, known_hosts: Path | None = None) -> Path:
-        """An ssh config naming this server `rtvb-test` (known_hosts: another file to verify with)."""
+    def write_client_config(self, path: Path, known_hosts: Path | None = None, alias: str = ALIAS) -> Path:
+        """An ssh config naming this server `alias` (known_hosts: another file to verify with)."""
         path.write_text(
-            f"Host {ALIAS}\n"
+            f"Host {alias}\n"
             "  HostName 127.0.0.1\n"
             f"  Port {self.port}\n"
             f"  User {self.user}\n"
@@ -138,6 +154,10 @@ class Sshd:
         """pid -> name of what the sessions run (everything below the server that is not sshd)."""
         assert self.proc is not None
         return {p: name for p, name in descendants(self.proc.pid).items() if name != "sshd"}
+
+    def probe_commands(self) -> list[str]:
+        """The command lines of the rtvb-probe processes the sessions run."""
+        return command_lines(pid for pid, name in self.session_commands().items() if name == "rtvb-probe")
 
     def drop_connections(self) -> int:
         """Kill every connection's server side, as a crashed or rebooted host would; how many."""

@@ -248,8 +248,10 @@ class GuestBackground(Background):
         return self._failure
 
 
-class _GuestTarget(Target):
-    """run / start_background / read_file in one guest; subclasses say which guest."""
+class ChannelTarget(Target):
+    """run / start_background / read_file in one machine served by the probe's agent (a guest, or a
+    board over its serial line: labgrid_place.py); subclasses say which. The "guest" is anything with
+    QemuGuest's `channel`, `lock`, `label`, `problem()`, `lost()` and `fresh_boot_wanted`."""
 
     @abstractmethod
     def _guest(self) -> QemuGuest:
@@ -340,7 +342,7 @@ class _GuestTarget(Target):
 
 
 @TARGETS.register("qemu")
-class QemuTarget(_GuestTarget):
+class QemuTarget(ChannelTarget):
     kind = "qemu"
     Params = QemuParams
 
@@ -506,7 +508,7 @@ class QemuTarget(_GuestTarget):
             g.poweroff()
 
 
-class QemuNeighbour(_GuestTarget):
+class QemuNeighbour(ChannelTarget):
     """Guest number index+1 of a `count = N` environment: where loads run beside the measured guest."""
 
     kind = "qemu"
