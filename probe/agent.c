@@ -709,7 +709,11 @@ int agent_serve(const struct agent_config *cfg)
     fcntl(a.fd, F_SETFL, fcntl(a.fd, F_GETFL) | O_NONBLOCK);
     fcntl(a.fd, F_SETFD, FD_CLOEXEC);
 
-    emitf(&a, "ready %s %llu", RTVB_PROBE_VERSION, (unsigned long long)boottime_ns());
+    if (cfg->init_ns)
+        emitf(&a, "ready %s %llu %llu", RTVB_PROBE_VERSION, (unsigned long long)boottime_ns(),
+              (unsigned long long)cfg->init_ns);
+    else
+        emitf(&a, "ready %s %llu", RTVB_PROBE_VERSION, (unsigned long long)boottime_ns());
     for (const char *p = cfg->early_log; p && *p;) {
         size_t n = strcspn(p, "\n");
         if (n)

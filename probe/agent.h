@@ -11,6 +11,8 @@
 #ifndef RTVB_AGENT_H
 #define RTVB_AGENT_H
 
+#include <stdint.h>
+
 struct agent_config {
     int fd;                /* the channel, read and written */
     int pid1;              /* running as the guest's init: EOF on the channel
@@ -18,6 +20,8 @@ struct agent_config {
     const char *who;       /* prefix of console diagnostics, e.g. "rtvb-probe init" */
     const char *early_log; /* '\n'-separated diagnostics from before the channel
                             * existed, sent as `log` lines right after `ready` */
+    uint64_t init_ns;      /* CLOCK_BOOTTIME when /init started (0: not init), sent
+                            * with `ready` so the host can split kernel from init */
 };
 
 /*

@@ -218,6 +218,9 @@ int cmd_init(int argc, char **argv)
         return usage_error(SUB, "runs only as PID 1 (the /init of a guest); to serve the protocol "
                                 "on this machine use 'rtvb-probe agent --fd N' or '--channel PATH'.");
     }
+    /* First thing as PID 1: when the kernel handed over, for the boot's phases (docs/probe/init.md). */
+    struct timespec started;
+    clock_gettime(CLOCK_BOOTTIME, &started);
     /* As PID 1, arguments are words of the kernel command line: ignored. */
     int have_console = console_stdio() == 0;
     umask(022);
@@ -245,7 +248,8 @@ int cmd_init(int argc, char **argv)
         struct timespec bt;
         clock_gettime(CLOCK_BOOTTIME, &bt);
         agent_console(WHO, "serving on %s, %.3f s after boot.", dev, (double)ts_ns(&bt) / 1e9);
-        struct agent_config cfg = {.fd = fd, .pid1 = 1, .who = WHO, .early_log = early_log};
+        struct agent_config cfg = {.fd = fd, .pid1 = 1, .who = WHO, .early_log = early_log,
+                                   .init_ns = ts_ns(&started)};
         if (agent_serve(&cfg) == 0)
             agent_console(WHO, "powering off.");
     }

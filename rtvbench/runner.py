@@ -345,7 +345,7 @@ class Runner:
         try:
             bg = load.start(ctx)
             self._sample_cpu(m, p.environment, "before")
-            done: Completed = target.run(argv, on_line)
+            done: Completed = bench.execute(target, argv, on_line)
             self._sample_cpu(m, p.environment, "after")
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?

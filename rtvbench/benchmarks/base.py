@@ -43,6 +43,11 @@ class Benchmark(ABC):
         by default one thread wherever the scheduler puts it."""
         return Placement()
 
+    def execute(self, target, argv: list[str], on_line):
+        """Run one measurement in `target` (the probe command `argv`), each output line to on_line;
+        a targets.base.Completed. Kinds that measure more than a probe command override it."""
+        return target.run(argv, on_line)
+
     @abstractmethod
     def probe_args(self) -> list[str]:
         """The probe command line after the binary: the subcommand and its options."""

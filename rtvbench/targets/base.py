@@ -134,6 +134,15 @@ class Target(ABC):
         processes took, not which ones, and cannot judge them under a load."""
         return None
 
+    #: whether power_cycle works (the `boot` benchmark needs it; validate asks)
+    can_power_cycle: ClassVar[bool] = False
+
+    def power_cycle(self) -> dict[str, float]:
+        """Switch the environment off and on again, wait until its probe answers, and return the
+        boot's phases in ns (`total_ns` at least). Raises TargetError where it cannot."""
+        raise TargetError(f"environment {self.name} cannot be power-cycled (a {self.kind} target); "
+                          "measure boot times in qemu environments.")
+
     def host_usage(self) -> dict[str, Any] | None:
         """What the environment costs the machine rtvbench runs on (the guests it boots: CPU time of
         their vCPU threads and of the rest of QEMU, memory), or None where that machine does not run

@@ -74,6 +74,8 @@ class AgentChannel:
         self.ready = threading.Event()
         self.version: str | None = None
         self.boottime_ns: int | None = None
+        self.init_ns: int | None = None         # CLOCK_BOOTTIME when /init started
+        self.ready_at: float | None = None      # host monotonic time `ready` arrived
         self.last_line = time.monotonic()
         self.last_tick_ns: int | None = None
         self.logs: collections.deque[str] = collections.deque(maxlen=self.LOG_LINES)
@@ -110,12 +112,15 @@ class AgentChannel:
                 self.logs.append(f"malformed tick: {line[:200]}")
             return
         if head == "ready":
-            version, _, boottime = rest.partition(" ")
+            # "ready VERSION BOOTTIME_NS [INIT_NS]": INIT_NS only from /init (a probe as PID 1)
+            self.ready_at = time.monotonic()     # here, not when a waiter looks: boot times
+            version, *times = rest.split(" ")
             self.version = version
             try:
-                self.boottime_ns = int(boottime)
-            except ValueError:
-                self.boottime_ns = None
+                self.boottime_ns = int(times[0])
+                self.init_ns = int(times[1]) if len(times) > 1 else None
+            except (ValueError, IndexError):
+                self.boottime_ns = self.init_ns = None
             self.ready.set()
             return
         if head == "log":

@@ -19,6 +19,7 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import shutil
 import signal
 import socket
@@ -254,6 +255,10 @@ def _banner(console: Path) -> str | None:
     return None
 
 
+#: the kernel's console line right before it executes /init, with printk's timestamp
+_RUN_INIT = re.compile(r"\[\s*([0-9]+\.[0-9]+)\] Run /init as init process")
+
+
 class QemuGuest:
     """One VM. `label` names it in messages ("environment guest", "neighbour 2 of ...")."""
 
@@ -268,6 +273,7 @@ class QemuGuest:
         self.started_at = 0.0
         self.boot_s: float | None = None
         self.boottime_ns: int | None = None
+        self.init_ns: int | None = None
         self.version: str | None = None
         self.vcpu_threads: list[int] = []
         self.boots = 0
@@ -357,8 +363,9 @@ class QemuGuest:
                                          f"{self.cfg.boot_timeout_s:g} s")
             if time.monotonic() > deadline:
                 return False
-        self.boot_s = time.monotonic() - self.started_at
+        self.boot_s = (self.channel.ready_at or time.monotonic()) - self.started_at
         self.boottime_ns = self.channel.boottime_ns
+        self.init_ns = self.channel.init_ns
         self.version = self.channel.version
         self.up = True
         return True
@@ -366,6 +373,27 @@ class QemuGuest:
     def boot(self) -> None:
         self.launch()
         self.await_ready()
+
+    def boot_phases(self) -> dict[str, float] | None:
+        """The last boot in phases, ns: QEMU started -> the guest kernel's clock started (QEMU, the
+        firmware, loading and decompressing the kernel) -> /init started (the kernel) -> the probe
+        said `ready` (init: mounts, modules, the channel). The guest's CLOCK_BOOTTIME starts when the
+        kernel's timekeeping does, a little after the kernel's first instruction: that moment is
+        counted in the first phase. None without the guest's clocks (a probe before they were sent)."""
+        if self.boot_s is None or self.boottime_ns is None or self.init_ns is None:
+            return None
+        total = self.boot_s * 1e9
+        phases = {"total_ns": total, "to_kernel_ns": max(0.0, total - self.boottime_ns),
+                  "kernel_ns": float(self.init_ns), "init_ns": float(self.boottime_ns - self.init_ns)}
+        # The kernel's own account of the same instant, as a check: its console line before it runs
+        # /init, stamped by printk's clock (which starts with the kernel too).
+        try:
+            found = _RUN_INIT.search(self.console_path.read_text(errors="replace"))
+        except OSError:
+            found = None
+        if found:
+            phases["console_init_ns"] = float(found.group(1)) * 1e9
+        return phases
 
     def _boot_failure(self, why: str) -> TargetError:
         lines = [line for line in self.log_lines() if line.strip()]

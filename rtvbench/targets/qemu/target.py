@@ -495,6 +495,20 @@ class QemuTarget(ChannelTarget):
     def host_usage(self) -> dict[str, Any] | None:
         return sample_host_usage(self._guests or [])
 
+    can_power_cycle = True
+
+    def power_cycle(self) -> dict[str, float]:
+        """The measured guest off (its neighbours keep running) and booted again: QEMU started
+        afresh, so every phase of a cold boot is in the time."""
+        g = self._prepare()[0]
+        g.poweroff()
+        self._boot([g])
+        phases = g.boot_phases()
+        if phases is None:
+            raise TargetError(f"the probe in environment {self.name} did not send the boot's clocks with "
+                              "`ready`; rebuild the probes (make probe probe-cross).")
+        return phases
+
     def pause(self) -> None:
         for g in self._guests or []:
             g.pause()
