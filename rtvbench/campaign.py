@@ -444,6 +444,16 @@ class _Validator:
                 self._combine(name, load, loads)
                 continue
             where = load.where
+            if load.kind == "disrupt" and where == "same":
+                self.add(("loads", name, "where"), 'a disrupt load power-cycles a guest beside the one measured: '
+                         'name "neighbours" (the other guests of a qemu environment with count > 1) or another '
+                         "qemu environment")
+                continue
+            if load.kind == "disrupt" and where in envs and envs[where] is not None and \
+                    not envs[where].can_power_cycle:
+                self.add(("loads", name, "where"), f'environment "{where}" is a {envs[where].kind} target, which '
+                         "rtvbench cannot power-cycle; name a qemu environment or \"neighbours\"")
+                continue
             if where not in ("same", NEIGHBOURS) and where not in envs:
                 self.add(("loads", name, "where"), _undefined("environment", where, envs)
                          + '; name one of them, "same" for the environment measured, or "neighbours" '

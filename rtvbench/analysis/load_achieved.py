@@ -29,6 +29,7 @@ EXTRA = {
     "leak": ("leaked_bytes", "rss_bytes", "rss_peak_bytes", "holding", "limit_reached_ns"),
     "timer": ("missed", "late_avg_ns", "late_max_ns"),
     "net": ("bytes_sent",),
+    "disrupt": ("events",),
 }
 #: load parameters (meta.params) the sentences quote
 PARAMS = ("percent", "op", "limit_bytes", "rate_bps", "rate_hz", "buffer_size_bytes", "fsync")
@@ -60,6 +61,8 @@ class Achieved:
             return not self.bps
         if self.kind in ("fork", "timer"):
             return not self.ops_per_s
+        if self.kind == "disrupt":
+            return not self.extra.get("events")
         if self.kind == "leak":
             return not self.bps and not self.extra.get("leaked_bytes")
         return False
@@ -270,6 +273,9 @@ def _describe(a: Achieved, quote: bool = True) -> str:
         return text
     if a.kind == "net":
         return f"{name}: {human_rate(a.bps)} over loopback TCP"
+    if a.kind == "disrupt":
+        n = x.get("events") or 0
+        return f"{name}: {n:,.0f} guest {'restarts' if n != 1 else 'restart'} during the measurement"
     return f"{name}: {_pct(a.achieved_percent)} of a CPU per thread"
 
 

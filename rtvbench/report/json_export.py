@@ -17,6 +17,7 @@ from typing import Any
 from rtvbench.analysis.conditions import measurement_conditions
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.disruption import measurement_disruption
 from rtvbench.analysis.host_usage import measurement_host_usage
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
 from rtvbench.report.environments import diff, preflight
@@ -61,6 +62,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
                              "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
                              "pss_mib": _num(u.pss_mib)} for u in measurement_host_usage(m)],
+             "disruption": _disruption(m),
              "conditions": _conditions(data, m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
@@ -100,6 +102,17 @@ def document(ev: Evaluation) -> dict[str, Any]:
                      for b, fs in ev.findings.items()},
         "against_run": _against(ev),
     } | _kind_keys(ev)
+
+
+def _disruption(m) -> dict[str, Any] | None:
+    """The events of a disrupt load during the measurement and the victim around each."""
+    d = measurement_disruption(m)
+    if d is None:
+        return None
+    return {"events": [{"load": e.load, "index": e.index, "start_s": _num(e.start_s), "end_s": _num(e.end_s),
+                        "action": e.action, "boot_s": _num(e.boot_s), "victim_max_us": _num(e.max_us),
+                        "victim_missed": e.missed, "windows": e.windows} for e in d.events],
+            "calm_max_us": _num(d.calm_max_us), "calm_missed": d.calm_missed, "calm_windows": d.calm_windows}
 
 
 def _against(ev: Evaluation) -> dict[str, Any] | None:

@@ -137,9 +137,10 @@ class Target(ABC):
     #: whether power_cycle works (the `boot` benchmark needs it; validate asks)
     can_power_cycle: ClassVar[bool] = False
 
-    def power_cycle(self) -> dict[str, float]:
-        """Switch the environment off and on again, wait until its probe answers, and return the
-        boot's phases in ns (`total_ns` at least). Raises TargetError where it cannot."""
+    def power_cycle(self, hard: bool = False) -> dict[str, float]:
+        """Switch the environment off (`hard`: as a crash would, without asking it) and on again,
+        wait until its probe answers, and return the boot's phases in ns (`total_ns` at least).
+        Raises TargetError where it cannot."""
         raise TargetError(f"environment {self.name} cannot be power-cycled (a {self.kind} target); "
                           "measure boot times in qemu environments.")
 

@@ -497,16 +497,20 @@ class QemuTarget(ChannelTarget):
 
     can_power_cycle = True
 
-    def power_cycle(self) -> dict[str, float]:
-        """The measured guest off (its neighbours keep running) and booted again: QEMU started
-        afresh, so every phase of a cold boot is in the time."""
-        g = self._prepare()[0]
-        g.poweroff()
+    def power_cycle(self, hard: bool = False) -> dict[str, float]:
+        """The measured guest off (its neighbours keep running) and booted again; see cycle_guest."""
+        return self.cycle_guest(0, hard)
+
+    def cycle_guest(self, index: int, hard: bool = False) -> dict[str, float]:
+        """One guest off and booted again from a fresh QEMU process, so every phase of a cold boot is
+        in the time: asked to power off, or (`hard`) QEMU killed as a crash would end it."""
+        g = self._prepare()[index]
+        g.kill() if hard else g.poweroff()
         self._boot([g])
         phases = g.boot_phases()
         if phases is None:
-            raise TargetError(f"the probe in environment {self.name} did not send the boot's clocks with "
-                              "`ready`; rebuild the probes (make probe probe-cross).")
+            raise TargetError(f"the probe in {g.label} did not send the boot's clocks with `ready`; "
+                              "rebuild the probes (make probe probe-cross).")
         return phases
 
     def pause(self) -> None:
@@ -541,6 +545,11 @@ class QemuNeighbour(ChannelTarget):
 
     def _guest_record(self) -> QemuGuest:
         return self.parent._prepare()[self.index]
+
+    can_power_cycle = True
+
+    def power_cycle(self, hard: bool = False) -> dict[str, float]:
+        return self.parent.cycle_guest(self.index, hard)
 
     def describe(self) -> dict[str, Any]:
         return self.parent._describe(self.index)
