@@ -416,7 +416,7 @@ class _Validator:
                                                 table.get("kind"))
         self._check_loads(envs, loads)
         self._check_peers(envs, bench_tables)
-        self._check_boot(envs, loads, benches)
+        self._check_with_campaign(envs, loads, benches)
         requirements = self._requirements(envs, loads, benches)
         comparisons = self._comparisons(envs, loads, benches)
 
@@ -490,28 +490,13 @@ class _Validator:
                         self.add(("benchmarks", name, "peer"), problem)
                         break
 
-    def _check_boot(self, envs: dict, loads: dict, benches: dict) -> None:
-        """A `boot` benchmark switches every environment it measures off and on: each must be one a
-        target can power-cycle, and no load may run inside the guest being cycled (it would die)."""
-        for name, bench in benches.items():
-            if bench is None or bench.kind != "boot":
-                continue
-            for env_name, target in envs.items():
-                if target is not None and not target.can_power_cycle:
-                    self.add(("benchmarks", name, "kind"),
-                             f'"boot" power-cycles every environment, and environment "{env_name}" is a '
-                             f"{target.kind} target, which rtvbench cannot power-cycle; measure boot times "
-                             "in a campaign of qemu environments")
-                    break
-            for load_name, load in loads.items():
-                parts = [loads.get(p) for p in getattr(load.params, "combine", [])] if isinstance(
-                    load, CombinedLoad) else [load]
-                if any(p is not None and p.kind != "idle" and p.where == "same" for p in parts):
-                    self.add(("loads", load_name, "where"),
-                             f'benchmark "{name}" (kind boot) power-cycles the measured guest, which would end '
-                             'this load; run it elsewhere (where = "neighbours" or another environment) or in a '
-                             "campaign without boot")
-                    break
+    def _check_with_campaign(self, envs: dict, loads: dict, benches: dict) -> None:
+        """What a benchmark kind cannot run with in this campaign (its environments, its loads), as the
+        kind itself says (Benchmark.campaign_problems)."""
+        for bench in benches.values():
+            if bench is not None:
+                for path, message in bench.campaign_problems(envs, loads):
+                    self.add(path, message)
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""

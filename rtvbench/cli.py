@@ -272,6 +272,62 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
     return code
 
 
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(s|m|h|d)?\s*$")
+
+
+def _seconds(text: str, option: str) -> float:
+    """"90", "45s", "30m", "8h", "2d" as seconds; anything else an input error naming the option."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise InputError(f"{option} {text!r} is not a duration; write it as, e.g., 45s, 30m, 8h or 2d.")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2) or "s"]
+
+
+@cli.command()
+@click.argument("campaign")
+@click.option("--duration", "duration", metavar="TIME", required=True,
+              help="How long to soak: 45s, 30m, 8h, 2d.")
+@click.option("--check-every", "check_every", metavar="TIME", default="60s", show_default=True,
+              help="How often every environment's health is checked (between measurements).")
+@click.option("--export-json", "export_json", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the JSON report (with the soak's verdict) to PATH.")
+@click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Store KEY=VALUE with the run (repeatable).")
+@click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
+@_store_option
+@click.pass_context
+def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, export_json: Path | None,
+         tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
+    """Run CAMPAIGN's cells round after round for a long time, checking health; end with a verdict
+    (exit 1 when it needs attention: a target lost, a failed check, latency or memory rising)."""
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.analysis.metrics import known_figure
+    from rtvbench.analysis.soak import soak_verdict
+    from rtvbench.campaign import load_campaign
+    from rtvbench.report import soak as soak_layout
+    from rtvbench.runner import Runner
+    from rtvbench.store import load_run
+
+    duration_s, check_s = _seconds(duration, "--duration"), _seconds(check_every, "--check-every")
+    c = load_campaign(campaign, known_figure)
+    engine = _store(ctx, store_url, write=True)
+    outcome = Runner(c, engine, err, _tags(tags), note).soak(duration_s, check_s)
+    ev = evaluate_run(load_run(engine, outcome.run_id))
+    path = _write_report(ev, "html", None)
+    if export_json is not None:
+        out.print(f"JSON report: {plain(_write_report(ev, 'json', export_json))}")
+    verdict = soak_verdict(ev.data)
+    if verdict is not None:
+        for t in soak_layout.tables(verdict):
+            _print_table(t)
+        out.print(plain(soak_layout.headline(verdict)))
+    out.print(f"Report: {plain(path)}")
+    if outcome.interrupted:
+        err.print(f"Interrupted: run {outcome.run_id} keeps what was measured; the verdict covers that time.")
+        return EXIT_INTERRUPTED
+    code = _verdicts(ev)
+    return EXIT_REQUIREMENTS_FAILED if verdict is None or not verdict.stable else code
+
+
 @cli.command()
 @click.argument("campaign")
 @click.option("--json", "as_json", is_flag=True,

@@ -33,13 +33,14 @@ class Planned:
         return f"{self.environment}/{self.load}/{self.benchmark} #{self.repetition + 1}"
 
 
-def plan(campaign) -> list[Planned]:
-    """Every measurement of the campaign, shuffled with random.Random(campaign.seed)."""
+def plan(campaign, repetitions: int | None = None) -> list[Planned]:
+    """Every measurement of the campaign (`repetitions` of each cell instead of the campaign's when
+    given: a soak's round), shuffled with random.Random(campaign.seed)."""
     items = [(e, lo, b, r)
              for e in campaign.environments
              for lo in campaign.loads
              for b in campaign.benchmarks
-             for r in range(campaign.repetitions)]
+             for r in range(campaign.repetitions if repetitions is None else repetitions)]
     random.Random(campaign.seed).shuffle(items)
     return [Planned(*item, order_index=i) for i, item in enumerate(items)]
 

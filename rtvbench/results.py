@@ -83,3 +83,5 @@ class CampaignRun:
     spec: CampaignSpec | None = None
     tags: dict[str, str] = field(default_factory=dict)   # `run --tag key=value`
     note: str | None = None                                # `run --note TEXT`
+    # `rtvbench soak`: (environment, when, data) of every health check and soak event, in order
+    health: list[tuple[str, datetime | None, dict[str, Any]]] = field(default_factory=list)

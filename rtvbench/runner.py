@@ -28,6 +28,7 @@ from rtvbench.loads import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
+from rtvbench.health import health_check
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
@@ -116,11 +117,19 @@ class Runner:
     # -- the run ------------------------------------------------------------
 
     def run(self, resume: bool = False) -> Outcome:
+        return self._guarded(lambda: self._run(resume))
+
+    def soak(self, duration_s: float, check_every_s: float) -> Outcome:
+        """Measure the campaign's cells round after round for duration_s, checking every environment's
+        health every check_every_s between measurements (rtvbench.soak)."""
+        return self._guarded(lambda: self._soak(duration_s, check_every_s))
+
+    def _guarded(self, body) -> Outcome:
         try:
             # From the first connection on: a SIGTERM while a target is being reached (a board
             # booting, a place acquired) still ends in the teardown below.
             with _sigterm_as_interrupt():
-                return self._run(resume)
+                return body()
         finally:
             self.heartbeat.stop()
             # Connections closed, guests powered off, deployed probes removed, however the run ended.
@@ -128,6 +137,79 @@ class Runner:
                 target.close()
 
     def _run(self, resume: bool) -> Outcome:
+        c = self.campaign
+        recorder = self._open(resume)
+        attempts = recorder.attempts()
+        todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]
+        what = "Resuming" if resume else "Running"
+        self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
+                           f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
+                           highlight=False)
+        return self._to_the_end(recorder, lambda: self._measure_all(recorder, todo, attempts))
+
+    def _to_the_end(self, recorder: RunRecorder, measure) -> Outcome:
+        """Run `measure`, then record how the run ended."""
+        outcome = Outcome(recorder.id)
+        try:
+            measure()
+            recorder.set_status("finished")
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            recorder.set_status("interrupted")
+        except TargetError:
+            # A target that cannot be brought back: what was measured stays, `--resume`
+            # continues once it is reachable again.
+            recorder.set_status("interrupted")
+            raise
+        return outcome
+
+    def _soak(self, duration_s: float, check_every_s: float) -> Outcome:
+        c = self.campaign
+        recorder = self._open(False)
+        self.console.print(f"Soaking campaign [bold]{plain(c.name)}[/] (run {recorder.id}) for "
+                           f"{eta_text(duration_s)}: every cell once per round, health checked every "
+                           f"{eta_text(check_every_s)}.", highlight=False)
+        deadline = time.monotonic() + duration_s
+
+        def rounds() -> None:
+            next_check, round_no, order = time.monotonic(), 0, 0
+            while time.monotonic() < deadline:
+                for p in plan(c, repetitions=1):
+                    if time.monotonic() >= deadline:
+                        break
+                    if time.monotonic() >= next_check:
+                        self._check_health(recorder)
+                        next_check = time.monotonic() + check_every_s
+                    p = Planned(p.environment, p.load, p.benchmark, round_no, order)
+                    order += 1
+                    status, error = self._measure(recorder, p, 1, lambda: None)
+                    if status == "lost":
+                        self.console.print(f"[red]target lost[/] {plain(p.label())}: {plain(error)}", highlight=False)
+                        recorder.add_health(p.environment, {"event": "lost", "error": error})
+                        self._reconnect()       # a TargetError here ends the soak (the run keeps its data)
+                        recorder.add_health(p.environment, {"event": "recovered"})
+                        self.console.print(f"[green]recovered[/] {plain(p.environment)}", highlight=False)
+                        next_check = time.monotonic()       # check everything right after a recovery
+                    elif status != "ok":
+                        self.console.print(f"[red]{status}[/] {plain(p.label())}: {plain(error)}", highlight=False)
+                round_no += 1
+            self._check_health(recorder)
+
+        return self._to_the_end(recorder, rounds)
+
+    def _check_health(self, recorder: RunRecorder) -> None:
+        """Every environment (and every neighbour guest): does its probe answer, how much memory do the
+        guest and its QEMU take. A failed check is recorded, not raised: the next measurement finds out
+        whether the target is lost."""
+        for name, target in self.campaign.environments.items():
+            guests = [(name, target, self.probes.get(name))]
+            guests += [(n.environment, n.target, n.probe) for n in self._neighbours(name)] \
+                if getattr(target, "neighbours", None) else []
+            for env, t, probe in guests:
+                recorder.add_health(env, health_check(t, probe))
+
+    def _open(self, resume: bool) -> RunRecorder:
+        """Reach every environment, then the run's record: a new one, or the one --resume continues."""
         c = self.campaign
         # Reach every environment before writing anything: an unreachable target
         # or a missing probe fails the command (exit 3), not each measurement.
@@ -150,26 +232,7 @@ class Runner:
         # a load on the measured CPU ...): said before the first measurement, and in the report.
         for line in format_warnings(preflight_check(c.spec(), prints)):
             self.console.print(f"[yellow]{plain(line)}[/]", highlight=False)
-
-        attempts = recorder.attempts()
-        todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]
-        outcome = Outcome(recorder.id)
-        what = "Resuming" if resume else "Running"
-        self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
-                           f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
-                           highlight=False)
-        try:
-            self._measure_all(recorder, todo, attempts)
-            recorder.set_status("finished")
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            recorder.set_status("interrupted")
-        except TargetError:
-            # A target that cannot be brought back: what was measured stays, `--resume`
-            # continues once it is reachable again.
-            recorder.set_status("interrupted")
-            raise
-        return outcome
+        return recorder
 
     def _resume(self) -> RunRecorder:
         c = self.campaign

@@ -66,3 +66,15 @@ def test_validate_refuses_boot_where_it_cannot_power_cycle(tmp_path, probe):
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2 and 'environment "native" is a local target, which rtvbench cannot power-cycle' \
         in r.stderr, r.stderr
+
+
+def test_validate_refuses_a_load_inside_the_guest_being_cycled(tmp_path, probe):
+    (tmp_path / "vmlinuz").write_bytes(b"\0" * 64)
+    (tmp_path / "c.toml").write_text('name = "b"\n[environments.guest]\ntarget = "qemu"\narch = "x86_64"\n'
+                                     'kernel = "vmlinuz"\n[loads.hog]\nkind = "cpu"\npercent = 50\n'
+                                     '[loads.beside]\nkind = "cpu"\npercent = 50\nwhere = "neighbours"\n'
+                                     '[benchmarks.boot]\nkind = "boot"\n')
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
+    assert r.returncode == 2, r.stderr
+    assert 'loads.hog.where: benchmark "boot" (kind boot) power-cycles the measured guest' in r.stderr
+    assert "loads.beside" not in r.stderr, r.stderr

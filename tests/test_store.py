@@ -18,6 +18,7 @@ from sqlalchemy import inspect
 from rtvbench.campaign import parse_campaign
 from rtvbench.errors import StoreError
 from rtvbench.store import RunRecorder, list_runs, load_run, open_store
+from rtvbench.store.db import SCHEMA_HEAD
 from rtvbench.store.schema import metadata
 
 TEXT = """
@@ -39,7 +40,7 @@ def test_migrations_match_the_schema_and_are_idempotent(store_url):
         tables = {t: {c["name"]: c for c in inspect(conn).get_columns(t)} for t in inspect(conn).get_table_names()}
         journal = conn.exec_driver_sql("pragma journal_mode").scalar() if engine.dialect.name == "sqlite" else None
     assert diff == []
-    assert version == "0008"
+    assert version == SCHEMA_HEAD == "0009"
     # compare_metadata is silent about what it cannot compare; the names and nullability it can.
     assert set(tables) == set(metadata.tables) | {"alembic_version"}
     for name, table in metadata.tables.items():
@@ -145,7 +146,7 @@ def test_a_read_only_store_behind_the_schema_says_so(tmp_path):
         conn.executescript((Path(__file__).parent / "fixtures" / "store-0003.sql").read_text(encoding="utf-8"))
     listed = _read_only(store, "list", "--store", f"sqlite:///{store}/old.db")
     assert listed.returncode == StoreError.exit_code, listed.stderr
-    assert "is read-only and its schema is at revision 0003, not 0008" in listed.stderr
+    assert f"is read-only and its schema is at revision 0003, not {SCHEMA_HEAD}" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 

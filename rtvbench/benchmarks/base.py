@@ -43,6 +43,11 @@ class Benchmark(ABC):
         by default one thread wherever the scheduler puts it."""
         return Placement()
 
+    def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
+        """What in the rest of the campaign this benchmark cannot run with, for `validate`: (key path,
+        sentence) pairs. `environments` and `loads` map names to targets and loads (None: invalid)."""
+        return []
+
     def execute(self, target, argv: list[str], on_line):
         """Run one measurement in `target` (the probe command `argv`), each output line to on_line;
         a targets.base.Completed. Kinds that measure more than a probe command override it."""

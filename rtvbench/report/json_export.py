@@ -101,6 +101,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
                      for b, fs in ev.findings.items()},
         "against_run": _against(ev),
+        "soak": _soak(ev),
     } | _kind_keys(ev)
 
 
@@ -113,6 +114,15 @@ def _disruption(m) -> dict[str, Any] | None:
                         "action": e.action, "boot_s": _num(e.boot_s), "victim_max_us": _num(e.max_us),
                         "victim_missed": e.missed, "windows": e.windows} for e in d.events],
             "calm_max_us": _num(d.calm_max_us), "calm_missed": d.calm_missed, "calm_windows": d.calm_windows}
+
+
+def _soak(ev: Evaluation) -> dict[str, Any] | None:
+    """A soak's verdict (`rtvbench soak`), None for other runs."""
+    from rtvbench.analysis.soak import soak_verdict
+    from rtvbench.report.soak import document as soak_document
+
+    v = soak_verdict(ev.data)
+    return None if v is None else soak_document(v)
 
 
 def _against(ev: Evaluation) -> dict[str, Any] | None:

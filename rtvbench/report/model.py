@@ -60,6 +60,9 @@ class ReportModel:
     target_failures: list["TargetFailure"] = field(default_factory=list)
     # This run against another one (`report --baseline`), after the benchmark sections
     against: "AgainstRun | None" = None
+    # A soak's verdict (`rtvbench soak`): its sentence and tables, in the summary
+    soak_headline: str = ""
+    soak_tables: list[Table] = field(default_factory=list)
 
 
 @dataclass
@@ -149,7 +152,15 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
         run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
-        target_failures=_target_failures(run), against=_against(ev))
+        target_failures=_target_failures(run), against=_against(ev), **_soak(ev))
+
+
+def _soak(ev: Evaluation) -> dict:
+    from rtvbench.analysis.soak import soak_verdict
+    from rtvbench.report import soak
+
+    v = soak_verdict(ev.data)
+    return {} if v is None else {"soak_headline": soak.headline(v), "soak_tables": soak.tables(v)}
 
 
 def _against(ev: Evaluation) -> AgainstRun | None:

@@ -61,7 +61,7 @@ def _read_only_mount(path: Path) -> bool:
 #: The newest migration's revision. Reading it from Alembic's script directory means importing
 #: Alembic, which costs more than a whole `rtvbench list`; tests/test_old_store.py checks that it is
 #: Alembic's head, so a migration cannot be added without it.
-SCHEMA_HEAD = "0008"
+SCHEMA_HEAD = "0009"
 
 
 def _schema_state(conn) -> tuple[str | None, str]:

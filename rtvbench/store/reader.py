@@ -12,7 +12,8 @@ from rtvbench.errors import InputError, StoreError
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.spec import CampaignSpec, SpecVersionError
 from rtvbench.store.lease import holder_alive
-from rtvbench.store.schema import cpu_samples, fingerprints, load_records, measurements, records, runs
+from rtvbench.store.schema import (cpu_samples, fingerprints, health_checks, load_records, measurements, records,
+                                   runs)
 
 
 def _aware(t: datetime | None) -> datetime | None:
@@ -123,6 +124,9 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
                                      fingerprints.c.meta).where(fingerprints.c.run_id == run_id)):
             prints[r.environment], described[r.environment] = r.sysinfo, r.target or {}
             probe_meta[r.environment] = r.meta or {}
+        health = [(r.environment, _aware(r.taken_at), r.data) for r in conn.execute(
+            select(health_checks.c.environment, health_checks.c.taken_at, health_checks.c.data)
+            .where(health_checks.c.run_id == run_id).order_by(health_checks.c.id))]
         latest: dict[tuple, Any] = {}
         earlier: list[Any] = []
         for row in conn.execute(select(measurements).where(measurements.c.run_id == run_id)
@@ -181,4 +185,4 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
         finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
         failed_attempts=failed, targets=described, fingerprint_meta=probe_meta,
-        spec=_spec(run["spec"], run["campaign_text"]), tags=run["tags"] or {}, note=run["note"])
+        spec=_spec(run["spec"], run["campaign_text"]), tags=run["tags"] or {}, note=run["note"], health=health)

@@ -116,7 +116,8 @@ load_records = Table(
 
 # The CPU time counters of /proc/stat in an environment right before (`phase` = "before") and
 # right after ("after") the probe ran: {"cpu": {"user": ticks, ...}, "cpu0": {...}, ...}; beside them
-# the processes seen then ("processes_before", "processes_after") and the load average ("loadavg_after").
+# the processes seen then ("processes_before", "processes_after"), the load average ("loadavg_after"),
+# and for a qemu environment what its guests' QEMU processes cost the host ("host_before", "host_after").
 cpu_samples = Table(
     "cpu_samples", metadata,
     Column("id", Integer, primary_key=True),
@@ -127,4 +128,16 @@ cpu_samples = Table(
     Column("data", JSON, nullable=False),
     Column("taken_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("measurement_id", "environment", "phase", name="uq_cpu_samples_phase"),
+)
+
+# `rtvbench soak`: every environment's health, checked between measurements (probe answering, guest
+# and QEMU memory), and the events of the soak (a target lost, brought back), as a time series.
+health_checks = Table(
+    "health_checks", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("environment", String(200), nullable=False),
+    Column("data", JSON, nullable=False),
+    Column("taken_at", DateTime(timezone=True), nullable=False),
+    Index("ix_health_checks_run", "run_id"),
 )

@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from rtvbench import __version__
 from rtvbench.errors import InputError, StoreError
 from rtvbench.store.lease import holder_alive, this_runner
-from rtvbench.store.schema import (cpu_samples, fingerprints, load_records, measurements, records,
+from rtvbench.store.schema import (cpu_samples, health_checks, fingerprints, load_records, measurements, records,
                                    runs)
 
 
@@ -161,6 +161,13 @@ class RunRecorder:
             for env, load, bench, rep, attempt, status in rows:
                 out[(env, load, bench, rep)] = (attempt, status)
         return out
+
+    @_guard
+    def add_health(self, environment: str, data: dict[str, Any]) -> None:
+        """One health check of an environment, or an event of a soak (`data["event"]`)."""
+        with self.engine.begin() as conn:
+            conn.execute(insert(health_checks).values(run_id=self.id, environment=environment, data=data,
+                                                      taken_at=now()))
 
     @_guard
     def start_measurement(self, *, environment: str, load: str, benchmark: str, kind: str,

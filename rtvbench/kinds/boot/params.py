@@ -35,6 +35,26 @@ class BootBenchmark(Benchmark):
     def expected_seconds(self) -> float:
         return _EXPECTED_S
 
+    def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
+        """Every environment it measures is switched off and on: each must be one rtvbench can
+        power-cycle, and no load may run inside the guest being cycled (it would die with it)."""
+        out = []
+        for env_name, target in environments.items():
+            if target is not None and not target.can_power_cycle:
+                out.append((("benchmarks", self.name, "kind"),
+                            f'"boot" power-cycles every environment, and environment "{env_name}" is a '
+                            f"{target.kind} target, which rtvbench cannot power-cycle; measure boot times "
+                            "in a campaign of qemu environments"))
+                break
+        for load_name, load in loads.items():
+            parts = getattr(load, "parts", None) or [load]
+            if any(p is not None and p.kind != "idle" and p.where == "same" for p in parts):
+                out.append((("loads", load_name, "where"),
+                            f'benchmark "{self.name}" (kind boot) power-cycles the measured guest, which would '
+                            'end this load; run it elsewhere (where = "neighbours" or another environment) or '
+                            "in a campaign without boot"))
+        return out
+
     def execute(self, target, argv: list[str], on_line) -> Completed:
         on_line(json.dumps({"type": "meta", "schema": SCHEMA, "subcommand": "boot", "params": {},
                             "argv": argv}))
