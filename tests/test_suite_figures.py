@@ -123,18 +123,35 @@ def test_mem_alloc(probe):
     assert f["tlb.miss"] == tlb["tlb_miss_ns"] and f["tlb.spread"] == tlb["spread_ns_per_access"]
 
 
+ARITH = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul", "float_div",
+         "double_add", "double_mul", "double_div")
+
+
 def test_os(probe, tmp_path):
     m = measure(probe, "os", {"tests": ["null", "select", "pagefault", "mmap", "file_create_delete", "ctx",
-                                        "pipe_lat", "pipe_bw"],
+                                        "pipe_lat", "tcp_connect", "sem_lat", "pipe_bw", "file_reread", "mmap_reread",
+                                        "proc_call", "arith"],
                               "quick": True, "fds": [10], "ctx": ["2p/0k"], "mmap_sizes": ["64K"],
-                              "file_sizes": [0, "1K"], "pagefault_size": "1M", "dir": str(tmp_path),
-                              "max_time_s": 0.02, "min_sample_ms": 1})
+                              "file_sizes": [0, "1K"], "pagefault_size": "1M", "reread_size": "64K",
+                              "dir": str(tmp_path), "max_time_s": 0.02, "min_sample_ms": 1})
     f = measurement_figures(m)
     all_known("os", f)
     stems = {"null", "select.10fd", "select.10fd_file", "pagefault.anon", "pagefault.file", "pagefault.file_read",
              "mmap.64KiB", "mmap.64KiB_sparse", "file_create_delete.0B", "file_create_delete.1KiB",
-             "file_create.0B", "file_create.1KiB", "file_delete.0B", "file_delete.1KiB", "ctx.2p_0k", "pipe_lat"}
-    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | {"pipe_bw"}
+             "file_create.0B", "file_create.1KiB", "file_delete.0B", "file_delete.1KiB", "ctx.2p_0k", "pipe_lat",
+             "tcp_connect", "sem_lat", "proc_call", *(f"arith.{op}" for op in ARITH)}
+    bandwidths = {"pipe_bw", "file_reread", "file_reread.open2close", "mmap_reread", "mmap_reread.mapped",
+                  "mmap_reread.open2close"}
+    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | bandwidths
+    # Every one is a row of the report's tables, creation and deletion apart, each with its own label.
+    rows = get_kind("os").table_stems(sorted(f))
+    assert set(rows) == stems | bandwidths and len({get_kind("os").label(s) for s in rows}) == len(rows)
+    assert rows.index("file_create_delete.0B") < rows.index("file_create.0B") < rows.index("file_delete.0B")
+    assert f["arith.int_div.min"] == result(m, test="arith", op="int_div")["min_ns"]
+    assert f["file_reread.open2close"] == result(m, test="file_reread", scope="open2close")["bandwidth_bps"]
+    assert f["mmap_reread.open2close_GBps"] == pytest.approx(
+        result(m, test="mmap_reread", mapping="open2close")["bandwidth_bps"] / 1e9)
+    assert f["tcp_connect_us"] == pytest.approx(result(m, test="tcp_connect")["ns_per_op"] / 1e3)
     assert f["null"] == result(m, test="null")["ns_per_op"] and f["null.min"] == result(m, test="null")["min_ns"]
     assert f["ctx.2p_0k_us"] == pytest.approx(result(m, test="ctx")["ns_per_op"] / 1e3)
     # LMbench's definitions: the batch deletion and the sparse mmap come from their own results.
@@ -144,7 +161,8 @@ def test_os(probe, tmp_path):
     assert "pipe_bw.min" not in f and not known_figure("os", "pipe_bw.min")
     assert get_kind("os").unit("pipe_bw") == "B/s" and get_kind("os").unit("null.min_us") == "us"
     for bad in ("select", "select.10", "ctx.2p/0k", "mmap.65536B", "null.max", "nosuch", "select.10fd_pipe",
-                "mmap.64KiB_dense", "file_create", "pagefault", "prot_fault.x", "mmap_reread.once"):
+                "mmap.64KiB_dense", "file_create", "pagefault", "prot_fault.x", "mmap_reread.once", "arith",
+                "arith.int_pow", "file_reread.io_only", "tcp_connect.x", "file_reread.open2close.min"):
         assert not known_figure("os", bad), bad
 
 
