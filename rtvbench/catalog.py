@@ -18,7 +18,7 @@ WORK_KERNELS: dict[str, str] = {
 }
 WORK_SIZES = ("small", "large")
 
-MEM_BW_OPS = ("read", "write", "rmw", "memcpy", "memset", "copyloop")
+MEM_BW_OPS = ("read", "write", "rmw", "memcpy", "memset", "copyloop", "rand_rd", "rand_wr")
 MEM_LAT_MODES = ("seq", "random")
 HUGEPAGES = ("off", "thp", "hugetlb")
 MEM_ALLOC_TESTS = ("alloc", "tlb")

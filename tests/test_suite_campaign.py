@@ -139,7 +139,7 @@ CASES = [
      "(got 12)"),
     ("bandwidth operation", ('operations = ["read", "memcpy"]', 'operations = ["read", "copy"]'),
      'campaign.toml:22: benchmarks.bw.operations: unknown operation "copy" (known: read, write, rmw, memcpy, '
-     'memset, copyloop) (got ["read", "copy"])'),
+     'memset, copyloop, rand_rd, rand_wr) (got ["read", "copy"])'),
     ("the probe's option name instead of the campaign key", ('operations = ["read", "memcpy"]', 'ops = ["read"]'),
      'campaign.toml:22: benchmarks.bw.ops: unknown key; allowed: cpus, hugepages, kind, operations, quick, '
      'sizes, threads'),

@@ -98,14 +98,18 @@ def test_mem_lat(probe):
 
 
 def test_mem_bw(probe):
-    m = measure(probe, "mem-bw", {"operations": ["read", "memcpy"], "sizes": ["16K"], "quick": True})
+    m = measure(probe, "mem-bw", {"operations": ["read", "memcpy", "rand_rd", "rand_wr"], "sizes": ["16K"],
+                                  "quick": True})
     f = measurement_figures(m)
     all_known("mem-bw", f)
-    for op in ("read", "memcpy"):
+    for op in ("read", "memcpy", "rand_rd", "rand_wr"):
         r = result(m, op=op, thread="all")
         assert f[f"bw.{op}.16KiB"] == r["bps"]
         assert f[f"bw.{op}.16KiB_GBps"] == pytest.approx(r["bps"] / 1e9)
-    assert len(f) == 2 * 3
+    assert len(f) == 4 * 3
+    kind = get_kind("mem-bw")
+    assert kind.table_stems(sorted(f)) == ["bw.read.16KiB", "bw.memcpy.16KiB", "bw.rand_rd.16KiB", "bw.rand_wr.16KiB"]
+    assert kind.label("bw.rand_wr.16KiB") == "random-order write 16 KiB"
     assert not known_figure("mem-bw", "bw.copy.16KiB") and not known_figure("mem-bw", "bw.read.16KiB_us")
 
 
