@@ -125,6 +125,11 @@ def test_mem_alloc(probe):
     assert f["alloc.reuse.page.2MiB.warm"] == reuse["warm_median_ns"]
     assert f["alloc.reuse.page.2MiB.cold_per_page"] == pytest.approx(reuse["cold_ns_per_page"])
     assert f["tlb.miss"] == tlb["tlb_miss_ns"] and f["tlb.spread"] == tlb["spread_ns_per_access"]
+    # Over every cycle: figures of their own, shown in the section's Ave / Min / Max table, not the generic rows.
+    assert (f["alloc.mmap.page.2MiB.avg"], f["alloc.mmap.page.2MiB.min"], f["alloc.mmap.page.2MiB.max"]) == \
+        (mmap["avg_ns"], min(mmap["values_ns"]), max(mmap["values_ns"]))
+    stems = get_kind("mem-alloc").table_stems(sorted(f))
+    assert "alloc.mmap.page.2MiB.first" in stems and not any(s.endswith((".avg", ".min", ".max")) for s in stems)
 
 
 ARITH = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul", "float_div",
