@@ -346,7 +346,7 @@ def test_arithmetic_latencies_follow_the_hardware_and_a_call_is_cheaper_than_a_s
     5 ns (200 MHz): below, the compiler folded the chain (32 adds into one multiply would be
     a tenth of a cycle each). A procedure call stays inside the process, a null system call
     crosses into the kernel and back: the call is cheaper, and under 50 ns anywhere."""
-    recs = run_os(probe, "--tests", "arith,proc_call,null", "--quick")
+    recs = run_os(probe, "--tests", "arith,proc_call,null", "--quick", "--max-time-s", "0.1")
     arith = {r["op"]: r for r in results(recs, "arith")}
     assert tuple(arith) == ARITH_OPS
     best = {op: r["min_ns"] for op, r in arith.items()}
