@@ -248,6 +248,17 @@ static void emit_alloc(enum method m, enum touch t, uint64_t size, size_t page, 
         jw_uint(&w, NULL, flt[i]);
     jw_end(&w);
     jw_uint(&w, "first_ns", ns[0]);
+    /* Over every cycle, cold and warm alike: the Ave / Min / Max of an
+     * alloc_dealloc table. */
+    uint64_t lo = ns[0], hi = ns[0], sum = 0;
+    for (int i = 0; i < n; i++) {
+        sum += ns[i];
+        lo = ns[i] < lo ? ns[i] : lo;
+        hi = ns[i] > hi ? ns[i] : hi;
+    }
+    jw_double(&w, "avg_ns", (double)sum / n);
+    jw_uint(&w, "min_ns", lo);
+    jw_uint(&w, "max_ns", hi);
     jw_int(&w, "cold_count", ncold);
     if (ncold) {
         jw_uint(&w, "cold_median_ns", (uint64_t)(cold + 0.5));

@@ -12,6 +12,10 @@
  * once). This is the counting of lmbench's bw_mem and sysbench memory;
  * STREAM and stress-ng --stream count a copy twice (read + write).
  *
+ * rand_rd and rand_wr visit the buffer's 64-byte lines in a random order
+ * (a permutation fixed per size), so no prefetcher can run ahead: each
+ * line is read or written whole, once per pass.
+ *
  * With --threads N every thread has its own buffers, pinned to its CPU,
  * and all start together at a barrier. A thread that has its figure keeps
  * running the same operation, untimed, until the last thread has its own,
@@ -35,8 +39,11 @@
 #define SUB "mem-bw"
 #define MAX_THREADS 256
 
-enum op { OP_READ, OP_WRITE, OP_RMW, OP_MEMCPY, OP_MEMSET, OP_COPYLOOP, OP_COUNT };
-static const char *const op_names[OP_COUNT] = {"read", "write", "rmw", "memcpy", "memset", "copyloop"};
+enum op { OP_READ, OP_WRITE, OP_RMW, OP_MEMCPY, OP_MEMSET, OP_COPYLOOP, OP_RAND_RD, OP_RAND_WR, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"read", "write", "rmw", "memcpy", "memset", "copyloop",
+                                               "rand_rd", "rand_wr"};
+#define IS_RANDOM(op) ((op) == OP_RAND_RD || (op) == OP_RAND_WR)
+#define LINE_WORDS 8     /* 64-bit words per 64-byte line, the unit of the random order */
 
 struct bw_opts {
     uint64_t sizes[MEM_MAX_SIZES];
@@ -60,6 +67,11 @@ struct bw_worker {
     struct timing t;
     double share;               /* CPU share during the timing (mem_time_op) */
     uint64_t pass;              /* passes so far: varies the value written */
+    uint32_t *order;            /* random ops: line indices in visiting order */
+    uint64_t order_size;        /* buffer size `order` was made for (0: none) */
+    /* Random ops, checked before timing on this buffer: the sums of one
+     * random-order and one sequential pass, words a random write missed. */
+    uint64_t rand_sum, seq_sum, unwritten;
 };
 
 /* The job all workers run next, set by the main thread between barriers. */
@@ -82,7 +94,9 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
     struct opt table[] = {
         {MEM_OPT_SIZES(&sizes, 1024, "buffer sizes per thread, multiples of 64 from 1K: 16K,64M or ranges\n"
                                "4K-64M; suffixes K, M, G (default 4K,16K,64K,256K,1M,4M,16M,64M)")},
-        {OPT_L("ops", &o->ops, op_names, OP_COUNT, "read,write,rmw,memcpy,memset,copyloop (default: all)")},
+        {OPT_L("ops", &o->ops, op_names, OP_COUNT,
+               "read,write,rmw,memcpy,memset,copyloop,rand_rd,rand_wr (default: all);\n"
+               "rand_*: the 64-byte lines in a random order fixed per size")},
         {OPT_I("threads", &o->threads, 1, MAX_THREADS, "N", "threads, each with its own buffers (default 1)")},
         {OPT_CPU_LIST("cpus", list, &o->ncpu_list, "CPUs the threads are pinned to, in turn (default: all allowed)")},
         {MEM_OPT_HUGEPAGES(&o->hugepages)},
@@ -163,6 +177,35 @@ static void k_copyloop(uint64_t *restrict d, const uint64_t *restrict s, size_t 
     }
 }
 
+/* The random-order kernels: the lines in the order of `order`, each line
+ * whole. The line indices are read sequentially (4 bytes per 64-byte line,
+ * prefetched, not counted); the lines' loads do not depend on one another,
+ * so the processor overlaps as many misses as it can, which is what a
+ * random-access bandwidth is. rand_rd sums as k_read does, word j of a line
+ * into the same sum as k_read's word j, so a pass that visits every line
+ * once gives k_read's result exactly. */
+static uint64_t k_rand_read(const uint64_t *p, const uint32_t *order, size_t lines)
+{
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i < lines; i++) {
+        const uint64_t *q = p + (size_t)order[i] * LINE_WORDS;
+        a += q[0] ^ q[4];
+        b += q[1] ^ q[5];
+        c += q[2] ^ q[6];
+        d += q[3] ^ q[7];
+    }
+    return a + b + c + d;
+}
+
+static void k_rand_write(uint64_t *p, const uint32_t *order, size_t lines, uint64_t v)
+{
+    for (size_t i = 0; i < lines; i++) {
+        uint64_t *q = p + (size_t)order[i] * LINE_WORDS;
+        q[0] = v; q[1] = v; q[2] = v; q[3] = v;
+        q[4] = v; q[5] = v; q[6] = v; q[7] = v;
+    }
+}
+
 /* One pass of the current job's operation. */
 static void one_pass(struct bw_worker *w)
 {
@@ -176,6 +219,8 @@ static void one_pass(struct bw_worker *w)
     case OP_MEMCPY: memcpy(d, s, size); break;
     case OP_MEMSET: memset(s, (int)(v & 0xff), size); break;
     case OP_COPYLOOP: k_copyloop(d, s, words); break;
+    case OP_RAND_RD: sink = k_rand_read(s, w->order, words / LINE_WORDS); break;
+    case OP_RAND_WR: k_rand_write(s, w->order, words / LINE_WORDS, v); break;
     case OP_COUNT: break;
     }
     /* Passes stay distinct: nothing is hoisted or merged across them. */
@@ -201,6 +246,49 @@ static int make_buffer(struct mem_buf *b, uint64_t size, int fill)
     return 0;
 }
 
+/* The random visiting order of a buffer of `size` bytes: its line indices
+ * shuffled (Fisher-Yates) by a generator seeded with the size, so every
+ * run, thread and operation visits a size's lines in the same order. Then
+ * the check: the buffer gets a distinct value per word (word i: the i-th
+ * output of splitmix64 from state 0), and one random-order read pass must
+ * give the sequential read's sum, one random-order write pass must leave no
+ * word unwritten: a line visited twice or never would show. 0 or -1. */
+static int make_order(struct bw_worker *w, enum op op)
+{
+    size_t lines = (size_t)(w->size / 64), words = lines * LINE_WORDS;
+    if (w->order_size != w->size) {
+        free(w->order);
+        w->order_size = 0;
+        w->order = malloc(lines * sizeof *w->order);
+        if (!w->order)
+            return -1;
+        for (size_t i = 0; i < lines; i++)
+            w->order[i] = (uint32_t)i;
+        struct mem_rng rng = {w->size};
+        for (size_t i = lines - 1; i > 0; i--) {
+            size_t j = mem_rng_below(&rng, (uint32_t)(i + 1));
+            uint32_t t = w->order[i];
+            w->order[i] = w->order[j];
+            w->order[j] = t;
+        }
+        w->order_size = w->size;
+    }
+    uint64_t *p = (uint64_t *)(void *)w->src.p;
+    struct mem_rng fill = {0};
+    for (size_t i = 0; i < words; i++)
+        p[i] = mem_rng_next(&fill);
+    w->seq_sum = k_read(p, words);
+    w->rand_sum = k_rand_read(p, w->order, lines);
+    w->unwritten = 0;
+    if (op == OP_RAND_WR) {
+        uint64_t v = 0x5a5a5a5a5a5a5a5aull;   /* no word of the fill is likely to hold it */
+        k_rand_write(p, w->order, lines, v);
+        for (size_t i = 0; i < words; i++)
+            w->unwritten += p[i] != v;
+    }
+    return 0;
+}
+
 /* Buffers for the job: the source (the only one most operations use) and,
  * for the copies, the destination; kept while the size stays the same. */
 static void ensure_buffers(struct bw_worker *w)
@@ -217,6 +305,8 @@ static void ensure_buffers(struct bw_worker *w)
         w->size = job.size;
     }
     if (copy && w->dst.len != w->size && make_buffer(&w->dst, w->size, 2))
+        w->alloc_failed = 1;
+    if (IS_RANDOM(job.op) && make_order(w, job.op))
         w->alloc_failed = 1;
 }
 
@@ -243,6 +333,7 @@ static void *worker_main(void *arg)
     }
     mem_buf_unmap(&w->src);
     mem_buf_unmap(&w->dst);
+    free(w->order);
     return NULL;
 }
 
@@ -301,6 +392,16 @@ static void emit_thread(const struct bw_worker *w, enum op op, uint64_t size)
     jw_uint(&j, "bytes_per_pass", size);
     jw_int(&j, "threads", opts->threads);
     jw_int(&j, "thread", w->index);
+    if (IS_RANDOM(op)) {
+        jw_str(&j, "order", "random lines");
+        jw_uint(&j, "lines", size / 64);
+        jw_uint(&j, "order_seed", size);
+        jw_uint(&j, "random_sum", w->rand_sum);
+        jw_uint(&j, "sequential_sum", w->seq_sum);
+        if (op == OP_RAND_WR)
+            jw_uint(&j, "words_not_written", w->unwritten);
+        jw_bool(&j, "order_verified", w->rand_sum == w->seq_sum && !w->unwritten);
+    }
     jw_int(&j, "cpu", w->cpu);
     jw_uint(&j, "bps", (uint64_t)(bps_of(size, t->median_ns) + 0.5));
     jw_uint(&j, "mean_bps", (uint64_t)(bps_of(size, t->ns_per_op) + 0.5));

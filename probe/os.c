@@ -65,13 +65,19 @@ static const struct os_test os_tests[] = {
     {"unix_lat", os_test_unix_lat, 0},
     {"udp_lat", os_test_udp_lat, 0},
     {"tcp_lat", os_test_tcp_lat, 0},
+    {"tcp_connect", os_test_tcp_connect, 0},
+    {"sem_lat", os_test_sem_lat, 0},
     {"pipe_bw", os_test_pipe_bw, 0},
     {"unix_bw", os_test_unix_bw, 0},
     {"tcp_bw", os_test_tcp_bw, 0},
     {"file_reread", os_test_file_reread, 1},
     {"mmap_reread", os_test_mmap_reread, 1},
+    {"proc_call", os_test_proc_call, 0},
+    {"arith", os_test_arith, 0},
 };
 #define OS_NTESTS ((int)(sizeof os_tests / sizeof *os_tests))
+/* The selection is a bit mask of 32 bits, `all` (1u << N) - 1. */
+_Static_assert(sizeof os_tests / sizeof *os_tests < 32, "more os tests than bits in os_opts.tests");
 
 #define DEFAULT_CTX "2p/0k,2p/16k,2p/64k,8p/16k,8p/64k,16p/16k,16p/64k"
 #define QUICK_CTX "2p/0k,2p/16k,8p/16k"

@@ -1,8 +1,9 @@
 /*
  * Shared state of the `os` subcommand, split over os.c (options, driver,
  * shared helpers), os_sys.c (system-call class), os_proc.c (signals,
- * processes, context switch, transports) and os_file.c (files, page
- * faults, mappings).
+ * processes, context switch, transports), os_conn.c (semaphore round
+ * trip, TCP connection), os_file.c (files, page faults, mappings) and
+ * os_cpu.c (arithmetic latency, procedure call).
  *
  * Every test times its operation with the shared harness (timing.h) and
  * prints one result per variant as soon as it is known.
@@ -130,10 +131,14 @@ void os_test_pipe_lat(struct os_run *r);
 void os_test_unix_lat(struct os_run *r);
 void os_test_udp_lat(struct os_run *r);
 void os_test_tcp_lat(struct os_run *r);
+void os_test_tcp_connect(struct os_run *r);
+void os_test_sem_lat(struct os_run *r);
 void os_test_pipe_bw(struct os_run *r);
 void os_test_unix_bw(struct os_run *r);
 void os_test_tcp_bw(struct os_run *r);
 void os_test_file_reread(struct os_run *r);
 void os_test_mmap_reread(struct os_run *r);
+void os_test_proc_call(struct os_run *r);
+void os_test_arith(struct os_run *r);
 
 #endif

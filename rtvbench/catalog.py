@@ -18,7 +18,7 @@ WORK_KERNELS: dict[str, str] = {
 }
 WORK_SIZES = ("small", "large")
 
-MEM_BW_OPS = ("read", "write", "rmw", "memcpy", "memset", "copyloop")
+MEM_BW_OPS = ("read", "write", "rmw", "memcpy", "memset", "copyloop", "rand_rd", "rand_wr")
 MEM_LAT_MODES = ("seq", "random")
 HUGEPAGES = ("off", "thp", "hugetlb")
 MEM_ALLOC_TESTS = ("alloc", "tlb")
@@ -33,9 +33,13 @@ OS_TESTS: dict[str, str] = {
     "sig_catch": "time", "prot_fault": "time", "fork": "time", "fork_exec": "time",
     "fork_sh": "time", "pagefault": "time", "mmap": "time", "file_create_delete": "time",
     "ctx": "time", "pipe_lat": "time", "unix_lat": "time", "udp_lat": "time", "tcp_lat": "time",
+    "tcp_connect": "time", "sem_lat": "time",
     "pipe_bw": "bandwidth", "unix_bw": "bandwidth", "tcp_bw": "bandwidth",
-    "file_reread": "bandwidth", "mmap_reread": "bandwidth",
+    "file_reread": "bandwidth", "mmap_reread": "bandwidth", "proc_call": "time", "arith": "time",
 }
+#: the operations of the `os` test `arith`, in the probe's order
+OS_ARITH_OPS = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul",
+                "float_div", "double_add", "double_mul", "double_div")
 
 IPC_TRANSPORTS = ("pipe", "unix", "udp", "tcp", "vsock")
 #: round-trip statistics of one ipc (transport, size) result, all in ns

@@ -139,7 +139,7 @@ CASES = [
      "(got 12)"),
     ("bandwidth operation", ('operations = ["read", "memcpy"]', 'operations = ["read", "copy"]'),
      'campaign.toml:22: benchmarks.bw.operations: unknown operation "copy" (known: read, write, rmw, memcpy, '
-     'memset, copyloop) (got ["read", "copy"])'),
+     'memset, copyloop, rand_rd, rand_wr) (got ["read", "copy"])'),
     ("the probe's option name instead of the campaign key", ('operations = ["read", "memcpy"]', 'ops = ["read"]'),
      'campaign.toml:22: benchmarks.bw.ops: unknown key; allowed: cpus, hugepages, kind, operations, quick, '
      'sizes, threads'),
@@ -150,8 +150,8 @@ CASES = [
     ("os test", ('tests = ["null", "ctx", "file_create_delete"]', 'tests = ["null", "ctxsw"]'),
      'campaign.toml:35: benchmarks.os.tests: unknown test "ctxsw" (known: null, read, write, stat, fstat, '
      'open_close, select, poll, sig_install, sig_catch, prot_fault, fork, fork_exec, fork_sh, pagefault, mmap, '
-     'file_create_delete, ctx, pipe_lat, unix_lat, udp_lat, tcp_lat, pipe_bw, unix_bw, tcp_bw, file_reread, '
-     'mmap_reread) (got ["null", "ctxsw"])'),
+     'file_create_delete, ctx, pipe_lat, unix_lat, udp_lat, tcp_lat, tcp_connect, sem_lat, pipe_bw, unix_bw, '
+     'tcp_bw, file_reread, mmap_reread, proc_call, arith) (got ["null", "ctxsw"])'),
     ("context-switch ring", ('ctx = ["2p/0k", "8p/16k"]', 'ctx = ["2p/0k", "1p/16k"]'),
      'campaign.toml:36: benchmarks.os.ctx: "1p/16k" must be <processes>p/<KiB>k with 2 to 64 processes of at most '
      '65536k, '

@@ -98,14 +98,18 @@ def test_mem_lat(probe):
 
 
 def test_mem_bw(probe):
-    m = measure(probe, "mem-bw", {"operations": ["read", "memcpy"], "sizes": ["16K"], "quick": True})
+    m = measure(probe, "mem-bw", {"operations": ["read", "memcpy", "rand_rd", "rand_wr"], "sizes": ["16K"],
+                                  "quick": True})
     f = measurement_figures(m)
     all_known("mem-bw", f)
-    for op in ("read", "memcpy"):
+    for op in ("read", "memcpy", "rand_rd", "rand_wr"):
         r = result(m, op=op, thread="all")
         assert f[f"bw.{op}.16KiB"] == r["bps"]
         assert f[f"bw.{op}.16KiB_GBps"] == pytest.approx(r["bps"] / 1e9)
-    assert len(f) == 2 * 3
+    assert len(f) == 4 * 3
+    kind = get_kind("mem-bw")
+    assert kind.table_stems(sorted(f)) == ["bw.read.16KiB", "bw.memcpy.16KiB", "bw.rand_rd.16KiB", "bw.rand_wr.16KiB"]
+    assert kind.label("bw.rand_wr.16KiB") == "random-order write 16 KiB"
     assert not known_figure("mem-bw", "bw.copy.16KiB") and not known_figure("mem-bw", "bw.read.16KiB_us")
 
 
@@ -121,20 +125,42 @@ def test_mem_alloc(probe):
     assert f["alloc.reuse.page.2MiB.warm"] == reuse["warm_median_ns"]
     assert f["alloc.reuse.page.2MiB.cold_per_page"] == pytest.approx(reuse["cold_ns_per_page"])
     assert f["tlb.miss"] == tlb["tlb_miss_ns"] and f["tlb.spread"] == tlb["spread_ns_per_access"]
+    # Over every cycle: figures of their own, shown in the section's Ave / Min / Max table, not the generic rows.
+    assert (f["alloc.mmap.page.2MiB.avg"], f["alloc.mmap.page.2MiB.min"], f["alloc.mmap.page.2MiB.max"]) == \
+        (mmap["avg_ns"], min(mmap["values_ns"]), max(mmap["values_ns"]))
+    stems = get_kind("mem-alloc").table_stems(sorted(f))
+    assert "alloc.mmap.page.2MiB.first" in stems and not any(s.endswith((".avg", ".min", ".max")) for s in stems)
+
+
+ARITH = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul", "float_div",
+         "double_add", "double_mul", "double_div")
 
 
 def test_os(probe, tmp_path):
     m = measure(probe, "os", {"tests": ["null", "select", "pagefault", "mmap", "file_create_delete", "ctx",
-                                        "pipe_lat", "pipe_bw"],
+                                        "pipe_lat", "tcp_connect", "sem_lat", "pipe_bw", "file_reread", "mmap_reread",
+                                        "proc_call", "arith"],
                               "quick": True, "fds": [10], "ctx": ["2p/0k"], "mmap_sizes": ["64K"],
-                              "file_sizes": [0, "1K"], "pagefault_size": "1M", "dir": str(tmp_path),
-                              "max_time_s": 0.02, "min_sample_ms": 1})
+                              "file_sizes": [0, "1K"], "pagefault_size": "1M", "reread_size": "64K",
+                              "dir": str(tmp_path), "max_time_s": 0.02, "min_sample_ms": 1})
     f = measurement_figures(m)
     all_known("os", f)
     stems = {"null", "select.10fd", "select.10fd_file", "pagefault.anon", "pagefault.file", "pagefault.file_read",
              "mmap.64KiB", "mmap.64KiB_sparse", "file_create_delete.0B", "file_create_delete.1KiB",
-             "file_create.0B", "file_create.1KiB", "file_delete.0B", "file_delete.1KiB", "ctx.2p_0k", "pipe_lat"}
-    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | {"pipe_bw"}
+             "file_create.0B", "file_create.1KiB", "file_delete.0B", "file_delete.1KiB", "ctx.2p_0k", "pipe_lat",
+             "tcp_connect", "sem_lat", "proc_call", *(f"arith.{op}" for op in ARITH)}
+    bandwidths = {"pipe_bw", "file_reread", "file_reread.open2close", "mmap_reread", "mmap_reread.mapped",
+                  "mmap_reread.open2close"}
+    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | bandwidths
+    # Every one is a row of the report's tables, creation and deletion apart, each with its own label.
+    rows = get_kind("os").table_stems(sorted(f))
+    assert set(rows) == stems | bandwidths and len({get_kind("os").label(s) for s in rows}) == len(rows)
+    assert rows.index("file_create_delete.0B") < rows.index("file_create.0B") < rows.index("file_delete.0B")
+    assert f["arith.int_div.min"] == result(m, test="arith", op="int_div")["min_ns"]
+    assert f["file_reread.open2close"] == result(m, test="file_reread", scope="open2close")["bandwidth_bps"]
+    assert f["mmap_reread.open2close_GBps"] == pytest.approx(
+        result(m, test="mmap_reread", mapping="open2close")["bandwidth_bps"] / 1e9)
+    assert f["tcp_connect_us"] == pytest.approx(result(m, test="tcp_connect")["ns_per_op"] / 1e3)
     assert f["null"] == result(m, test="null")["ns_per_op"] and f["null.min"] == result(m, test="null")["min_ns"]
     assert f["ctx.2p_0k_us"] == pytest.approx(result(m, test="ctx")["ns_per_op"] / 1e3)
     # LMbench's definitions: the batch deletion and the sparse mmap come from their own results.
@@ -144,7 +170,8 @@ def test_os(probe, tmp_path):
     assert "pipe_bw.min" not in f and not known_figure("os", "pipe_bw.min")
     assert get_kind("os").unit("pipe_bw") == "B/s" and get_kind("os").unit("null.min_us") == "us"
     for bad in ("select", "select.10", "ctx.2p/0k", "mmap.65536B", "null.max", "nosuch", "select.10fd_pipe",
-                "mmap.64KiB_dense", "file_create", "pagefault", "prot_fault.x", "mmap_reread.once"):
+                "mmap.64KiB_dense", "file_create", "pagefault", "prot_fault.x", "mmap_reread.once", "arith",
+                "arith.int_pow", "file_reread.io_only", "tcp_connect.x", "file_reread.open2close.min"):
         assert not known_figure("os", bad), bad
 
 

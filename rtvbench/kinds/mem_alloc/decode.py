@@ -5,6 +5,8 @@ Figures (ns, `_us` and `_ms` too):
   `alloc.<method>.<touch>.<size>.cold`           median of the cycles that took page faults
   `alloc.<method>.<touch>.<size>.warm`           median of the cycles without faults
   `alloc.<method>.<touch>.<size>.cold_per_page`  the cold median per base page
+  `alloc.<method>.<touch>.<size>.avg`, `.min`, `.max`  over every cycle, cold and warm (the report's
+                                                 Ave / Min / Max table pools them over repetitions)
   `tlb.spread`, `tlb.packed`, `tlb.miss`         ns per access of the two chases, and their difference
 e.g. `alloc.mmap.page.16MiB.cold`, `tlb.miss`.
 """
@@ -20,9 +22,12 @@ from rtvbench.units import human_size, parse_size_token, size_token
 from rtvbench.catalog import MEM_ALLOC_METHODS, MEM_ALLOC_TOUCH
 from rtvbench.results import Measurement
 
-_ALLOC = re.compile(r"^alloc\.([a-z]+)\.([a-z]+)\.([0-9]+(?:B|KiB|MiB|GiB))\.(first|cold|warm|cold_per_page)$")
+_ALLOC = re.compile(r"^alloc\.([a-z]+)\.([a-z]+)\.([0-9]+(?:B|KiB|MiB|GiB))\."
+                    r"(first|cold|warm|cold_per_page|avg|min|max)$")
 _ALLOC_FIELDS = {"first": "first_ns", "cold": "cold_median_ns", "warm": "warm_median_ns",
-                 "cold_per_page": "cold_ns_per_page"}
+                 "cold_per_page": "cold_ns_per_page", "avg": "avg_ns", "min": "min_ns", "max": "max_ns"}
+#: statistics over every cycle, shown in the section's own table rather than the generic ones
+CYCLE_STATS = ("avg", "min", "max")
 _TLB_FIELDS = {"spread": "spread_ns_per_access", "packed": "packed_ns_per_access", "miss": "tlb_miss_ns"}
 _STATS = tuple(_ALLOC_FIELDS)
 
@@ -62,8 +67,9 @@ class MemAllocKind(QuantityKind):
         return None
 
     def headline(self, name: str) -> bool:
-        # first/cold/warm are the classic alloc_dealloc table; per page is cold / pages
-        return not name.endswith(".cold_per_page")
+        # first/cold/warm are the classic alloc_dealloc table; per page is cold / pages; the statistics over
+        # every cycle have a table of their own (section.py)
+        return not name.endswith((".cold_per_page", *(f".{s}" for s in CYCLE_STATS)))
 
     def order(self, name: str) -> tuple:
         a = _alloc(name)

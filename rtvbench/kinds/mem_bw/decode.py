@@ -1,7 +1,8 @@
 """The `mem-bw` kind: memory bandwidth per operation and buffer size (docs/probe/memory.md).
 
 Figures: `bw.<op>.<size>`, bytes per second summed over the threads (`_MBps`, `_GBps`: 10^6 and
-10^9 bytes per second), e.g. `bw.memcpy.16MiB`. A byte is the buffer size once per pass for every
+10^9 bytes per second), e.g. `bw.memcpy.16MiB`, `bw.rand_wr.64MiB` (`rand_rd`, `rand_wr`: the buffer's
+64-byte lines in a random order fixed per size). A byte is the buffer size once per pass for every
 operation, a copy included (the counting of bw_mem and sysbench; STREAM counts a copy twice).
 """
 
@@ -16,7 +17,9 @@ from rtvbench.units import human_size, parse_size_token, size_token
 from rtvbench.catalog import MEM_BW_OPS
 from rtvbench.results import Measurement
 
-_STEM = re.compile(r"^bw\.([a-z]+)\.([0-9]+(?:B|KiB|MiB|GiB))$")
+_STEM = re.compile(r"^bw\.([a-z_]+)\.([0-9]+(?:B|KiB|MiB|GiB))$")
+# How the random-order operations read in a table.
+_OP_LABELS = {"rand_rd": "random-order read", "rand_wr": "random-order write"}
 
 
 def parse_stem(name: str) -> tuple[str, int] | None:
@@ -50,7 +53,7 @@ class MemBwKind(QuantityKind):
     def label(self, figure: str) -> str:
         parts = self.split(figure)
         p = parse_stem(parts[0]) if parts else None
-        return f"{p[0]} {human_size(p[1])}" if p else figure
+        return f"{_OP_LABELS.get(p[0], p[0])} {human_size(p[1])}" if p else figure
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
         p = params or {}
@@ -59,8 +62,10 @@ class MemBwKind(QuantityKind):
         return (f"Memory bandwidth (bw_mem's quantities, own implementation) of {', '.join(ops)} over buffers of "
                 f"each size, {threads} thread{'s' if threads != 1 else ''} each with its own buffers, all running at "
                 "once. A byte is counted once per pass for every operation, a copy included (as bw_mem and "
-                "sysbench count; STREAM counts a copy as read plus write, twice this figure). Rates are the "
-                "probe's median pass; MB/s and GB/s are 10^6 and 10^9 bytes per second.")
+                "sysbench count; STREAM counts a copy as read plus write, twice this figure). `rand_rd` and "
+                "`rand_wr` read or write the buffer's 64-byte lines in a random order, fixed per size, that no "
+                "prefetcher can follow. Rates are the probe's median pass; MB/s and GB/s are 10^6 and 10^9 bytes "
+                "per second.")
 
 
 register(MemBwKind())

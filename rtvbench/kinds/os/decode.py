@@ -4,13 +4,16 @@ Figures, ns per operation (the probe's `ns_per_op`; `_us`, `_ms` too), each with
 least disturbed sample (the better estimate on a shared machine):
   `null`, `read`, `write`, `stat`, `fstat`, `open_close`, `sig_install`, `sig_catch`, `prot_fault`,
   `fork`, `fork_exec`, `fork_sh`, `pipe_lat`, `unix_lat`, `udp_lat`, `tcp_lat`,
+  `tcp_connect`, `sem_lat`, `proc_call`, `arith.<op>` (`arith.int_add`, ... `arith.double_div`: the
+  latency of one operation in a dependent chain),
   `select.<N>fd`, `poll.<N>fd`, `pagefault.anon`, `pagefault.file`, `mmap.<size>`,
   `file_create_delete.<size>`, `ctx.<P>p_<S>k` (e.g. `ctx.2p_0k`, `null.min`, `fork_us`);
   and the figures that follow LMbench's definitions where ours differ (docs/probe/os-ipc.md):
   `select.<N>fd_file`, `poll.<N>fd_file`, `prot_fault.fault_only`, `pagefault.file_read`,
   `mmap.<size>_sparse`, `file_create.<size>`, `file_delete.<size>`;
 bandwidths, bytes per second (`_MBps`, `_GBps` too): `pipe_bw`, `unix_bw`, `tcp_bw`, `file_reread`,
-`mmap_reread`, `mmap_reread.mapped`.
+`mmap_reread`, `mmap_reread.mapped`, and LMbench's open-to-close passes `file_reread.open2close`,
+`mmap_reread.open2close`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import BANDWIDTH, TIME, QuantityKind, number
 from rtvbench.units import human_size, parse_size_token, size_token
-from rtvbench.catalog import OS_TESTS
+from rtvbench.catalog import OS_ARITH_OPS, OS_TESTS
 from rtvbench.results import Measurement
 
 _NAME = re.compile(r"^([a-z_]+)(?:\.(?!min$)([0-9a-zA-Z_]+))?(\.min)?$")
@@ -30,9 +33,10 @@ _FDS = r"[1-9][0-9]*fd(_file)?"
 _VARIANT = {
     "select": re.compile(rf"^{_FDS}$"), "poll": re.compile(rf"^{_FDS}$"),
     "pagefault": re.compile(r"^(anon|file|file_read)$"), "ctx": re.compile(r"^[0-9]+p_[0-9]+k$"),
-    "prot_fault": re.compile(r"^fault_only$"), "mmap_reread": re.compile(r"^mapped$"),
+    "prot_fault": re.compile(r"^fault_only$"), "mmap_reread": re.compile(r"^(mapped|open2close)$"),
+    "file_reread": re.compile(r"^open2close$"), "arith": re.compile(rf"^({'|'.join(OS_ARITH_OPS)})$"),
 }
-_PLAIN_TOO = ("prot_fault", "mmap_reread")
+_PLAIN_TOO = ("prot_fault", "mmap_reread", "file_reread")
 # Figures named by a size, with the suffixes their other definitions add ("1MiB_sparse").
 _SIZED = {"mmap": ("sparse",), "file_create_delete": (), "file_create": (), "file_delete": ()}
 # Figure stems that are not test names, and the test that measures them.
@@ -49,6 +53,8 @@ _LABELS = {
     "unix_lat": "AF_UNIX round trip", "udp_lat": "UDP round trip", "tcp_lat": "TCP round trip",
     "pipe_bw": "pipe bandwidth", "unix_bw": "AF_UNIX bandwidth", "tcp_bw": "TCP bandwidth",
     "file_reread": "file re-read", "mmap_reread": "mmap re-read", "select": "select", "poll": "poll",
+    "tcp_connect": "TCP connect + accept + close", "sem_lat": "System V semaphore round trip",
+    "proc_call": "procedure call (3 arguments)", "arith": "latency of",
     "pagefault": "page fault", "mmap": "mmap", "file_create_delete": "file create + delete (one at a time)",
     "file_create": "file create (batch)", "file_delete": "file delete (batch)", "ctx": "context switch",
 }
@@ -56,6 +62,7 @@ _LABELS = {
 _VARIANT_LABELS = {
     "fault_only": "the fault alone, signal cost subtracted", "mapped": "mapped once",
     "anon": "anon", "file": "file, write", "file_read": "file, read with fault-around",
+    "open2close": "opened, read and closed every pass",
 }
 
 
@@ -73,7 +80,12 @@ def _stem(r: dict[str, Any]) -> str | None:
     if test == "prot_fault":
         return "prot_fault.fault_only" if r.get("handler") == "return" else "prot_fault"
     if test == "mmap_reread":
-        return "mmap_reread.mapped" if r.get("mapping") == "once" else "mmap_reread"
+        variant = {"once": ".mapped", "open2close": ".open2close"}.get(r.get("mapping"), "")
+        return "mmap_reread" + variant
+    if test == "file_reread":
+        return "file_reread.open2close" if r.get("scope") == "open2close" else "file_reread"
+    if test == "arith":
+        return f"arith.{r['op']}" if r.get("op") in OS_ARITH_OPS else None
     if test in _SIZED:
         if not isinstance(r.get("size_bytes"), int):
             return None
@@ -167,9 +179,12 @@ class OsKind(QuantityKind):
                 shown = f"{count} fds ({'regular file' if kind == '_file' else 'idle pipe'})"
             elif stem == "ctx":
                 shown = variant.replace("_", "/")
+            elif stem == "arith":
+                kind, _, op = variant.partition("_")
+                shown = {"int": "int (32-bit)", "int64": "int64"}.get(kind, kind) + " " + op
             else:
                 shown = _VARIANT_LABELS.get(variant, variant)
-            text += f" {shown}" if stem in ("select", "poll", "ctx") or sized else f", {shown}"
+            text += f" {shown}" if stem in ("select", "poll", "ctx", "arith") or sized else f", {shown}"
         return text + (" (fastest sample)" if is_min else "")
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
@@ -182,8 +197,9 @@ class OsKind(QuantityKind):
                 "calibrated loop whose bare cost is subtracted, sampled until the standard error of the mean is "
                 f"below {f'{target * 100:g} %' if target else 'the target'} or the time limit is reached; the "
                 "figure is the mean ns per operation (`.min`, the fastest sample, is the better estimate on a "
-                "shared machine). Bandwidths (`*_bw`, re-reads) are bytes per second. Files live in the page "
-                "cache; round trips and bandwidths are with a forked peer process.")
+                "shared machine). `arith` figures are the latency of one operation in a dependent chain (32 per loop "
+                "iteration, the loop not subtracted). Bandwidths (`*_bw`, re-reads) are bytes per second. Files "
+                "live in the page cache; round trips and bandwidths are with a forked peer process.")
 
     def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
         """The figures whose measurement did not settle: their error stayed above the target, or the

@@ -18,9 +18,9 @@ from rtvbench.spec import Placement
 _RING = re.compile(r"^(\d{1,6})p/(\d{1,9})k$")
 #: the probe's rings: 2 to 64 processes with up to 64 MiB each, at most 16 rings
 RING_PROCESSES, RING_MAX_KIB, MAX_RINGS = (2, 64), 64 << 10, 16
-# For the progress bar: the default run of every test takes ~25 s, --quick ~5 s, and a figure's
+# For the progress bar: the default run of every test takes ~32 s, --quick ~6 s, and a figure's
 # time is bounded by max_time_s (2 s, 0.3 s with --quick) but usually ends at 1 % error sooner.
-_FULL_S, _QUICK_S, _FIGURES_IN_FULL = 25.0, 5.0, 59
+_FULL_S, _QUICK_S, _FIGURES_IN_FULL = 32.0, 6.0, 76
 
 
 def _rings(v: Any) -> tuple[str, ...]:
