@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "hist.h"
@@ -221,6 +222,12 @@ static void print_result(enum rtos_test t, const struct rtos_options *o, const s
         jw_obj(&w, "back");
         hist_write_stats(r->back, &w);
         jw_end(&w);
+    }
+    if (t == RTOS_TIMER) {
+        /* The kernel lets an ordinary thread's timer fire up to its slack late, so that
+         * wake-ups can be batched; a real-time thread's slack is 0 whatever prctl says. */
+        int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        jw_int(&w, "timer_slack_ns", sched_is_rt(s->policy) ? 0 : slack);
     }
     if (r->why[0])
         jw_str(&w, "error", r->why);
