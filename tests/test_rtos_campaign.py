@@ -117,3 +117,43 @@ def test_validate_refuses_what_the_probe_refuses(keys, fragment):
     with pytest.raises(CampaignError) as e:
         parse_campaign(text, "c.toml")
     assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("test", ["futex_wake"]), ("test", {"a": 1}), ("test", "irq"), ("p99_ns", [1, 2]), ("avg_ns", None),
+    ("histogram", {}), ("half_round_trip", [1]), ("half_round_trip", {"min_ns": [1, 2]}), ("forward", "x"),
+    ("forward", {"count": 2, "p50_ns": [3]}), ("back", {"count": 0, "min_ns": None}),
+])
+def test_decoder_reads_odd_records_the_host_accepts(field, value):
+    """A record that passes the host's checks (rtvbench/probe_schema.py), whatever it holds in the fields
+    those leave open, decodes without an exception; what is unusable yields no figure."""
+    from rtvbench.analysis.kind import get_kind
+    from rtvbench.probe_schema import parse_record
+    from rtvbench.results import Measurement
+    good = {"type": "result", "test": "sem_pingpong", "count": 3, "min_ns": 10, "avg_ns": 12.0, "max_ns": 15,
+            "p50_ns": 12, "p99_ns": 15, "histogram": {"scheme": "log-linear", "sub_bucket_bits": 8,
+                                                      "buckets": [[10, 11, 1], [12, 13, 1], [15, 16, 1]]},
+            "half_round_trip": {"min_ns": 5, "avg_ns": 6.0, "p50_ns": 6, "p99_ns": 7.5, "max_ns": 7.5},
+            "forward": {"count": 3, "min_ns": 5, "avg_ns": 6.0, "max_ns": 8},
+            "back": {"count": 3, "min_ns": 5, "avg_ns": 6.0, "max_ns": 7}}
+    odd = parse_record(json.dumps({**good, field: value}))
+    m = Measurement(id=1, environment="e", load="l", benchmark="b", kind="rtos", repetition=0, status="ok",
+                    command=[], load_commands=[], started_at=None, finished_at=None, meta=None,
+                    results=[odd], windows=[], warnings=[])
+    kind = get_kind("rtos")
+    result = kind.decode(m)
+    assert all(kind.is_figure(f) for f in result.figures)
+    f = result.figures
+    if field == "test":
+        assert f == {} and result.distributions == {}
+    else:
+        assert f["sem_pingpong.min_ns"] == 10
+        assert ("sem_pingpong" in result.distributions) == (field != "histogram")
+    if field == "p99_ns":
+        assert f["sem_pingpong.p99_ns"] == pytest.approx(15, abs=1)     # read from the histogram instead
+    if field == "half_round_trip":
+        assert not [x for x in f if x.startswith("sem_pingpong.half.")]
+    if field == "forward":
+        assert not [x for x in f if x.startswith("sem_pingpong.forward.")] and f["sem_pingpong.back.max_ns"] == 7
+    for h in result.distributions.values():
+        h.percentile(99), h.ccdf()

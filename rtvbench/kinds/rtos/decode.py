@@ -21,7 +21,8 @@ from rtvbench.units import PERCENTILES, TIME_UNITS, exact_duration
 
 def _tests(m: Measurement) -> list[dict[str, Any]]:
     """The measurement's result records of known tests that measured something."""
-    return [r for r in m.results if r.get("test") in RTOS_TESTS and (record_count(r) or 0) > 0]
+    return [r for r in m.results
+            if isinstance(r.get("test"), str) and r["test"] in RTOS_TESTS and (record_count(r) or 0) > 0]
 
 
 def _half(out: dict[str, float], half: Any) -> None:
