@@ -58,7 +58,7 @@ static int check_or_describe(int argc, char **argv)
     const struct subcommand *sub = argc > 2 ? find_subcommand(argv[2]) : NULL;
     if (!sub || !sub->campaign) {
         fprintf(stderr, "rtvb-probe: %s needs a subcommand a campaign runs (latency, noise, work, mem-lat, "
-                        "mem-bw, mem-alloc, os, ipc, load or kernel-tracer).\n", argv[1]);
+                        "mem-bw, mem-alloc, os, ipc, rtos, load or kernel-tracer).\n", argv[1]);
         return EXIT_USAGE;
     }
     opts_mode = !strcmp(argv[1], "--check-args") ? OPTS_CHECK : OPTS_DESCRIBE;
