@@ -30,8 +30,10 @@
 #define MAX_COUNT 1000000
 #define MAX_CPUS 1024
 #define CONTROL_STACK (256 * 1024)
-/* How often the main thread looks whether the tests have ended. */
-#define POLL_NS (20 * 1000000ull)
+/* The control thread tells the main thread that the tests have ended by this
+ * signal, so that the main thread sleeps for the whole run instead of waking
+ * now and then, perhaps on the measured CPU. */
+#define DONE_SIGNAL SIGUSR2
 
 struct rtos_options {
     int policy, priority;
@@ -237,6 +239,7 @@ static void print_result(enum rtos_test t, const struct rtos_options *o, const s
 }
 
 struct control {
+    pthread_t main_thread;
     const struct rtos_options *o;
     const struct rtos_privileges *p;
     struct rtos_run run;
@@ -270,18 +273,22 @@ static void *control_main(void *arg)
     }
     c->interrupted |= atomic_load(&rtos_stop);
     atomic_store(&c->done, 1);
+    pthread_kill(c->main_thread, DONE_SIGNAL);
     return NULL;
 }
 
-/* The measuring threads inherit this mask: the stop signals go to the main
- * thread alone, and SIGUSR1 stays pending for the signal test's sigwait. */
-static void block_for_tests(sigset_t *stopsigs)
+/* Every thread inherits this mask: the stop signals and DONE_SIGNAL go to the
+ * main thread alone, which waits for them in *waited; SIGUSR1 stays pending
+ * for the signal test's sigwait. */
+static void block_for_tests(sigset_t *waited)
 {
-    block_stop_signals(stopsigs);
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    block_stop_signals(waited);
+    sigaddset(waited, DONE_SIGNAL);
+    sigset_t more;
+    sigemptyset(&more);
+    sigaddset(&more, SIGUSR1);
+    sigaddset(&more, DONE_SIGNAL);
+    pthread_sigmask(SIG_BLOCK, &more, NULL);
 }
 
 static int alloc_hists(struct rtos_run *r)
@@ -308,13 +315,14 @@ int cmd_rtos(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 
-    sigset_t stopsigs;
-    block_for_tests(&stopsigs);
+    sigset_t waited;
+    block_for_tests(&waited);
     acquire_privileges(&o, &priv);
     t_start = mono_ns();
     print_meta(argc, argv, &o, &priv);
     warn_privileges(&o, &priv);
 
+    c.main_thread = pthread_self();
     c.o = &o;
     c.p = &priv;
     if (alloc_hists(&c.run)) {
@@ -334,8 +342,8 @@ int cmd_rtos(int argc, char **argv)
         return EXIT_ENV;
     }
     while (!atomic_load(&c.done)) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)POLL_NS};
-        if (sigtimedwait(&stopsigs, NULL, &ts) > 0)
+        int sig = sigwaitinfo(&waited, NULL);
+        if (sig > 0 && sig != DONE_SIGNAL)
             atomic_store(&rtos_stop, 1);
     }
     pthread_join(control, NULL);
