@@ -55,7 +55,7 @@ def edge_values(tp, r: ProbeRange) -> tuple[list, list]:
     if r.option == "buffer-size" and base is not int:
         return [lo, hi, "auto"], [lo - 1, hi + 1]
     if base is str:                             # a CPU list
-        fill = f"0-{r.cap - 2},{int(hi)}" if r.cap <= hi else f"0-{int(hi)}"
+        fill = (f"0-{r.cap - 2},{int(hi)}" if r.cap > 1 else "0") if r.cap <= hi else f"0-{int(hi)}"
         return [fill, str(int(hi))], [f"0-{r.cap}", f"{int(hi) + 1}"]
     if r.cap == 2 and base is tuple:            # a CPU pair
         return [[lo, hi], [hi]], [[lo - 1], [hi + 1], [lo, lo, lo]]
