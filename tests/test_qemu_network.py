@@ -107,7 +107,7 @@ def network_run(probe, tmp_path_factory):
                     seen[name] = _ip("-n", name, "-br", "link")
                 except subprocess.CalledProcessError:
                     pass
-            time.sleep(0.1)
+            time.sleep(0.25)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
