@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from host_helpers import cli_env, processes_with, run_cli, start_cli, wait_for
-from rtvbench.errors import RtvbenchError
+from rtvbench.campaign import parse_campaign
+from rtvbench.errors import RtvbenchError, TargetError
 from rtvbench.targets.qemu import netns
 
 REPO = Path(__file__).resolve().parent.parent
@@ -276,7 +277,15 @@ def test_validate_accepts_a_guest_with_network_and_names_the_key_without(tmp_pat
             in r.stderr), r.stderr
 
 
-def test_without_root_one_sentence_names_the_fix(monkeypatch):
+def test_without_root_one_sentence_names_the_fix(monkeypatch, tmp_path):
+    (tmp_path / "vmlinuz").write_bytes(bytes(0x202) + b"HdrS" + bytes(64))
+    c = parse_campaign(GUEST.format(keys="network = true", peer="native", bench=""), "c.toml", tmp_path)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert netns.problem() == ("network = true needs root (a network namespace, a bridge and tap devices are "
-                               "created for the guests); run rtvbench as root, e.g. with sudo, or drop `network`")
+    # Before anything is built or booted, and nothing is left behind.
+    before = _ours() if shutil.which("ip") else set()
+    with pytest.raises(TargetError) as e:
+        c.environments["guest"].deploy_probe()
+    assert str(e.value) == ("environment guest: network = true needs root (a network namespace, a bridge and tap "
+                            "devices are created for the guests); run rtvbench as root, e.g. with sudo, or drop "
+                            "`network`.")
+    assert (_ours() if shutil.which("ip") else set()) == before

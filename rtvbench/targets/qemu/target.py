@@ -363,6 +363,9 @@ class QemuTarget(ChannelTarget):
         p: QemuParams = self.params
         if self._guests is not None and (not p.network or self._network is not None):
             return self._guests
+        why = netns.problem() if p.network else None
+        if why:
+            raise TargetError(f"environment {self.name}: {why}.")
         qemu = shutil.which(QEMU_BINARY[p.arch])
         if qemu is None:
             raise TargetError(f"{QEMU_BINARY[p.arch]} is not installed, so environment {self.name} cannot "
