@@ -4,7 +4,8 @@
  * rtvbench boots guests from a kernel and an initramfs holding only this
  * binary as /init and, optionally, kernel modules. PID 1 sets up what the
  * commands need (console, /proc, /sys, /dev, /tmp), loads the modules that
- * provide the channel, finds the virtio-serial port the host named
+ * provide the channel (and the NIC), gives the NIC the address the kernel
+ * command line names (rtvb.ip=), finds the virtio-serial port the host named
  * org.rtvbench.0, and serves the agent protocol on it until `poweroff`.
  *
  * The console is all the host can show the user when a boot goes wrong,
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -152,16 +155,9 @@ static int open_port(char *dev, size_t devsize)
         while (d && (e = readdir(d))) {
             if (e->d_name[0] == '.')
                 continue;
-            char path[300], name[64] = "";
+            char path[300], name[64];
             snprintf(path, sizeof path, PORTS_DIR "/%s/name", e->d_name);
-            FILE *f = fopen(path, "re");
-            if (!f)
-                continue;
-            if (!fgets(name, sizeof name, f))
-                name[0] = '\0';
-            fclose(f);
-            name[strcspn(name, "\n")] = '\0';
-            if (strcmp(name, PORT_NAME))
+            if (read_line(path, name, sizeof name) < 0 || strcmp(name, PORT_NAME))
                 continue;
             snprintf(dev, devsize, "/dev/%s", e->d_name);
             int fd = open(dev, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -204,6 +200,123 @@ static void loopback_up(void)
     close(s);
 }
 
+/* rtvb.ip=A.B.C.D/P on the kernel command line: the address the host
+ * gave this guest on its network (network = true, docs/targets/qemu.md).
+ * Read from /proc/cmdline, since a word with a dot is a module parameter
+ * to the kernel and never reaches init's argv. Returns 1 and fills
+ * addr/prefix when present and valid, 0 when absent, -1 when malformed. */
+static int cmdline_ip(char *text, size_t textsize, struct in_addr *addr, unsigned *prefix)
+{
+    char line[4096];
+    if (read_line("/proc/cmdline", line, sizeof line) < 0)
+        return 0;
+    /* The last one wins, as for the kernel's own parameters: the campaign's
+     * `cmdline` comes after rtvbench's. */
+    const char *key = "rtvb.ip=";
+    char *p = NULL;
+    for (char *at = strstr(line, key); at; at = strstr(at + 1, key))
+        if (at == line || at[-1] == ' ')
+            p = at;
+    if (!p)
+        return 0;
+    p += strlen(key);
+    size_t n = strcspn(p, " ");
+    snprintf(text, textsize, "%.*s", (int)n, p);
+    char *slash = strchr(text, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    char *end;
+    unsigned long len = strtoul(slash + 1, &end, 10);
+    int ok = inet_pton(AF_INET, text, addr) == 1 && end != slash + 1 && !*end && len >= 1 && len <= 30;
+    *slash = '/';
+    *prefix = (unsigned)len;
+    return ok ? 1 : -1;
+}
+
+/* The guest's one Ethernet interface (the virtio-net NIC): the first in
+ * /sys/class/net of type ARPHRD_ETHER (1), waiting for its driver. */
+static int find_nic(char *name, size_t namesize)
+{
+    uint64_t deadline = mono_ns() + PORT_WAIT_NS;
+    do {
+        DIR *d = opendir("/sys/class/net");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.' || !strcmp(e->d_name, "lo"))
+                continue;
+            char path[300], type[16];
+            snprintf(path, sizeof path, "/sys/class/net/%s/type", e->d_name);
+            size_t len = strlen(e->d_name);
+            if (read_line(path, type, sizeof type) == 0 && atoi(type) == 1 && len < namesize) {
+                memcpy(name, e->d_name, len + 1);
+                closedir(d);
+                return 0;
+            }
+        }
+        if (d)
+            closedir(d);
+        nanosleep(&(struct timespec){0, 20 * 1000000}, NULL);
+    } while (mono_ns() < deadline);
+    return -1;
+}
+
+/* Give the NIC the address from rtvb.ip= and bring it up: the kernel then
+ * adds the route to the subnet itself. ioctls rather than netlink: three
+ * fixed-size requests, no message to build. A failure is said and the boot
+ * goes on: the channel works without a network, and the host's round trips
+ * fail with the guest's log beside them. */
+static void network_up(void)
+{
+    char text[64];
+    struct in_addr addr;
+    unsigned prefix = 0;
+    int found = cmdline_ip(text, sizeof text, &addr, &prefix);
+    if (found == 0)
+        return;
+    if (found < 0) {
+        say("rtvb.ip=%s is not ADDRESS/PREFIX (an IPv4 address, a prefix length 1-30): no network", text);
+        return;
+    }
+    char nic[IFNAMSIZ];
+    if (find_nic(nic, sizeof nic) < 0) {
+        say("rtvb.ip=%s but no network interface appeared: the kernel needs CONFIG_VIRTIO_NET, built in "
+            "or as a module in the initramfs", text);
+        return;
+    }
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0) {
+        say("cannot configure %s (socket: %s)", nic, strerror(errno));
+        return;
+    }
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    memcpy(ifr.ifr_name, nic, sizeof ifr.ifr_name); /* find_nic: NUL-terminated within IFNAMSIZ */
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    sin->sin_addr = addr;
+    const char *what = "address";
+    int rc = ioctl(s, SIOCSIFADDR, &ifr);
+    if (rc == 0) {
+        what = "netmask";
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(~0u << (32 - prefix));
+        rc = ioctl(s, SIOCSIFNETMASK, &ifr);
+    }
+    if (rc == 0) {
+        what = "flags";
+        rc = ioctl(s, SIOCGIFFLAGS, &ifr);
+        ifr.ifr_flags |= IFF_UP;
+        if (rc == 0)
+            rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    if (rc < 0)
+        say("cannot set the %s of %s to %s: %s", what, nic, text, strerror(errno));
+    else
+        agent_console(WHO, "network: %s is %s.", nic, text);
+    close(s);
+}
+
 int cmd_init(int argc, char **argv)
 {
     if (getpid() != 1) {
@@ -241,6 +354,7 @@ int cmd_init(int argc, char **argv)
     mount_fs("tmpfs", "/tmp", MS_NOSUID | MS_NODEV, "mode=1777");
     load_modules();
     loopback_up();
+    network_up();
 
     char dev[300] = "";
     int fd = open_port(dev, sizeof dev);

@@ -386,7 +386,7 @@ class Runner:
                 server = bench.start_server(sites, p.environment)
             except (LoadError, TargetLost) as e:
                 server_error = e
-        argv = [self.probes[p.environment], *(server.client_args if server else bench.probe_args())]
+        argv = server.client_argv if server else [self.probes[p.environment], *bench.probe_args()]
         m = recorder.start_measurement(
             environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
             repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,

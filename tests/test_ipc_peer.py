@@ -163,9 +163,9 @@ def test_an_ssh_host_is_resolved_to_a_numeric_address(sshd, tmp_path):
 
 def test_targets_that_cannot_be_joined_say_so():
     native = LocalTarget("native", LocalParams())
-    guest = SimpleNamespace(name="guest", kind="qemu")
-    with pytest.raises(TargetError, match="environment guest cannot be reached for round trips from native"):
-        native.round_trip_address(guest)
+    board = SimpleNamespace(name="board", kind="labgrid")
+    with pytest.raises(TargetError, match="environment board cannot be reached for round trips from native"):
+        native.round_trip_address(board)
 
 
 BASE = '''
@@ -197,12 +197,12 @@ def test_bad_peer_or_transport_is_a_campaign_error(tmp_path, probe, keys, expect
 
 
 def test_validate_refuses_a_peer_that_run_could_not_reach(tmp_path, probe):
-    """What `run` refuses before its first measurement (a qemu guest cannot reach a server on this
-    machine), `validate` refuses too, in the same words."""
+    """What `run` refuses before its first measurement (a qemu guest without a network cannot reach a
+    server on this machine), `validate` refuses too, in the same words."""
     (tmp_path / "vmlinuz").write_bytes(b"\0" * 64)
     (tmp_path / "c.toml").write_text(BASE + 'peer = "native"\n[environments.guest]\ntarget = "qemu"\n'
                                      'arch = "x86_64"\nkernel = "vmlinuz"\n')
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2, r.stderr
-    assert ("benchmarks.rtt.peer: environment native cannot be reached for round trips from guest (a qemu target "
-            "cannot reach a local one)") in r.stderr, r.stderr
+    assert ("benchmarks.rtt.peer: environment guest is a qemu guest without a network, so it cannot do round "
+            "trips with environment native; set `network = true` in environment guest") in r.stderr, r.stderr

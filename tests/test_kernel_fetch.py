@@ -64,11 +64,11 @@ def _module_field(ko: bytes, key: str) -> str | None:
 
 
 def _check_layout(image: Path, package_prefix: str) -> tuple[str, Path]:
-    """The kept files are exactly vmlinuz, config and modules/<release>; the release and the
-    package name agree. Returns (release, modules dir)."""
+    """The kept files are exactly vmlinuz, config, modules/<release> and the module selection they
+    were kept by; the release and the package name agree. Returns (release, modules dir)."""
     d = image.parent
     assert image.name == "vmlinuz" and d.name.startswith(package_prefix)
-    assert sorted(p.name for p in d.iterdir()) == ["config", "modules", "vmlinuz"]
+    assert sorted(p.name for p in d.iterdir()) == ["config", "modules", "modules.wanted", "vmlinuz"]
     (mod_dir,) = (d / "modules").iterdir()
     release = mod_dir.name
     package, _, version = d.name.partition("_")
@@ -154,7 +154,8 @@ def test_modules_are_the_virtio_set_with_all_dependencies(fetched, arch):
 
     for wanted in ("kernel/drivers/char/virtio_console.ko", "kernel/drivers/char/hw_random/virtio-rng.ko",
                    "kernel/drivers/virtio/virtio_pci.ko", "kernel/drivers/virtio/virtio_mmio.ko",
-                   "kernel/net/vmw_vsock/vmw_vsock_virtio_transport.ko", "kernel/net/vmw_vsock/vsock.ko"):
+                   "kernel/net/vmw_vsock/vmw_vsock_virtio_transport.ko", "kernel/net/vmw_vsock/vsock.ko",
+                   "kernel/drivers/net/virtio_net.ko"):
         assert wanted in kos, wanted
     # Debian builds the virtio core as modules for amd64 and into the kernel for arm64.
     config = (image.parent / "config").read_text().splitlines()
@@ -166,7 +167,7 @@ def test_modules_are_the_virtio_set_with_all_dependencies(fetched, arch):
     needed = set()
     stack = [n for n, (rel, _) in by_name.items()
              if re.match(r"kernel/(drivers/virtio/|net/vmw_vsock/|drivers/char/virtio_console|"
-                         r"drivers/char/hw_random/virtio-rng)", rel)]
+                         r"drivers/char/hw_random/virtio-rng|drivers/net/virtio_net)", rel)]
     while stack:
         n = stack.pop()
         if n not in needed:
@@ -196,6 +197,22 @@ def test_second_fetch_downloads_nothing(fetched):
     assert any(ln.endswith("; nothing downloaded.") and "is already in" in ln for ln in lines), lines
     assert not any(ln.startswith(("Downloading", "Extracting")) for ln in lines), lines
     assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_a_kernel_fetched_with_fewer_modules_is_extracted_again(fetched):
+    """A kernel fetched before virtio_net was wanted gets it from the cached package, in place."""
+    image, _ = fetched("x86_64")
+    [net] = image.parent.rglob("virtio_net.ko")
+    net.unlink()
+    (image.parent / "modules.wanted").write_text("drivers/virtio/*.ko*\n")
+    lines: list[str] = []
+    assert fetch("x86_64", False, fetched.dest, lines.append, cache=fetched.cache) == image
+    assert any(ln.startswith("Extracting") for ln in lines), lines
+    assert not any(ln.startswith("Downloading") for ln in lines), lines
+    assert net.is_file() and not list(fetched.dest.glob(".fetch-*"))
+    lines.clear()
+    fetch("x86_64", False, fetched.dest, lines.append, cache=fetched.cache)
+    assert not any(ln.startswith("Extracting") for ln in lines), lines
 
 
 def test_newer_version_replaces_the_symlink(fetched):

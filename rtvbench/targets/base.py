@@ -165,7 +165,8 @@ class Target(ABC):
             return None
         return (f"environment {peer.name} cannot be reached for round trips from {self.name} "
                 f"(a {self.kind} target cannot reach a {peer.kind} one); measure round trips "
-                "between local and ssh environments, or drop `peer` from the ipc benchmark")
+                "between local and ssh environments, or between qemu environments with `network = true` "
+                "and local or other such qemu ones, or drop `peer` from the ipc benchmark")
 
     def round_trip_address(self, peer: "Target") -> str:
         """The numeric IP address at which this environment reaches a server that listens on every
@@ -173,6 +174,17 @@ class Target(ABC):
         benchmark's `peer`; the probe cannot resolve names (a static binary has no NSS).
         Raises TargetError when the two cannot be joined."""
         raise TargetError(f"{self.round_trip_problem(peer) or 'no way to join them is known'}.")
+
+    def network_namespace(self) -> str | None:
+        """The network namespace on this machine that this environment's network lies in (a qemu
+        guest's with `network = true`), or None."""
+        return None
+
+    def round_trip_command(self, other: "Target", argv: list[str]) -> list[str]:
+        """argv as it runs here as one end of round trips with environment `other`: argv itself,
+        unless this end must first enter the network the two share (a local end of round trips
+        with a guest runs in the guests' namespace)."""
+        return argv
 
     def check_program(self, program: str) -> str | None:
         """At validation time: why `program` cannot run on this target, or None.

@@ -194,14 +194,27 @@ class LocalTarget(Target):
     def describe(self) -> dict[str, Any]:
         return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}
 
-    reaches = ("local", "ssh")
+    reaches = ("local", "ssh", "qemu")
+
+    def round_trip_problem(self, peer: Target) -> str | None:
+        if peer.kind == "qemu":
+            return peer.round_trip_problem(self)    # whether the guest has a network
+        return super().round_trip_problem(peer)
 
     def round_trip_address(self, peer: Target) -> str:
         if peer.kind == "local":
             return "127.0.0.1"          # every local environment is this machine
         if peer.kind == "ssh":
             return peer.resolved_host_address()
+        if peer.kind == "qemu" and not self.round_trip_problem(peer):
+            return peer.guest_address()
         return super().round_trip_address(peer)
+
+    def round_trip_command(self, other: Target, argv: list[str]) -> list[str]:
+        # A guest's network exists only inside its namespace: this end joins it there, and the
+        # traffic never leaves it.
+        ns = other.network_namespace() if other is not self else None
+        return ["ip", "netns", "exec", ns, *argv] if ns else argv
 
     def check_program(self, program: str) -> str | None:
         if shutil.which(program) is None:

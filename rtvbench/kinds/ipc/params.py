@@ -5,7 +5,9 @@ its own peer). With `peer = "ENV"`, the round trips cross from the measured envi
 another one: for each measurement the runner has this benchmark start `rtvb-probe ipc --serve
 --port 0` in the peer environment (start_server), reads the port the server chose from its
 `meta` record, and runs `rtvb-probe ipc --connect ADDR:PORT` in the measured environment. ADDR
-is what the two targets say (Target.round_trip_address). The peer's own cell measures its
+is what the two targets say (Target.round_trip_address); each end's command is as its target
+runs it for round trips with the other (Target.round_trip_command: a local end of round trips with
+a guest enters the guests' network namespace). The peer's own cell measures its
 loopback: server and client in the same environment, through its IP stack.
 """
 
@@ -32,7 +34,7 @@ DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
 # A local round trip costs ~10-50 us (more with large messages), for the progress bar only.
 _ROUND_TRIP_S = 30e-6
 #: what can cross between two environments (pipe and unix join processes of one system; vsock
-#: has no target that offers it yet)
+#: has no target that offers it yet: guests get no vhost-vsock device)
 PEER_TRANSPORTS = ("tcp", "udp")
 #: how long the server may take to print its `meta` record (the port): a static binary starts
 #: in milliseconds, a slow link to the peer is the only reason to wait longer
@@ -87,6 +89,12 @@ class IpcParams(StrictModel):
         if info.data.get("peer") is None:
             return v
         bad = [t for t in v if t not in PEER_TRANSPORTS]
+        if bad == ["vsock"]:
+            # Between this machine and a guest it would need vhost-vsock (/dev/vhost-vsock and a
+            # vhost-vsock-pci device per guest), which rtvbench does not set up.
+            raise ValueError('transport "vsock" does not cross between environments: rtvbench gives guests no '
+                             'vhost-vsock device; with a peer use ["tcp"] or ["udp"] (a qemu guest needs '
+                             '`network = true`)')
         if bad:
             raise ValueError(f'transport "{bad[0]}" does not cross between environments; with a peer '
                              'use ["tcp"] or ["udp"]')
@@ -106,8 +114,8 @@ class IpcParams(StrictModel):
 class PeerServer:
     """A running `rtvb-probe ipc --serve` in the peer environment, and the client's command."""
 
-    def __init__(self, bg: "Background", stream: ProbeStream, client_args: list[str]) -> None:
-        self.bg, self.stream, self.client_args = bg, stream, client_args
+    def __init__(self, bg: "Background", stream: ProbeStream, client_argv: list[str]) -> None:
+        self.bg, self.stream, self.client_argv = bg, stream, client_argv
 
     def stop(self) -> None:
         """Let the server end a session it served by itself, then stop it whatever it does."""
@@ -195,9 +203,9 @@ class IpcBenchmark(Benchmark):
         """Start the server in the peer environment for one measurement; return once it listens.
         Raises LoadError when it does not start, TargetError when the two cannot be joined."""
         # Here, not at module level: rtvbench.loads imports the benchmarks package.
-        site = sites[self.peer]
-        address = self.address(sites[measured].target, site.target)
-        argv = [site.probe, *self.server_args()]
+        site, client = sites[self.peer], sites[measured]
+        address = self.address(client.target, site.target)
+        argv = site.target.round_trip_command(client.target, [site.probe, *self.server_args()])
         what = f'the round-trip server of benchmark "{self.name}" in environment {self.peer}'
         stream = ProbeStream(f"output of {what}")
         started = threading.Event()
@@ -226,7 +234,8 @@ class IpcBenchmark(Benchmark):
             why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
                    or (f"no output within {SERVER_START_S:g} s" if bg.poll() is None else "no output"))
             raise LoadError(f"{what} (rtvb-probe {' '.join(argv[1:])}) did not start: {why}")
-        return PeerServer(bg, stream, self.client_args(address, port))
+        client_argv = client.target.round_trip_command(site.target, [client.probe, *self.client_args(address, port)])
+        return PeerServer(bg, stream, client_argv)
 
     def expected_seconds(self) -> float:
         p: IpcParams = self.params

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import atexit
 import bz2
+import ctypes
+import functools
 import hashlib
 import json
 import lzma
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.targets.local import _die_with_parent
+from rtvbench.targets.local import _die_with_parent, _libc
 from rtvbench.targets.qemu.channel import AgentChannel, ChannelClosed
 from rtvbench.targets.qemu.initramfs import cache_dir as initramfs_cache_dir
 
@@ -43,6 +45,7 @@ LOG_LINES = 200
 CONNECT_TIMEOUT_S = 15.0        # QEMU connects to our sockets while it initialises
 POWEROFF_TIMEOUT_S = 15.0
 QMP_TIMEOUT_S = 10.0
+CLONE_NEWNET = 0x40000000
 
 _live: set["QemuGuest"] = set()
 
@@ -69,6 +72,15 @@ class GuestConfig:
     pin: list[int] | None = None
     host_priority: int | None = None
     extra: list[str] = field(default_factory=list)
+    netns: str | None = None    # the network namespace QEMU runs in (its tap device is there): netns.py
+
+
+def _enter_and_die_with_parent(netns: int) -> None:
+    """preexec_fn of QEMU: enter the guests' network namespace (so that QEMU finds its tap device
+    there and nowhere else), then as for every process we start, die with the thread that started it."""
+    if netns >= 0 and _libc.setns(netns, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+    _die_with_parent()
 
 
 def machine_args(arch: str, accel: str) -> list[str]:
@@ -293,15 +305,23 @@ class QemuGuest:
         argv = qemu_argv(self.cfg, self.tmp / "data.sock", self.tmp / "qmp.sock", self.console_path)
         self.boots += 1
         self.started_at = time.monotonic()
+        netns = self._open_netns()
         with open(self.tmp / "qemu.log", "wb") as err:
             try:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err,
                                              stderr=subprocess.STDOUT, start_new_session=True,
-                                             preexec_fn=_die_with_parent)
+                                             preexec_fn=functools.partial(_enter_and_die_with_parent, netns))
             except OSError as e:
                 self.kill()
                 raise TargetError(f"cannot start {self.cfg.qemu} for {self.label} ({e.strerror}); "
                                   "install QEMU (qemu-system-x86 / qemu-system-arm).") from None
+            except subprocess.SubprocessError:
+                self.kill()
+                raise TargetError(f"cannot start QEMU for {self.label} in network namespace {self.cfg.netns} "
+                                  "(setns failed); rtvbench needs root for network = true.") from None
+            finally:
+                if netns >= 0:
+                    os.close(netns)
         _live.add(self)
         try:
             data = self._accept(data_l)
@@ -310,6 +330,17 @@ class QemuGuest:
             self._tune()
         except OSError as e:
             raise self._boot_failure(f"QEMU did not connect its sockets ({e})") from None
+
+    def _open_netns(self) -> int:
+        """A descriptor of the namespace QEMU is to run in, or -1 for this process's own."""
+        if self.cfg.netns is None:
+            return -1
+        try:
+            return os.open(f"/run/netns/{self.cfg.netns}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            self.kill()
+            raise TargetError(f"the guests' network namespace {self.cfg.netns} is gone ({e.strerror}); "
+                              f"{self.label} cannot boot with its network.") from None
 
     def _accept(self, listener: socket.socket) -> socket.socket:
         deadline = time.monotonic() + CONNECT_TIMEOUT_S

@@ -6,7 +6,8 @@ is a gzip'd cpio in the "newc" format, which the kernel unpacks into its rootfs:
     /init                   the static probe for the guest's architecture
     /dev/console            character device 5,1: where the kernel opens init's stdio
     /proc /sys /dev /tmp    empty mount points
-    /modules/*.ko           the virtio console and PCI transport drivers and what they depend on,
+    /modules/*.ko           the virtio console and PCI transport drivers (and virtio_net for guests
+                            with a network) and what they depend on,
     /modules/order          one file name per line, dependencies first (the probe loads them in order)
 
 Module dependencies come from each .ko's own `.modinfo` section (`depends=`), not from
@@ -34,7 +35,10 @@ from rtvbench.targets.qemu.kmod import modinfo, module_bytes
 #: sits on (q35 and arm virt both have PCI). A kernel with them built in needs no module.
 WANTED_MODULES = ("virtio_console", "virtio_pci")
 #: Kconfig symbols of WANTED_MODULES, to tell "built in" from "missing" when the config is known
-WANTED_CONFIG = {"virtio_console": "CONFIG_VIRTIO_CONSOLE", "virtio_pci": "CONFIG_VIRTIO_PCI"}
+WANTED_CONFIG = {"virtio_console": "CONFIG_VIRTIO_CONSOLE", "virtio_pci": "CONFIG_VIRTIO_PCI",
+                 "virtio_net": "CONFIG_VIRTIO_NET"}
+#: the NIC's driver, for guests with `network = true` (it brings net_failover and failover)
+NET_MODULES = ("virtio_net",)
 MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.gz")
 #: bump when the archive's layout changes, so that old cache entries are not reused
 FORMAT = 1
@@ -158,8 +162,10 @@ def resolve_modules(modules: Path, release: str | None, config: dict[str, str] |
                                  "copy the kernel's whole modules tree (or use `rtvbench kernel fetch`).")
             symbol = WANTED_CONFIG.get(name)
             if config is not None and symbol and config.get(symbol) == "m":
+                refetch = (" (a kernel fetched by an rtvbench without network support: run `rtvbench kernel "
+                           "fetch` again, it adds the module)" if name in NET_MODULES else "")
                 raise InputError(f"the kernel builds {name} as a module ({symbol}=m) but {root} has no "
-                                 f"{name}.ko; point `modules` at that kernel's modules.")
+                                 f"{name}.ko{refetch}; point `modules` at that kernel's modules.")
             done.add(name)
             return
         mod = read_module(path)

@@ -38,9 +38,13 @@ DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 _ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 # Modules a guest wants (paths under lib/modules/<release>/kernel, as globs); everything they
-# depend on comes along.
+# depend on comes along (virtio_net brings net_failover and failover).
 WANTED_MODULES = ("drivers/virtio/*.ko*", "drivers/char/virtio_console.ko*",
-                  "drivers/char/hw_random/virtio-rng.ko*", "net/vmw_vsock/*.ko*")
+                  "drivers/char/hw_random/virtio-rng.ko*", "net/vmw_vsock/*.ko*",
+                  "drivers/net/virtio_net.ko*")
+#: in a fetched kernel's directory: the WANTED_MODULES its modules were selected by. A kernel
+#: fetched when the list was shorter is extracted again (from the cached package) by the next fetch.
+SELECTION = "modules.wanted"
 
 # The ABI part of an image package name: 6.1.0-56 (bookworm), 6.12.43+deb13 (trixie).
 _ABI = r"\d+\.\d+\.\d+(?:-\d+|\+\w+)"
@@ -97,7 +101,7 @@ def fetch(arch: str, rt: bool, dest: Path, report: Report | None = None, *,
         target = dest / name
         say(f"linux-image-{flavour} is {package} {version}.")
         try:
-            if target.is_dir():
+            if target.is_dir() and _selected(target) == _selection():
                 say(f"{package} {version} is already in {target}; nothing downloaded.")
             else:
                 deb = _download(apt, cache / "debs", package, version, info, say)
@@ -278,11 +282,26 @@ def _unpack(deb: Path, dest: Path, target: Path, arch: str, say: Report) -> None
         _write_image(images[0], out / "vmlinuz", arch, deb.name)
         shutil.copyfile(configs[0], out / "config")
         count = _select_modules(module_roots[0], out / "modules" / release, deb.name)
+        (out / SELECTION).write_text(_selection())
+        if target.is_dir():
+            # Fetched before the module list grew: swapped for the new selection.
+            os.rename(target, scratch / "old")
         os.rename(out, target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     say(f"Kept vmlinuz ({(target / 'vmlinuz').stat().st_size / 1e6:.1f} MB), config and "
         f"{count} modules of kernel {release} in {target} ({time.monotonic() - start:.1f} s).")
+
+
+def _selection() -> str:
+    return "".join(f"{pattern}\n" for pattern in WANTED_MODULES)
+
+
+def _selected(target: Path) -> str | None:
+    try:
+        return (target / SELECTION).read_text()
+    except OSError:
+        return None
 
 
 def _write_image(src: Path, dst: Path, arch: str, origin: str) -> None:

@@ -27,8 +27,9 @@ from pydantic import ValidationInfo, field_validator
 
 from rtvbench import probe as probe_mod
 from rtvbench.errors import InputError, TargetError, TargetLost
-from rtvbench.targets.qemu.initramfs import (build_initramfs, kernel_config_for, kernel_release,
-                                             resolve_modules)
+from rtvbench.targets.qemu import netns
+from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_initramfs, kernel_config_for,
+                                             kernel_release, resolve_modules)
 from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
@@ -94,6 +95,7 @@ class QemuParams(StrictModel):
     host_priority: Optional[int] = None
     boot_timeout_s: Optional[PositiveNumber] = None
     hang_timeout_s: Optional[PositiveNumber] = None
+    network: bool = False                        # a virtio-net NIC per guest on the run's bridge (netns.py)
 
     @field_validator("kernel")
     @classmethod
@@ -349,6 +351,8 @@ class QemuTarget(ChannelTarget):
     def __init__(self, name: str, params: QemuParams) -> None:
         super().__init__(name, params)
         self._guests: list[QemuGuest] | None = None
+        self._network: netns.GuestNetwork | None = None
+        self._addresses: list[str] = []         # each guest's on the network, when it has one
         self._facts: dict[str, Any] = {}
         self.neighbours: list[Target] = [QemuNeighbour(self, i) for i in range(1, params.count)]
 
@@ -356,9 +360,12 @@ class QemuTarget(ChannelTarget):
 
     def _prepare(self) -> list[QemuGuest]:
         """Everything short of starting QEMU, once: binary, accelerator, probe, initramfs."""
-        if self._guests is not None:
-            return self._guests
         p: QemuParams = self.params
+        if self._guests is not None and (not p.network or self._network is not None):
+            return self._guests
+        why = netns.problem() if p.network else None
+        if why:
+            raise TargetError(f"environment {self.name}: {why}.")
         qemu = shutil.which(QEMU_BINARY[p.arch])
         if qemu is None:
             raise TargetError(f"{QEMU_BINARY[p.arch]} is not installed, so environment {self.name} cannot "
@@ -368,12 +375,14 @@ class QemuTarget(ChannelTarget):
         release = kernel_release(kernel)
         config = kernel_config_for(kernel, release)
         modules_dir = Path(p.modules) if p.modules else kernel.parent / "modules"
+        wanted = WANTED_MODULES + (NET_MODULES if p.network else ())
         if modules_dir.is_dir():
-            modules = resolve_modules(modules_dir, release, config)
-        elif config is not None and "m" in (config.get("CONFIG_VIRTIO_CONSOLE"), config.get("CONFIG_VIRTIO_PCI")):
-            raise InputError(f"environment {self.name}: kernel {kernel} has virtio_console or virtio_pci as "
-                             "modules and no `modules` directory is given; set modules to that kernel's "
-                             "modules directory.")
+            modules = resolve_modules(modules_dir, release, config, wanted)
+        elif config is not None and "m" in (config.get("CONFIG_VIRTIO_CONSOLE"), config.get("CONFIG_VIRTIO_PCI"),
+                                            config.get("CONFIG_VIRTIO_NET") if p.network else None):
+            raise InputError(f"environment {self.name}: kernel {kernel} has virtio_console, virtio_pci or "
+                             "virtio_net as modules and no `modules` directory is given; set modules to that "
+                             "kernel's modules directory.")
         else:
             modules = []
         initrd = build_initramfs(self._probe_binary(), modules)
@@ -381,17 +390,29 @@ class QemuTarget(ChannelTarget):
         cmdline = f"console={CONSOLE[p.arch]} rdinit={PROBE_PATH} panic=-1 {p.cmdline}".strip()
         self._facts = {"accel": accel, "kernel_release": release, "qemu": _qemu_version(qemu),
                        "modules": [m.name for m in modules]}
+        network = netns.acquire(self) if p.network else None
+        self._network, self._addresses = network, []
         guests = []
         for i in range(p.count):
+            extra, guest_cmdline = [], cmdline
+            if network is not None:
+                # The NIC: a tap device on the run's bridge, opened by QEMU inside the namespace; the
+                # probe as init gives the guest its address from the kernel command line.
+                tap, address, mac = network.add_guest()
+                self._addresses.append(address)
+                extra = ["-netdev", f"tap,id=rtvbnet,ifname={tap},script=no,downscript=no",
+                         "-device", f"virtio-net-pci,netdev=rtvbnet,mac={mac},romfile="]
+                guest_cmdline = f"{cmdline} rtvb.ip={address}/{netns.PREFIX_LEN}"
             pin = None
             if p.pin_vcpus is not None:
                 pin = (p.pin_vcpus if len(p.pin_vcpus) == p.cpus
                        else p.pin_vcpus[i * p.cpus:(i + 1) * p.cpus])
-            cfg = GuestConfig(arch=p.arch, qemu=qemu, kernel=boot_kernel, initrd=initrd, cmdline=cmdline,
+            cfg = GuestConfig(arch=p.arch, qemu=qemu, kernel=boot_kernel, initrd=initrd, cmdline=guest_cmdline,
                               accel=accel, cpus=p.cpus, memory_mb=p.memory_mb,
                               boot_timeout_s=p.boot_timeout_s or BOOT_TIMEOUT_S[accel],
                               hang_timeout_s=p.hang_timeout_s or HANG_TIMEOUT_S[accel],
-                              pin=pin, host_priority=p.host_priority)
+                              pin=pin, host_priority=p.host_priority, extra=extra,
+                              netns=network.name if network else None)
             label = (f"the guest of environment {self.name}" if i == 0
                      else f"neighbour guest {i + 1} of environment {self.name}")
             guests.append(QemuGuest(cfg, label))
@@ -490,6 +511,7 @@ class QemuTarget(ChannelTarget):
                 "boot_s": round(g.boot_s, 3) if g and g.boot_s is not None else None,
                 "guest_boottime_ns": g.boottime_ns if g else None,
                 "probe_version": g.version if g else None,
+                "network": p.network,
                 "qemu": facts.get("qemu")}
 
     def host_usage(self) -> dict[str, Any] | None:
@@ -524,6 +546,46 @@ class QemuTarget(ChannelTarget):
     def close(self) -> None:
         for g in self._guests or []:
             g.poweroff()
+        if self._network is not None:
+            self._network = None
+            netns.release(self)
+
+    # -- round trips (the ipc benchmark's peer) -------------------------------
+
+    reaches = ("local", "qemu")
+
+    def network_namespace(self) -> str | None:
+        return self._network.name if self._network is not None else None
+
+    def round_trip_problem(self, peer: Target) -> str | None:
+        if peer is self:
+            return None
+        for end in (self, peer):
+            if end.kind == "qemu" and not end.params.network:
+                return (f"environment {end.name} is a qemu guest without a network, so it cannot do round "
+                        f"trips with environment {peer.name if end is self else self.name}; set "
+                        f"`network = true` in environment {end.name}")
+        if peer.kind not in self.reaches:
+            return (f"environment {peer.name} cannot be reached for round trips from {self.name}: a guest's "
+                    "network lies in a namespace on this machine that only local environments and other "
+                    "guests join; measure round trips between a qemu environment and a local or another "
+                    "qemu one, or drop `peer` from the ipc benchmark")
+        return None
+
+    def round_trip_address(self, peer: Target) -> str:
+        if peer is self:
+            return "127.0.0.1"
+        problem = self.round_trip_problem(peer)
+        if problem:
+            raise TargetError(f"{problem}.")
+        if peer.kind == "local":
+            return self._network.host_address     # the bridge, inside the namespace
+        return peer.guest_address()
+
+    def guest_address(self) -> str:
+        """The measured guest's address on the run's network (where its servers listen)."""
+        self._prepare()
+        return self._addresses[0]
 
 
 class QemuNeighbour(ChannelTarget):
