@@ -4,6 +4,7 @@ measured environment instead of the probe, its output parsed into figures (docs/
 from __future__ import annotations
 
 import re
+import shlex
 import uuid
 from typing import Any, ClassVar, Literal, Optional
 
