@@ -147,8 +147,8 @@ def cyclictest_hist(text: str) -> Parsed:
     """What cyclictest prints with -h N / -H N (stdout): one row per 1 us bin with a column per
     thread, then `# Total:`, `# Min/Avg/Max Latencies:` and `# Histogram Overflows:` lines.
     The text names threads, not CPUs: figures are `thread<N>.max_us` ... and the merged
-    `max_us` ...; `count` is the samples in the bins plus the overflows. cyclictest rounds the
-    average it prints to whole microseconds."""
+    `max_us` ...; `count` is the samples in the bins plus the overflows. cyclictest cuts the
+    average it prints to whole microseconds (the merged average is of those)."""
     fmt = "cyclictest-hist"
     summary: dict[str, list[int]] = {}
     bins: dict[int, list[int]] = {}
