@@ -321,11 +321,16 @@ def test_iperf3_json_import(tmp_path, udp):
 
 def test_cyclictest_hist_and_json_of_one_run_agree(tmp_path):
     need("cyclictest")
-    json_file, text_file = tmp_path / "ct.json", tmp_path / "ct.txt"
+    json_file, text_file, all_file = tmp_path / "ct.json", tmp_path / "ct.txt", tmp_path / "ct-all.txt"
+    # Two runs at once (one second for both): -h with its JSON, and -H with its column over all threads.
+    both = subprocess.Popen(["cyclictest", "-D1", "-i1000", "-t2", "-H", "20000", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     p = subprocess.run(["cyclictest", "-D1", "-i1000", "-t2", "-a", "-h", "20000", "-q", f"--json={json_file}"],
                        capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0, p.stderr
+    all_out, all_err = both.communicate(timeout=30)
+    assert p.returncode == 0 and both.returncode == 0, p.stderr + all_err
     text_file.write_text(p.stdout)
+    all_file.write_text(all_out)
     _, hist = imported(tmp_path, text_file, "cyclictest-hist", "--benchmark", "hist")
     run_id, js = imported(tmp_path, json_file, "cyclictest-json", "--benchmark", "json")
     threads = json.loads(json_file.read_text())["thread"]
@@ -347,6 +352,13 @@ def test_cyclictest_hist_and_json_of_one_run_agree(tmp_path):
     assert hist_buckets["all"] == json_buckets["all"]
     assert sum(c for *_, c in json_buckets["all"]) == hist["count"] - hist["overflows"]
     assert json_buckets["all"][0][:2] == [js["min_us"] * 1000, (js["min_us"] + 1) * 1000]
+
+    # -H: the merged figures are cyclictest's own column over all threads.
+    _, merged = imported(tmp_path, all_file, "cyclictest-hist", "--benchmark", "hist_all")
+    column = {k: int(v.split()[-1]) for k, v in re.findall(r"^# (Total|Max Latencies|Histogram Overflows):(.*)$",
+                                                           all_out, re.MULTILINE)}
+    assert merged["count"] == column["Total"] + column["Histogram Overflows"]
+    assert (merged["max_us"], merged["overflows"]) == (column["Max Latencies"], column["Histogram Overflows"])
 
 
 def test_imported_runs_work_with_report_compare_and_history(tmp_path):

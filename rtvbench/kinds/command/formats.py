@@ -145,7 +145,7 @@ _HIST_SUMMARY = re.compile(r"^#\s*(Total|Min Latencies|Avg Latencies|Max Latenci
 
 def cyclictest_hist(text: str) -> Parsed:
     """What cyclictest prints with -h N / -H N (stdout): one row per 1 us bin with a column per
-    thread, then `# Total:`, `# Min/Avg/Max Latencies:` and `# Histogram Overflows:` lines.
+    thread (and one over all threads with -H), then `# Total:`, `# Min/Avg/Max Latencies:` and `# Histogram Overflows:` lines.
     The text names threads, not CPUs: figures are `thread<N>.max_us` ... and the merged
     `max_us` ...; `count` is the samples in the bins plus the overflows. cyclictest cuts the
     average it prints to whole microseconds (the merged average is of those)."""
@@ -164,9 +164,13 @@ def cyclictest_hist(text: str) -> Parsed:
     missing = [k for k in ("Total", "Min Latencies", "Avg Latencies", "Max Latencies") if k not in summary]
     if missing:
         raise FormatError(f"{fmt}: no `# {missing[0]}:` line (is it cyclictest's output with -h or -H?).")
-    n = len(summary["Total"])
-    if any(len(v) != n for v in summary.values()) or any(len(v) != n for v in bins.values()):
+    # With -H, the bins, Total, Max and Overflows have one more column, over all threads: left out
+    # here, the merged figures are computed from the threads' own.
+    n = len(summary["Min Latencies"])
+    if any(len(v) not in (n, n + 1) for v in [*summary.values(), *bins.values()]):
         raise FormatError(f"{fmt}: the histogram and summary lines disagree on the number of threads.")
+    summary = {k: v[:n] for k, v in summary.items()}
+    bins = {us: row[:n] for us, row in bins.items()}
     overflows = summary.get("Histogram Overflows", [0] * n)
     out = Parsed()
     merged = _Stats()
