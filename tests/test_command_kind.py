@@ -60,9 +60,11 @@ CYCLICTEST_SUMMARY = re.compile(r"^T:\s*(\d+).*C:\s*(\d+)\s+Min:\s*(\d+)\s+Act:\
                                 re.MULTILINE)
 DURATION_S, INTERVAL_US = 1, 1000
 
-def campaign(name: str, benchmarks: dict[str, dict]) -> str:
+def campaign(name: str, benchmarks: dict[str, dict], requirements: list[dict] = ()) -> str:
     """A campaign of command benchmarks on this machine: name -> keys, `figures` a list of tables."""
     lines = [f"name = {json.dumps(name)}", "[environments.native]", 'target = "local"']
+    for req in requirements:
+        lines += ["[[requirements]]"] + [f"{k} = {json.dumps(v)}" for k, v in req.items()]
     for bench, keys in benchmarks.items():
         lines += [f"[benchmarks.{bench}]", 'kind = "command"']
         lines += [f"{k} = {json.dumps(v)}" for k, v in keys.items() if k != "figures"]
@@ -82,7 +84,8 @@ RUN_CAMPAIGN = campaign("tools", {
     "sleep_mean": {"command": HYPERFINE, "format": "mapping", "figures": [
         {"name": "mean_s", "json_path": "results[0].mean", "unit": "s", "direction": "lower"},
         {"name": "first_s", "json_path": "results[0].times[0]", "unit": "s", "direction": "lower"}]},
-})
+}, requirements=[{"metric": "sleep.sleep_0_01.mean_ms", "max": 50}, {"metric": "sha.sha256_64B", "min": 1e6},
+                 {"metric": "wakeup.count", "min": 1}])
 
 
 def test_tools_run_as_command_benchmarks(tmp_path, probe):
@@ -91,6 +94,8 @@ def test_tools_run_as_command_benchmarks(tmp_path, probe):
     r = run_cli("run", "c.toml", "--store", STORE, cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 0, r.stderr
     assert "Run 1 of tools finished: 4 of 4 measurements ok." in r.stdout
+    # The requirements on the tools' figures were judged (exit 0: all passed).
+    assert "3 PASS, 0 FAIL, 0 INCONCLUSIVE" in r.stdout, r.stdout
     figs = figures_of(tmp_path, 1)
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     by_bench = {m.benchmark: m for m in run.measurements}
