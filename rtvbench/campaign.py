@@ -225,26 +225,32 @@ def load_campaign(path: str | Path | None, known_figure: FigureCheck | None = No
     else:
         filename = str(path)
     path = Path(path)
+    text = read_input_text(path, filename, "campaign file", "name the campaign's .toml file", MAX_CAMPAIGN_BYTES)
+    return parse_campaign(text, filename, path.resolve().parent, known_figure)
+
+
+def read_input_text(path: Path, filename: str, what: str, fix: str, max_bytes: int) -> str:
+    """The UTF-8 text of a file the user named (`what`: "campaign file" ...), or InputError saying what
+    is wrong with it and `fix`, what to name instead."""
     try:
         # A device or a FIFO would be read forever (/dev/zero) or block (a pipe nobody writes).
         info = path.stat()
         if path.is_dir():
             raise IsADirectoryError
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{filename} is not a regular file; name the campaign's .toml file.")
-        if info.st_size > MAX_CAMPAIGN_BYTES:
-            raise InputError(f"{filename} is {info.st_size:,} bytes, more than a campaign file has "
-                             f"({MAX_CAMPAIGN_BYTES:,}); name the campaign's .toml file.")
-        text = path.read_text(encoding="utf-8")
+            raise InputError(f"{filename} is not a regular file; {fix}.")
+        if info.st_size > max_bytes:
+            raise InputError(f"{filename} is {info.st_size:,} bytes, more than a {what} has "
+                             f"({max_bytes:,}); {fix}.")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"{filename}: no such campaign file; check the path.") from None
+        raise InputError(f"{filename}: no such {what}; check the path.") from None
     except IsADirectoryError:
-        raise InputError(f"{filename} is a directory, not a campaign file; name the .toml file.") from None
+        raise InputError(f"{filename} is a directory, not a {what}; {fix}.") from None
     except UnicodeDecodeError:
-        raise InputError(f"{filename} is not UTF-8 text; save the campaign file as UTF-8.") from None
+        raise InputError(f"{filename} is not UTF-8 text; save the {what} as UTF-8.") from None
     except OSError as e:
         raise InputError(f"{filename}: cannot read it ({e.strerror}); check its permissions.") from None
-    return parse_campaign(text, filename, path.resolve().parent, known_figure)
 
 
 def stored_spec(text: str) -> CampaignSpec:
@@ -266,6 +272,14 @@ def stored_spec(text: str) -> CampaignSpec:
     except tomllib.TOMLDecodeError as e:
         raise CampaignError("<stored campaign>", [Issue((), f"invalid TOML: {e}")]) from None
     return _Validator(text, "<stored campaign>", data, Path.cwd(), None, stored=True).campaign().spec()
+
+
+def recorded_campaign(text: str) -> Campaign:
+    """A campaign written by rtvbench itself to record results made elsewhere (`rtvbench import`),
+    built like a stored one: its environment names a machine this rtvbench never reaches, so nothing
+    about this machine is checked and a target kind it does not know is kept as written."""
+    data = tomllib.loads(text)
+    return _Validator(text, "<imported>", data, Path.cwd(), None, stored=True).campaign()
 
 
 def spec_of(data: dict[str, Any]) -> CampaignSpec:
@@ -415,6 +429,7 @@ class _Validator:
             benches[name] = self._kind_instance(BENCHMARKS, "benchmarks", name, table, "kind",
                                                 table.get("kind"))
         self._check_loads(envs, loads)
+        self._check_programs(envs, benches)
         self._check_peers(envs, bench_tables)
         self._check_with_campaign(envs, loads, benches)
         requirements = self._requirements(envs, loads, benches)
@@ -469,6 +484,19 @@ class _Validator:
                     if problem:
                         self.add(("loads", name, "command"), problem)
                         break
+
+    def _check_programs(self, envs: dict, benches: dict) -> None:
+        """A benchmark that runs a program of its own instead of the probe runs it in every
+        environment: each target checks it can (a qemu guest holds only the probe)."""
+        if self.stored:
+            return
+        for name, bench in benches.items():
+            argv = getattr(bench.params, "argv", None) if bench is not None and not bench.runs_probe else None
+            for env, target in envs.items() if argv else ():
+                problem = target and target.check_program(argv[0])
+                if problem:
+                    self.add(("benchmarks", name, "command"), f"in environment {env}: {problem}")
+                    break
 
     def _check_peers(self, envs: dict, tables: dict) -> None:
         """A benchmark's `peer` (the far end of ipc round trips) names a defined environment.

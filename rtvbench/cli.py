@@ -328,6 +328,31 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     return EXIT_REQUIREMENTS_FAILED if verdict is None or not verdict.stable else code
 
 
+@cli.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", required=True, metavar="FORMAT",
+              help="How to read FILE: cyclictest-json, cyclictest-hist, rtla-timerlat, rtla-osnoise, "
+                   "stress-ng-yaml, hyperfine-json, openssl-speed, iperf3-json (docs/command.md).")
+@click.option("--environment", required=True, metavar="NAME", help="The environment the results were measured in.")
+@click.option("--campaign", metavar="NAME", help="The run's campaign name (default: imported).")
+@click.option("--benchmark", metavar="NAME", help="The benchmark's name (default: the format).")
+@click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Store KEY=VALUE with the run (repeatable).")
+@click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
+@_store_option
+@click.pass_context
+def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign: str | None,
+            benchmark: str | None, tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
+    """Store results an external tool made elsewhere (FILE) as a run of one measurement."""
+    from rtvbench.store.importer import import_file
+
+    tagged = _tags(tags)
+    engine = _store(ctx, store_url, write=True)
+    run_id = import_file(engine, file, fmt, environment, campaign, benchmark, tagged, note)
+    out.print(f"Run {run_id} of {plain(campaign or 'imported')}: {plain(str(file))} imported as {plain(fmt)} "
+              f"in environment {plain(environment)}.")
+    return EXIT_OK
+
+
 @cli.command()
 @click.argument("campaign")
 @click.option("--json", "as_json", is_flag=True,

@@ -370,6 +370,27 @@ class Runner:
             except (TargetError, ValueError):
                 pass
 
+    @staticmethod
+    def _external_outcome(m, bench, done: Completed, stdout: list[str], output: str | None,
+                          written: str | None, elapsed: float) -> tuple[str, str | None]:
+        """Store an external tool's output verbatim (so that it can be parsed again), then its
+        figures; (status, error). A non-zero exit is a failed measurement with stderr's tail."""
+        text = "".join(line + "\n" for line in stdout)
+        m.add_record(1, {"type": "output", "stdout": text, "stderr": done.stderr, "file": written,
+                         "returncode": done.returncode})
+        if done.returncode != 0:
+            if elapsed >= bench.timeout_s:
+                return "error", f"the command was stopped after its timeout_s of {bench.timeout_s:g} s"
+            return "error", f"the command {_exit_words(done.returncode)}: {_last_lines(done.stderr)}"
+        if output is not None and written is None:
+            return "error", f"the command ended without writing its output file {output}"
+        try:
+            record = bench.parse(text if output is None else written)
+        except ValueError as e:
+            return "error", str(e)
+        m.add_record(2, record)
+        return "ok", None
+
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
         """Run one measurement; return (status, error). Status "lost": a target went away during
         it (recorded as an error with the target's log); the caller reconnects and retries."""
@@ -386,7 +407,12 @@ class Runner:
                 server = bench.start_server(sites, p.environment)
             except (LoadError, TargetLost) as e:
                 server_error = e
-        argv = server.client_argv if server else [self.probes[p.environment], *bench.probe_args()]
+        # A kind that runs a program of its own (an external tool) instead of the probe: its stdout,
+        # or the file it was told to write, is parsed once it ended.
+        external = not bench.runs_probe
+        output = bench.output_path() if external else None
+        argv = (bench.command_argv(output) if external else
+                server.client_argv if server else [self.probes[p.environment], *bench.probe_args()])
         m = recorder.start_measurement(
             environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
             repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,
@@ -396,8 +422,13 @@ class Runner:
             return ("lost" if isinstance(server_error, TargetLost) else "error"), str(server_error)
         stream = ProbeStream(f"probe output of {p.label()}")
 
+        stdout: list[str] = []
+
         def on_line(line: str) -> None:
-            m.add_record(stream.count + 1, stream.feed(line))
+            if external:
+                stdout.append(line)
+            else:
+                m.add_record(stream.count + 1, stream.feed(line))
             tick()
 
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
@@ -405,10 +436,18 @@ class Runner:
         bg: Background | None = None
         load_status: int | None = None
         load_problem: str | None = None
+        written: str | None = None          # the text of the file an external tool wrote
         try:
             bg = load.start(ctx)
             self._sample_cpu(m, p.environment, "before")
+            started = time.monotonic()
             done: Completed = bench.execute(target, argv, on_line)
+            elapsed = time.monotonic() - started
+            if output is not None and done.returncode == 0:
+                try:
+                    written = target.read_file(output)
+                except TargetError:
+                    written = None          # said as the measurement's error below
             self._sample_cpu(m, p.environment, "after")
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
@@ -436,6 +475,11 @@ class Runner:
                     server.stop()
                 except TargetLost:
                     pass
+            if output is not None:
+                try:
+                    target.run(["rm", "-f", "--", output], lambda line: None)
+                except TargetError:
+                    pass                        # a leftover file in the target's /tmp, not a failure
 
         status, error = "ok", None
         if done.interrupted:
@@ -445,6 +489,8 @@ class Runner:
         elif load_status is not None:
             status, error = "error", (f'load "{p.load}" ended during the measurement (status '
                                       f"{load_status}): {_last_lines(bg.output_tail())}")
+        elif external:
+            status, error = self._external_outcome(m, bench, done, stdout, output, written, elapsed)
         elif stream.end is not None and stream.end["status"] == "error":
             # Before the exit status: the probe's own reason (e.g. which workload failed its
             # verification) says more than "status 3" and an empty stderr.

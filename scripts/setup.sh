@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 # cluster is not used).
 PACKAGES=(
   build-essential python3 python3-venv time
-  rt-tests stress-ng sysbench util-linux procps iproute2 openssl
+  rt-tests stress-ng sysbench util-linux procps iproute2 openssl hyperfine iperf3
   qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
   libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
   qemu-system-x86 qemu-system-arm openssh-client openssh-server busybox

@@ -129,6 +129,8 @@ def probe_commands(c) -> list[tuple[str, ...]]:
     between environments) and its probe loads."""
     out = []
     for b in c.benchmarks.values():
+        if not b.runs_probe:
+            continue                    # an external tool: not the probe's to accept
         if b.peer is not None:
             out += [tuple(b.server_args()), tuple(b.client_args("127.0.0.1", 5000))]
         else:
@@ -208,8 +210,9 @@ def edge_mutation(rng: random.Random, data: dict) -> dict:
         for section, models in (("benchmarks", lambda k: BENCHMARKS.get(k)), ("loads", lambda k: LOAD_KINDS.get(k))):
             for table in (data.get(section) or {}).values():
                 found = models(table.get("kind")) if isinstance(table, dict) else None
-                if found is not None:
-                    tables.append((table, getattr(found, "Params", found)))
+                model = getattr(found, "Params", found)
+                if found is not None and ranged_fields(model):      # an external tool's kind has no probe range
+                    tables.append((table, model))
         if not tables:
             break
         table, model = rng.choice(tables)

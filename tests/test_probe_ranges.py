@@ -33,7 +33,8 @@ NOT_CAMPAIGN_KEYS = {
 
 def models() -> list[tuple[str, str, type[StrictModel]]]:
     """(probe subcommand, load kind or "", campaign model) for everything a campaign runs."""
-    out = [(name, "", BENCHMARKS.get(name).Params) for name in BENCHMARKS.names()]
+    # A kind that runs a tool of its own instead of the probe has no probe options to agree with.
+    out = [(name, "", BENCHMARKS.get(name).Params) for name in BENCHMARKS.names() if BENCHMARKS.get(name).runs_probe]
     out += [("load", kind, params) for kind, params in KINDS.items()]
     return out
 

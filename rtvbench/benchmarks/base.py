@@ -21,6 +21,23 @@ BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark kind", planned=())
 class Benchmark(ABC):
     kind: ClassVar[str]
     Params: ClassVar[type[StrictModel]]     # the campaign keys, without `kind`
+    #: False for a kind that runs a program of its own instead of the probe; such a kind also has
+    #: output_path(), command_argv(output) and parse(text), which the runner calls instead
+    runs_probe: ClassVar[bool] = True
+    #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind
+    import_formats: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def import_keys(cls, fmt: str, source: str) -> dict[str, str]:
+        """The campaign keys (besides `kind`) of a benchmark that recorded results in format `fmt`
+        imported from `source`; for kinds with import_formats."""
+        raise NotImplementedError
+
+    @classmethod
+    def parse_import(cls, fmt: str, text: str) -> dict:
+        """The stored `result` record of imported results; ValueError (one sentence) when the text
+        is not in format `fmt`. For kinds with import_formats."""
+        raise NotImplementedError
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name

@@ -4,8 +4,9 @@ duration of each measurement."""
 from __future__ import annotations
 
 import shlex
+from typing import Annotated
 
-from pydantic import field_validator
+from pydantic import AfterValidator, field_validator
 
 from rtvbench.loads.base import LOADS, Load, LoadContext
 from rtvbench.params import Name, Number, StrictModel
@@ -16,28 +17,31 @@ from rtvbench.targets.base import Background
 MAX_COMMAND = 128 * 1024
 
 
+def check_command(v: str) -> str:
+    """A command line that splits into arguments: no shell, so it is split like a shell would but run
+    directly; whoever wants pipes or `&` writes `sh -c "..."` explicitly."""
+    if len(v) > MAX_COMMAND:
+        # Linux passes no argument longer than this; and shlex takes quadratic time on long words.
+        raise ValueError(f"must be at most {MAX_COMMAND:,} characters (got {len(v):,})")
+    try:
+        argv = shlex.split(v)
+    except ValueError as e:
+        raise ValueError(f"cannot be split into arguments ({e})") from None
+    if not argv:
+        raise ValueError("must not be empty")
+    return v
+
+
+#: a command line campaign key (the load's, and a benchmark's that runs a tool of its own)
+CommandLine = Annotated[str, AfterValidator(check_command)]
+
+
 class CommandParams(StrictModel):
-    command: str
+    command: CommandLine
     where: Name = "same"
     # Time the load gets to reach full strength before the probe starts
     # (stress-ng forks its workers, a script warms up ...).
     settle_s: Number = 0.5
-
-    @field_validator("command")
-    @classmethod
-    def _splits(cls, v: str) -> str:
-        # No shell: the command is split like a shell would, but run directly;
-        # whoever wants pipes or `&` writes `sh -c "..."` explicitly.
-        if len(v) > MAX_COMMAND:
-            # Linux passes no argument longer than this; and shlex takes quadratic time on long words.
-            raise ValueError(f"must be at most {MAX_COMMAND:,} characters (got {len(v):,})")
-        try:
-            argv = shlex.split(v)
-        except ValueError as e:
-            raise ValueError(f"cannot be split into arguments ({e})") from None
-        if not argv:
-            raise ValueError("must not be empty")
-        return v
 
     @field_validator("settle_s")
     @classmethod

@@ -340,7 +340,8 @@ class ChannelTarget(Target):
         if program == PROBE_PATH:
             return None
         return (f'program "{program}" cannot run in a qemu guest: its initramfs holds only rtvb-probe '
-                f"(as {PROBE_PATH}); use a probe load (kind = \"cpu\", \"mem\", ...) there instead")
+                f"(as {PROBE_PATH}); measure a guest with the probe's benchmark kinds and load it with "
+                "probe loads (kind = \"cpu\", \"mem\", ...)")
 
 
 @TARGETS.register("qemu")

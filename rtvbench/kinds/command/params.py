@@ -1,0 +1,161 @@
+"""The `command` benchmark: an external tool (cyclictest, stress-ng, hyperfine ...) run in the
+measured environment instead of the probe, its output parsed into figures (docs/command.md)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import uuid
+from typing import Any, ClassVar, Literal, Optional
+
+from pydantic import field_validator, model_validator
+
+from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.kinds.command.formats import FIGURE_NAMES, FORMATS, PARSERS, UNITS, json_path_parts, parse
+from rtvbench.loads.command import CommandLine
+from rtvbench.params import Number, StrictModel
+
+#: the placeholder for the file the command writes its results to (cyclictest --json={output})
+OUTPUT = "{output}"
+#: how long the progress bar assumes a command takes when the campaign does not say
+DEFAULT_EXPECTED_S = 10.0
+_FIGURE_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_CPU_PART = re.compile(r"^cpu\d+\.")
+
+
+class FigureSpec(StrictModel):
+    """One figure of `format = "mapping"`: where its number is in the output, its unit, its direction."""
+
+    name: str
+    regex: Optional[str] = None
+    json_path: Optional[str] = None
+    unit: Literal[UNITS] = "count"      # type: ignore[valid-type]
+    direction: Literal["lower", "higher"] = "lower"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        # `cpu<N>.` would read as one CPU's figure of a per-CPU measurement.
+        if not _FIGURE_NAME.match(v) or _CPU_PART.match(v):
+            raise ValueError("must be words of letters, digits, '_' and '-' joined by '.', not starting with "
+                             "cpu<N>. (e.g. \"requests_per_s\")")
+        return v
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            groups = re.compile(v).groups
+        except re.error as e:
+            raise ValueError(f"is not a regular expression ({e})") from None
+        if groups != 1:
+            raise ValueError(f"must have exactly one capture group, the number (it has {groups})")
+        return v
+
+    @field_validator("json_path")
+    @classmethod
+    def _json_path(cls, v: str | None) -> str | None:
+        if v is not None and json_path_parts(v) is None:
+            raise ValueError('must be a dotted path with [index] parts, e.g. "end.streams[0].bytes"')
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.regex is None) == (self.json_path is None):
+            raise ValueError("needs exactly one of regex and json_path")
+        return self
+
+
+class CommandParams(StrictModel):
+    # Split and run like the command load's (check_command): no shell unless `sh -c` is written.
+    command: CommandLine
+    format: Literal[FORMATS]            # type: ignore[valid-type]
+    timeout_s: Number = 300
+    figures: list[FigureSpec] = []
+    # For the progress bar only: how long one run of the command takes.
+    expected_s: Optional[Number] = None
+
+    @field_validator("timeout_s", "expected_s")
+    @classmethod
+    def _seconds(cls, v: float | None) -> float | None:
+        if v is not None and not 0 < v <= 86400:
+            raise ValueError("must be more than 0 and at most 86400 seconds")
+        return v
+
+    @model_validator(mode="after")
+    def _figures_with_mapping(self):
+        if self.format == "mapping" and not self.figures:
+            raise ValueError('format = "mapping" needs figures: [[benchmarks.<name>.figures]] tables '
+                             "with name, regex or json_path, unit and direction")
+        if self.format != "mapping" and self.figures:
+            raise ValueError(f'figures are for format = "mapping"; format "{self.format}" names its own')
+        names = [f.name for f in self.figures]
+        if len(set(names)) != len(names):
+            raise ValueError("figures must have different names")
+        return self
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.command)
+
+
+@BENCHMARKS.register("command")
+class CommandBenchmark(Benchmark):
+    kind = "command"
+    Params = CommandParams
+    runs_probe: ClassVar[bool] = False
+    # mapping needs its figures from a campaign, which a file made elsewhere does not come with
+    import_formats: ClassVar[tuple[str, ...]] = tuple(PARSERS)
+
+    @classmethod
+    def import_keys(cls, fmt: str, source: str) -> dict[str, str]:
+        # The command that made the file is not known here; the key says where the results came from.
+        return {"command": f"(imported) {source}", "format": fmt}
+
+    @classmethod
+    def parse_import(cls, fmt: str, text: str) -> dict[str, Any]:
+        return parse(fmt, text).record(fmt)
+
+    @property
+    def writes_file(self) -> bool:
+        """Whether the figures are in a file the command writes (`{output}` in it), not its stdout."""
+        return any(OUTPUT in arg for arg in self.params.argv)
+
+    def output_path(self) -> str | None:
+        """A fresh name for the file the command writes, on the target (its /tmp), or None."""
+        return f"/tmp/rtvbench-output-{uuid.uuid4().hex}" if self.writes_file else None
+
+    def command_argv(self, output: str | None) -> list[str]:
+        """The command as run: `{output}` replaced, under coreutils/busybox `timeout` so that a hung
+        tool ends on every target the same way (the target itself knows no time limit)."""
+        argv = [arg.replace(OUTPUT, output) if output else arg for arg in self.params.argv]
+        return ["timeout", f"{self.params.timeout_s:g}", *argv]
+
+    @property
+    def timeout_s(self) -> float:
+        return self.params.timeout_s
+
+    def probe_args(self) -> list[str]:
+        # No probe: what runs is the command itself (command_argv).
+        return self.params.argv
+
+    def parse(self, text: str) -> dict[str, Any]:
+        """The `result` record of an output; FormatError (one sentence) when it cannot be read."""
+        figures = [f.model_dump() for f in self.params.figures]
+        return parse(self.params.format, text, figures).record(self.params.format)
+
+    def figure_problem(self, figure: str) -> str | None:
+        p: CommandParams = self.params
+        if p.format == "mapping":
+            names = [f.name for f in p.figures]
+            return None if figure in names else f"is not one of the benchmark's figures ({', '.join(names)})"
+        if not FIGURE_NAMES[p.format].match(figure):
+            return f'is not a figure format "{p.format}" yields (see docs/command.md)'
+        return None
+
+    def expected_seconds(self) -> float:
+        p: CommandParams = self.params
+        return min(p.expected_s or DEFAULT_EXPECTED_S, p.timeout_s)
+
