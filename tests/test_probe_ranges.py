@@ -33,8 +33,10 @@ NOT_CAMPAIGN_KEYS = {
 
 def models() -> list[tuple[str, str, type[StrictModel]]]:
     """(probe subcommand, load kind or "", campaign model) for everything a campaign runs."""
-    # A kind that runs a tool of its own instead of the probe has no probe options to agree with.
-    out = [(name, "", BENCHMARKS.get(name).Params) for name in BENCHMARKS.names() if BENCHMARKS.get(name).runs_probe]
+    # A kind that runs a tool of its own instead of the probe has no probe options to agree with, nor
+    # one without campaign keys (`boot`: the probe only proves it answers again).
+    out = [(name, "", BENCHMARKS.get(name).Params) for name in BENCHMARKS.names()
+           if BENCHMARKS.get(name).runs_probe and BENCHMARKS.get(name).Params.model_fields]
     out += [("load", kind, params) for kind, params in KINDS.items()]
     return out
 
