@@ -94,3 +94,39 @@ def test_a_neighbours_load_in_a_single_guest_is_said_to_be_no_load():
     said = {(row.cells[0], row.cells[4]): row.cells[5] for row in model.run_tables[0].rows}
     assert said[("vm1", "hog")] == "no load: a single guest has no neighbour to run it"
     assert said[("vm3", "hog")] == "no record of what it achieved"     # the synthetic run stored none
+
+
+def _with_host_usage(run):
+    """Host samples as the runner stores them for qemu environments: over 1 s at 100 ticks/s, the first
+    guest's vCPUs take 5 % of a host CPU, each neighbour 100 % under `hog` (its cpu load) and 2 % idle;
+    QEMU's other threads 1 % each; every QEMU 100 MiB of PSS."""
+    counts = {"vm1": 1, "vm3": 3, "vm5": 5, "big": 2}
+    for m in run.measurements:
+        n = counts.get(m.environment)
+        if n is None:
+            continue
+
+        def sample(t: float, ticks) -> dict:
+            return {"t": t, "clock_ticks": 100, "guests": [
+                {"guest": g, "pid": 1000 + g, "vcpu": {"user": ticks(g), "system": 0},
+                 "other": {"user": 0, "system": int(t)}, "rss_kib": 200 * 1024, "pss_kib": 100 * 1024}
+                for g in range(1, n + 1)]}
+        busy = (lambda g: 5 if g == 1 else (100 if m.load == "hog" else 2))
+        m.cpu_stat = {"host_before": sample(0.0, lambda g: 0), "host_after": sample(1.0, busy)}
+    return run
+
+
+def test_what_the_guests_cost_the_host_is_plotted_against_the_number_of_vms():
+    from rtvbench.analysis.host_usage import host_scaling
+    from rtvbench.analysis.evaluation import evaluate_run
+    from rtvbench.report.model import build
+
+    run = _with_host_usage(scaling_run())
+    series = {(load, what): points for load, what, points in host_scaling(RunData(run), "wakeup")}
+    # One QEMU per VM: 5 % + 1 % for the first guest, 100 % + 1 % for each hogging neighbour.
+    assert [(c, round(v, 6)) for c, v, _, _ in series[("hog", "cpu")]] == [(1, 6.0), (3, 208.0), (5, 410.0)]
+    assert [(c, round(v, 6)) for c, v, _, _ in series[("idle", "cpu")]] == [(1, 6.0), (3, 12.0), (5, 18.0)]
+    assert [(c, v) for c, v, _, _ in series[("idle", "pss")]] == [(1, 100.0), (3, 300.0), (5, 500.0)]
+    (section,) = build(evaluate_run(run), with_plots=True).sections
+    svg = " ".join(p.svg for p in section.plots if "number of VMs" in p.title)
+    assert "host CPU of all the guests" in svg and "QEMU memory of all the guests (PSS)" in svg

@@ -72,3 +72,29 @@ def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[Gues
     return [GuestUsage(g, med([u.vcpu_percent for u in us]), med([u.other_percent for u in us]),
                        med([u.rss_mib for u in us]), med([u.pss_mib for u in us]))
             for g, us in sorted(per_guest.items())]
+
+
+def host_scaling(data: RunData, bench: str) -> list[tuple[str, str, list[tuple[int, float, float, float]]]]:
+    """What all the guests together cost the host against the number of VMs, for the groups of
+    environments that differ only in `count` (analysis.vm_scaling): (load, "cpu" | "pss", points), a
+    point (count, median, min, max) over the completed repetitions of the total CPU % of one host CPU,
+    or of QEMU's PSS summed over the guests in MiB."""
+    from rtvbench.analysis.vm_scaling import scaled_environments
+
+    out = []
+    for group in scaled_environments(data):
+        for load in data.loads:
+            for what in ("cpu", "pss"):
+                points = []
+                for count, env in group:
+                    totals = []
+                    for m in data.measurements(env, load, bench, COMPLETE):
+                        usage = measurement_host_usage(m)
+                        if len(usage) == count:         # every guest through the whole measurement
+                            totals.append(sum(u.total_percent for u in usage) if what == "cpu"
+                                          else sum(u.pss_mib or 0 for u in usage))
+                    if totals:
+                        points.append((count, statistics.median(totals), min(totals), max(totals)))
+                if len(points) >= 2:
+                    out.append((load, what, points))
+    return out

@@ -34,7 +34,7 @@ class ScalingSeries:
     points: list[ScalingPoint]          # by count, ascending
 
 
-def _groups(data: RunData) -> list[list[tuple[int, str]]]:
+def scaled_environments(data: RunData) -> list[list[tuple[int, str]]]:
     """(count, environment) lists of environments equal but for `count`, with >= 2 counts."""
     by_shape: dict[str, list[tuple[int, str]]] = {}
     for env in data.environments:
@@ -52,7 +52,7 @@ def scaling_series(data: RunData, bench: str) -> list[ScalingSeries]:
     kind = data.kind(bench)
     if kind is None:
         return []
-    groups = _groups(data)
+    groups = scaled_environments(data)
     if not groups:
         return []
     present = sorted({f for m in data.measurements(benchmark=bench) for f in data.figures(m)})

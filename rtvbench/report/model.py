@@ -14,6 +14,7 @@ from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.load_achieved import describe_all, load_order, mean_achieved, measurement_achieved
 from rtvbench.units import suffix_unit
+from rtvbench.analysis.host_usage import host_scaling
 from rtvbench.analysis.vm_scaling import scaling_series
 from rtvbench.report import plots
 from rtvbench.report.environments import fingerprint_view, preflight
@@ -327,6 +328,12 @@ def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[
                  for s in series if s.figure == figure]
         unit = suffix_unit(figure)
         panels.append((kind.label(figure), "us" if unit in ("ns", "us", "ms") else unit, lines))
+    # What the guests cost the host, beside the figures: each VM more is another QEMU.
+    for what, label, unit in (("cpu", "host CPU of all the guests' QEMU", "%"),
+                              ("pss", "QEMU memory of all the guests (PSS)", "MiB")):
+        lines = [(load, points) for load, w, points in host_scaling(ev.data, bench) if w == what]
+        if lines:
+            panels.append((label, unit, lines))
     svg = plots.vm_count_svg(panels, f"{bench} against the number of VMs", f"{id_prefix}v")
     if not svg:
         return []
