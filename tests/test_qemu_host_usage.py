@@ -2,8 +2,10 @@
 
 Ground truth: in a two-guest environment, the neighbour guest runs a cpu load at 100 % on its one
 vCPU while the first guest only wakes 10 times a second. Under TCG a vCPU thread emulates its vCPU
-and sleeps when the vCPU halts, so the neighbour's vCPU thread must take nearly one host CPU (over
-90 %) and the idle guest's under 10 %; without the load both are under 10 %. The rest of QEMU (device
+and sleeps when the vCPU halts, so the neighbour's vCPU thread must want one host CPU all the time:
+running or waiting for a CPU (schedstat) over 90 % of the measurement, running itself over 90 % when
+this machine is otherwise idle (and at least half of it on this 2-CPU machine however busy); the idle
+guest's thread under 10 %; without the load both under 10 %. The rest of QEMU (device
 emulation, I/O) is a small share either way, and each QEMU maps at least the guest's kernel and its own
 code (RSS well above 20 MiB), PSS never above RSS."""
 
@@ -61,8 +63,10 @@ def test_a_busy_guest_takes_a_host_cpu_in_its_vcpu_thread_an_idle_one_does_not(r
     stored, _, _ = run
     idle, hog = _usage(stored, "idle"), _usage(stored, "hog")
     assert set(idle) == set(hog) == {1, 2}
-    assert hog[2].vcpu_percent > 90, hog
+    assert hog[2].vcpu_percent + hog[2].vcpu_wait_percent > 90, hog
+    assert hog[2].vcpu_percent > 45, hog
     assert hog[1].vcpu_percent < 10 and idle[1].vcpu_percent < 10 and idle[2].vcpu_percent < 10, (idle, hog)
+    assert all(u.vcpu_percent + u.vcpu_wait_percent < 10 for u in (hog[1], idle[1], idle[2])), (idle, hog)
     for u in (*idle.values(), *hog.values()):
         assert u.other_percent < 25, u
         assert u.rss_mib > 20 and 0 < u.pss_mib <= u.rss_mib, u
@@ -71,7 +75,7 @@ def test_a_busy_guest_takes_a_host_cpu_in_its_vcpu_thread_an_idle_one_does_not(r
 def test_the_host_cost_reaches_the_report_and_the_json(run):
     stored, doc, tmp = run
     (m,) = [m for m in doc["measurements"] if m["load"] == "hog"]
-    assert [u["guest"] for u in m["host_usage"]] == [1, 2] and m["host_usage"][1]["vcpu_percent"] > 90
+    assert [u["guest"] for u in m["host_usage"]] == [1, 2] and m["host_usage"][1]["vcpu_percent"] > 45
     r = run_cli("report", "--format", "md", "-o", "-", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env())
     assert r.returncode == 0, r.stderr
     table = r.stdout.split("what the guests cost the host", 1)[1].split("\n\n", 2)[1]

@@ -1,5 +1,6 @@
 """What the guests of a qemu environment cost the host during each measurement: the CPU share of
-their vCPU threads and of QEMU's other threads (percent of one host CPU), and QEMU's memory.
+their vCPU threads and of QEMU's other threads (percent of one host CPU), how long the vCPUs waited for
+a host CPU (the host-side view of what a guest would call steal), and QEMU's memory.
 
 From the two samples the runner stores with a measurement of a qemu environment, right before and
 right after the probe ran (cpu_stat phases `host_before` and `host_after`; see
@@ -24,6 +25,8 @@ class GuestUsage:
     other_percent: float            # QEMU's other threads
     rss_mib: float | None
     pss_mib: float | None
+    # runnable but kept off a host CPU (other work on the host): percent of the interval, all vCPUs
+    vcpu_wait_percent: float | None = None
 
     @property
     def total_percent(self) -> float:
@@ -50,9 +53,11 @@ def measurement_host_usage(m: Measurement) -> list[GuestUsage]:
             b = first.get(g["guest"])
             if b is None or b.get("pid") != g.get("pid"):
                 continue        # booted (again) during the measurement: no interval to divide
+            wait = (100.0 * (g["vcpu_wait_ns"] - b["vcpu_wait_ns"]) / 1e9 / seconds
+                    if "vcpu_wait_ns" in g and "vcpu_wait_ns" in b else None)
             out.append(GuestUsage(g["guest"], _share(b, g, "vcpu", seconds, hz), _share(b, g, "other", seconds, hz),
                                   g["rss_kib"] / 1024 if "rss_kib" in g else None,
-                                  g["pss_kib"] / 1024 if "pss_kib" in g else None))
+                                  g["pss_kib"] / 1024 if "pss_kib" in g else None, wait))
     except (KeyError, TypeError):
         return []
     return sorted(out, key=lambda u: u.guest)
@@ -70,7 +75,8 @@ def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[Gues
         return statistics.median(values) if values else None
 
     return [GuestUsage(g, med([u.vcpu_percent for u in us]), med([u.other_percent for u in us]),
-                       med([u.rss_mib for u in us]), med([u.pss_mib for u in us]))
+                       med([u.rss_mib for u in us]), med([u.pss_mib for u in us]),
+                       med([u.vcpu_wait_percent for u in us]))
             for g, us in sorted(per_guest.items())]
 
 

@@ -60,6 +60,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "cpu_usage": [_usage(u) for u in measurement_usage(m)],
              # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
              "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
+                             "vcpu_wait_percent": _num(u.vcpu_wait_percent),
                              "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
                              "pss_mib": _num(u.pss_mib)} for u in measurement_host_usage(m)],
              "disruption": _disruption(m),

@@ -128,19 +128,23 @@ def host_usage_tables(ev: Evaluation, bench: str) -> list[Table]:
         ref_env, ref_total = reference[load]
         versus = "reference" if ref_env == env else f"{total - ref_total:+.1f} vs {ref_env}"
         for g in guests:
-            rows.append(Row([env, load, str(g.guest), f"{g.vcpu_percent:.1f}", f"{g.other_percent:.1f}",
+            rows.append(Row([env, load, str(g.guest), f"{g.vcpu_percent:.1f}",
+                             "–" if g.vcpu_wait_percent is None else f"{g.vcpu_wait_percent:.1f}",
+                             f"{g.other_percent:.1f}",
                              f"{g.total_percent:.1f}", "–" if g.rss_mib is None else f"{g.rss_mib:.0f}",
                              "–" if g.pss_mib is None else f"{g.pss_mib:.0f}", "", ""]))
-        rows.append(Row([env, load, "all", "", "", f"{total:.1f}",
+        rows.append(Row([env, load, "all", "", "", "", f"{total:.1f}",
                          f"{sum(g.rss_mib or 0 for g in guests):.0f}", f"{sum(g.pss_mib or 0 for g in guests):.0f}",
                          str(len(guests)), versus], "summary"))
     return [Table(
         f"{bench}: what the guests cost the host (QEMU's threads, seen from the host)",
-        ["Environment", "Load", "Guest", "vCPU threads %", "QEMU other %", "Total %", "RSS MiB", "PSS MiB",
-         "Guests", "Total, B - A (points)"], rows, numeric_from=3, numeric_to=9,
+        ["Environment", "Load", "Guest", "vCPU threads %", "vCPU waiting %", "QEMU other %", "Total %", "RSS MiB",
+         "PSS MiB", "Guests", "Total, B - A (points)"], rows, numeric_from=3, numeric_to=10,
         note="Percent of one host CPU over the probe's run (median over the completed repetitions), from the "
              "CPU time of each QEMU process's vCPU threads and of its other threads (device emulation, I/O, "
-             "worker threads) between a sample right before and one right after the probe ran; memory from "
+             "worker threads) between a sample right before and one right after the probe ran; vCPU waiting: the "
+             "time the vCPU threads were ready to run but waited for a host CPU (schedstat), the host-side "
+             "view of steal; memory from "
              "QEMU's smaps_rollup at the end (PSS splits shared pages between the guests). Under TCG a vCPU "
              "thread runs the emulator: a busy vCPU is a busy host CPU, an idle one sleeps. The last column "
              "is the difference of the cells' totals against the first environment with guests under the "

@@ -1,5 +1,6 @@
 """What a QEMU guest costs the host: CPU time of its vCPU threads and of QEMU's other threads (device
-emulation, I/O, the TCG translator's helpers), user and system apart, and QEMU's memory.
+emulation, I/O, the TCG translator's helpers), user and system apart, how long its vCPUs were kept
+waiting for a host CPU, and QEMU's memory.
 
 Read from /proc of the QEMU process (proc(5)): /proc/PID/task/TID/stat for the vCPU threads (their
 ids come from QMP's query-cpus-fast at boot), /proc/PID/stat for the whole process, whose times
@@ -28,6 +29,15 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def _run_delay_ns(pid: int, tid: int) -> int:
+    """How long the thread was runnable but waited for a CPU (schedstat's second field, ns): for a vCPU
+    thread, the time the host kept the guest's vCPU from running, whatever the guest thinks it did."""
+    try:
+        return int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0                # a kernel without CONFIG_SCHED_INFO: no waiting time known
+
+
 def _memory_kib(pid: int) -> dict[str, int]:
     out = {}
     for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
@@ -41,15 +51,16 @@ def guest_usage(pid: int, vcpu_threads: list[int]) -> dict[str, Any] | None:
     """One QEMU process's CPU ticks (vCPU threads, the rest) and memory, or None when it is gone."""
     try:
         user, system = _user_system(_read(f"/proc/{pid}/stat"))
-        vcpu_user = vcpu_system = 0
+        vcpu_user = vcpu_system = vcpu_wait = 0
         for tid in dict.fromkeys(vcpu_threads):        # single-threaded TCG: one thread for all vCPUs
             u, s = _user_system(_read(f"/proc/{pid}/task/{tid}/stat"))
             vcpu_user, vcpu_system = vcpu_user + u, vcpu_system + s
+            vcpu_wait += _run_delay_ns(pid, tid)
         memory = _memory_kib(pid)
     except (OSError, ValueError, IndexError):
         return None
     return {"pid": pid, "vcpus": len(vcpu_threads),
-            "vcpu": {"user": vcpu_user, "system": vcpu_system},
+            "vcpu": {"user": vcpu_user, "system": vcpu_system}, "vcpu_wait_ns": vcpu_wait,
             "other": {"user": max(0, user - vcpu_user), "system": max(0, system - vcpu_system)},
             **memory}
 
