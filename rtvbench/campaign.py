@@ -415,6 +415,7 @@ class _Validator:
             benches[name] = self._kind_instance(BENCHMARKS, "benchmarks", name, table, "kind",
                                                 table.get("kind"))
         self._check_loads(envs, loads)
+        self._check_shm_sizes(envs)
         self._check_peers(envs, bench_tables)
         requirements = self._requirements(envs, loads, benches)
         comparisons = self._comparisons(envs, loads, benches)
@@ -459,6 +460,20 @@ class _Validator:
                         self.add(("loads", name, "command"), problem)
                         break
 
+    def _check_shm_sizes(self, envs: dict) -> None:
+        """Environments that name one shm region share one file: they agree on its size."""
+        sizes: dict[str, tuple[str, int]] = {}
+        for name, target in envs.items():
+            region = target and target.shm_region()
+            if region is None:
+                continue
+            size = target.params.shm_size_mb
+            first = sizes.setdefault(region, (name, size))
+            if first[1] != size:
+                self.add(("environments", name, "shm_size_mb"),
+                         f'environment {first[0]} gives shm region "{region}" {first[1]} MiB, this one {size}; '
+                         "environments that share a region give it one size")
+
     def _check_peers(self, envs: dict, tables: dict) -> None:
         """A benchmark's `peer` (the far end of ipc round trips) names a defined environment.
         From the table, so that it is said even when another key of the benchmark is wrong."""
@@ -473,8 +488,10 @@ class _Validator:
             elif envs[peer] is not None:
                 # Every environment measures it, each a client of the server in `peer`: what `run`
                 # would refuse before its first measurement, refused here.
+                transports = table.get("transports")
+                transport = "shm" if transports == ["shm"] else "tcp"
                 for target in envs.values():
-                    problem = target and target.round_trip_problem(envs[peer])
+                    problem = target and target.round_trip_problem(envs[peer], transport)
                     if problem:
                         self.add(("benchmarks", name, "peer"), problem)
                         break

@@ -1,0 +1,108 @@
+"""Shared-memory regions between environments, for the `ipc` benchmark's transport "shm".
+
+A region is a file in /dev/shm on the machine rtvbench runs on. A qemu environment with
+`shm = "NAME"` gets it as an ivshmem-plain PCI device (QEMU maps the file, share=on; the probe in
+the guest maps the device's BAR2); qemu environments that name the same region share it, and a
+local environment reaches any of them by mapping the file itself. Two local environments, or a
+local environment's own round trips, use a file the server creates for one measurement.
+docs/targets/qemu.md, docs/campaign.md.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from pathlib import Path
+from typing import Protocol
+
+from rtvbench.errors import TargetError
+
+
+class Target(Protocol):
+    """What this module needs of a target (rtvbench.targets.base.Target, which imports this)."""
+
+    name: str
+    kind: str
+
+    def shm_region(self) -> str | None: ...
+
+SHM_DIR = Path("/dev/shm")
+#: the probe's option naming a guest's region: its only ivshmem device
+PCI_ARGS = ["--shm-pci", "auto"]
+
+_held: dict[Path, int] = {}         # region file -> environments holding it
+
+
+def region_path(name: str) -> Path:
+    """The file behind region `name` for this rtvbench process (the pid: two runs never share)."""
+    return SHM_DIR / f"rtvb-{os.getpid()}-{name}"
+
+
+def hold(name: str, size: int) -> Path:
+    """Create region `name` of `size` bytes (zeroed) unless an environment holds it already; its path."""
+    path = region_path(name)
+    if _held.get(path, 0) == 0:
+        try:
+            with open(path, "wb") as f:
+                f.truncate(size)
+        except OSError as e:
+            raise TargetError(f"cannot create the shm region file {path} ({e.strerror}); is /dev/shm a "
+                              "writable tmpfs?") from None
+    _held[path] = _held.get(path, 0) + 1
+    return path
+
+
+def release(name: str) -> None:
+    """An environment lets go of region `name`; the last one removes its file."""
+    path = region_path(name)
+    if _held.get(path, 0) > 0:
+        _held[path] -= 1
+        if _held[path] == 0:
+            del _held[path]
+            path.unlink(missing_ok=True)
+
+
+@atexit.register
+def _remove_all() -> None:
+    # An exit that skips the targets' close() still leaves no region file behind.
+    for path in list(_held):
+        path.unlink(missing_ok=True)
+    _held.clear()
+
+
+def _region(target: Target) -> str | None:
+    return target.shm_region()
+
+
+def problem(measured: Target, peer: Target) -> str | None:
+    """Why `measured` cannot reach a shm server in `peer`, or None."""
+    kinds = {measured.kind, peer.kind}
+    if kinds <= {"local", "qemu"}:
+        if measured is peer or "local" in kinds:
+            guest = next((t for t in (measured, peer) if t.kind == "qemu"), None)
+            if guest is None or _region(guest) is not None:
+                return None
+        elif _region(measured) is not None and _region(measured) == _region(peer):
+            return None
+    return (f"environments {measured.name} and {peer.name} share no shm region; give the qemu environments "
+            'that exchange shm messages the same `shm = "NAME"` (a local environment maps the file of a '
+            "qemu one), or use tcp")
+
+
+def probe_args(measured: Target, peer: Target, local_file: Path,
+               local_bytes: int) -> tuple[list[str], list[str]]:
+    """The region options of the client (in `measured`) and of the server (in `peer`). `local_file`:
+    the file of `local_bytes` a local server creates (and removes) when neither end is a guest.
+    Raises TargetError."""
+    why = problem(measured, peer)
+    if why:
+        raise TargetError(why + ".")
+    guests = [t for t in (measured, peer) if t.kind == "qemu"]
+    if not guests:
+        return (["--shm-path", str(local_file)],
+                ["--shm-path", str(local_file), "--shm-size", str(local_bytes)])
+    host_file = str(region_path(_region(guests[0])))
+
+    def args(t: Target) -> list[str]:
+        return PCI_ARGS if t.kind == "qemu" else ["--shm-path", host_file]
+    return args(measured), args(peer)
