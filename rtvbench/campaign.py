@@ -30,6 +30,7 @@ from rtvbench.loads.combine import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target
+from rtvbench.targets import shm as shm_regions
 from rtvbench.tomlloc import TomlLocator, format_path
 
 if sys.version_info >= (3, 11):
@@ -416,7 +417,7 @@ class _Validator:
                                                 table.get("kind"))
         self._check_loads(envs, loads)
         self._check_shm_sizes(envs)
-        self._check_peers(envs, bench_tables)
+        self._check_peers(envs, bench_tables, benches)
         requirements = self._requirements(envs, loads, benches)
         comparisons = self._comparisons(envs, loads, benches)
 
@@ -474,7 +475,7 @@ class _Validator:
                          f'environment {first[0]} gives shm region "{region}" {first[1]} MiB, this one {size}; '
                          "environments that share a region give it one size")
 
-    def _check_peers(self, envs: dict, tables: dict) -> None:
+    def _check_peers(self, envs: dict, tables: dict, benches: dict) -> None:
         """A benchmark's `peer` (the far end of ipc round trips) names a defined environment.
         From the table, so that it is said even when another key of the benchmark is wrong."""
         for name, table in tables.items():
@@ -495,6 +496,24 @@ class _Validator:
                     if problem:
                         self.add(("benchmarks", name, "peer"), problem)
                         break
+                if transport == "shm" and benches.get(name) is not None:
+                    self._check_shm_fits(name, benches[name], envs)
+
+    def _check_shm_fits(self, name: str, bench, envs: dict) -> None:
+        """Every size of a shm benchmark fits the regions of the guests it runs in."""
+        largest = bench.largest_size()
+        for env, target in envs.items():
+            region = target and target.shm_region()
+            if region is None:
+                continue
+            size_mb = target.params.shm_size_mb
+            capacity = shm_regions.capacity(size_mb << 20)
+            if largest > capacity:
+                self.add(("benchmarks", name, "sizes"),
+                         f'{largest}-byte messages do not fit shm region "{region}" of environment {env} '
+                         f"({size_mb} MiB: at most {capacity} bytes each way); give it a larger shm_size_mb "
+                         "or use smaller sizes")
+                return
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""

@@ -112,13 +112,18 @@ def test_host_guest_and_guest_guest_through_one_ivshmem_region(tmp_path, probe):
     (_guest("g1", "a") + _guest("g2", "a") + "shm_size_mb = 8\n", "g1",
      'environments.g2.shm_size_mb: environment g1 gives shm region "a" 4 MiB, this one 8'),
     (_guest("g1", "a") + "shm_size_mb = 3\n", "g1", "must be a power of two from 1 to 1024"),
+    # 1 MiB carries 524032 bytes each way: a 1 MiB message does not fit.
+    (_guest("g1", "a") + "shm_size_mb = 1\n", "g1|sizes = [16, 1048576]",
+     'benchmarks.rtt.sizes: 1048576-byte messages do not fit shm region "a" of environment g1 (1 MiB: at '
+     "most 524032 bytes each way)"),
 ])
 def test_a_shm_peer_without_a_shared_region_is_a_campaign_error(tmp_path, probe, guests, peer, expected):
     kernel = KERNEL
     if not kernel.is_file():
         kernel = tmp_path / "vmlinuz"
         kernel.write_bytes(b"\0" * 64)
-    (tmp_path / "c.toml").write_text(_campaign(guests.replace(str(KERNEL), str(kernel)), peer))
+    peer, _, extra = peer.partition("|")     # "ENV|more keys of the benchmark"
+    (tmp_path / "c.toml").write_text(_campaign(guests.replace(str(KERNEL), str(kernel)), peer, extra + "\n"))
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2, r.stderr
     line = next((line for line in r.stderr.splitlines() if expected in line), None)

@@ -30,7 +30,15 @@ SHM_DIR = Path("/dev/shm")
 #: the probe's option naming a guest's region: its only ivshmem device
 PCI_ARGS = ["--shm-pci", "auto"]
 
+#: the probe's region header (shm.c): 8 lines of 64 bytes before the two message slots
+HEADER_BYTES, LINE_BYTES = 512, 64
+
 _held: dict[Path, int] = {}         # region file -> environments holding it
+
+
+def capacity(region_bytes: int) -> int:
+    """The largest message a region of this size carries each way (rtvb-probe's shm_capacity)."""
+    return max(0, (region_bytes - HEADER_BYTES) // 2 // LINE_BYTES * LINE_BYTES)
 
 
 def region_path(name: str) -> Path:

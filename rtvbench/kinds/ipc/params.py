@@ -180,9 +180,12 @@ class IpcBenchmark(Benchmark):
     def _shm(self) -> bool:
         return self.params.transports[0] == "shm"
 
+    def largest_size(self) -> int:
+        return max(self.params.sizes or DEFAULT_SIZES)
+
     def _shm_local_bytes(self) -> int:
         """A region for the largest size each way (a power of two, as an ivshmem BAR would be)."""
-        need = 2 * max(self.params.sizes or DEFAULT_SIZES) + 4096
+        need = 2 * self.largest_size() + 4096
         return max(SHM_LOCAL_MIN_BYTES, 1 << (need - 1).bit_length())
 
     def server_args(self, region: list[str] | None = None) -> list[str]:
