@@ -102,6 +102,12 @@ static int recv_ctrl(struct tp_conn *c, struct ctrl *m)
     uint8_t buf[IPC_CTRL];
     if (tp_recv_all(c, buf, sizeof buf))
         return -1;
+    /* Only shm's checksum guards the bytes of a control message beyond its
+     * magic and fields (its padding, a flipped bit in a field). */
+    if (shm_last_checksum_bad(c)) {
+        errno = EBADMSG;
+        return -1;
+    }
     if (memcmp(buf, IPC_MAGIC, 8))
         return -2;
     *m = (struct ctrl){.op = get32(buf + 8), .size = get32(buf + 12), .a = get64(buf + 16),
@@ -215,6 +221,8 @@ static const char *io_error(int err)
     case EPIPE: return "the peer closed the connection";
     case EMSGSIZE: return "a message of an unexpected size arrived";
     case EPROTO: return "a message out of sequence or of another session arrived in the shm region";
+    case EBADMSG: return "a control message whose checksum does not match its bytes arrived (the shm region "
+                         "was altered)";
     default: return strerror(err);
     }
 }

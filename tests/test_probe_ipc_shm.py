@@ -86,6 +86,17 @@ def test_a_byte_flipped_in_the_region_is_caught_and_named(probe, region, side):
     assert not region.exists()
 
 
+def test_an_altered_control_message_is_caught_by_the_checksum(probe, region):
+    # The server's 1st message acknowledges the phase: its last byte is padding, which only the
+    # transport's checksum covers.
+    server = start_server(probe, region, "--x-corrupt-after", "1")
+    recs = run_ipc(probe, "--connect", "shm", "--shm-path", str(region), "--sizes", "64", expect_rc=3)
+    assert client_results(recs) == []
+    assert recs[-1]["error"] == ("starting the 64-byte phase: a control message whose checksum does not match "
+                                 "its bytes arrived (the shm region was altered)")
+    finish(server)
+
+
 def test_a_size_that_does_not_fit_the_region_is_refused(probe, region):
     recs = run_ipc(probe, "--transport", "shm", "--shm-path", str(region), "--shm-size", "64k",
                    "--sizes", "16,65536", expect_rc=3)
