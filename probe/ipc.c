@@ -333,8 +333,8 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
         {OPT_I("x-corrupt-reply", &o->corrupt_reply, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
         {OPT_I("x-corrupt-request", &o->corrupt_request, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
         {OPT_I("x-corrupt-after", &o->corrupt_after, 1, UINT32_MAX, "N", NULL), .expect = "a message number"},
-        {OPT_S("shm-path", &o->shm_path, "PATH", "shm: the region is this file (created when absent, removed\n"
-                                                  "again by the probe that created it)")},
+        {OPT_S("shm-path", &o->shm_path, "PATH", "shm: the region is this file (--serve and local mode create\n"
+                                                  "it when absent, and remove what they created)")},
         {OPT_S("shm-pci", &o->shm_pci, "DEV", "shm: the region is BAR2 of an ivshmem PCI device: auto (the first)\n"
                                                "or its address, e.g. 0000:00:03.0 (in a guest)")},
         {OPT_SZ("shm-size", &o->shm_size, SHM_MIN_SIZE, 1ull << 40,

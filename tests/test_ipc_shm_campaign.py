@@ -27,7 +27,9 @@ SHM = Path("/dev/shm")
 
 
 def _regions() -> set[str]:
-    return {p.name for p in SHM.glob("rtvb-*")} if SHM.is_dir() else set()
+    """The region files these tests' runs make: a guest region "r", a local server's file for rtt."""
+    names = ("rtvb-*-r", "rtvb-*-ipc-rtt-*", "rtvb-*-ipc-back-*")
+    return {p.name for n in names for p in SHM.glob(n)} if SHM.is_dir() else set()
 
 
 def _run(tmp_path: Path, probe: Path, text: str):
@@ -88,9 +90,17 @@ shm = "{region}"
                     reason="needs qemu-system-x86_64 and kernels/x86_64/vmlinuz (make kernels)")
 def test_host_guest_and_guest_guest_through_one_ivshmem_region(tmp_path, probe):
     sizes = [16, 1024, 65536]
+    # rtt: servers in guest g2; back: servers on this machine, clients in the guests.
     run = _run(tmp_path, probe, _campaign(_guest("g1", "r") + _guest("g2", "r"), "g2",
-                                          f"sizes = {sizes}\ncount = 200\nwarmup = 10\n"))
-    cells = {m.environment: m for m in run.measurements}
+                                          f"sizes = {sizes}\ncount = 200\nwarmup = 10\n"
+                                          '[benchmarks.back]\nkind = "ipc"\ntransports = ["shm"]\n'
+                                          'peer = "native"\nsizes = [16, 65536]\ncount = 100\n'))
+    back = {m.environment: m for m in run.measurements if m.benchmark == "back"}
+    assert set(back) == {"native", "g1", "g2"}
+    for env in ("g1", "g2"):            # the guest is the client, the host serves from the file
+        _check(back[env], [16, 65536], 100, ["--shm-pci", "auto"])
+    _check(back["native"], [16, 65536], 100, back["native"].command[6:8])
+    cells = {m.environment: m for m in run.measurements if m.benchmark == "rtt"}
     assert set(cells) == {"native", "g1", "g2"}
     # This machine maps the file behind the guests' device; the guests map the device's BAR2.
     host_file = cells["native"].command[cells["native"].command.index("--shm-path") + 1]
@@ -100,6 +110,7 @@ def test_host_guest_and_guest_guest_through_one_ivshmem_region(tmp_path, probe):
         "guest <-> guest": _check(cells["g1"], sizes, 200, ["--shm-pci", "auto"]),
         "guest loopback": _check(cells["g2"], sizes, 200, ["--shm-pci", "auto"]),
     }
+    figures["guest -> host server"] = _check(back["g1"], [16, 65536], 100, ["--shm-pci", "auto"])
     print({k: {s: f"{a / 1e3:.1f}/{b / 1e3:.1f} us" for s, (a, b) in v.items()} for k, v in figures.items()})
 
 
