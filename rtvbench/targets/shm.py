@@ -78,19 +78,15 @@ def _remove_all() -> None:
     _held.clear()
 
 
-def _region(target: Target) -> str | None:
-    return target.shm_region()
-
-
 def problem(measured: Target, peer: Target) -> str | None:
     """Why `measured` cannot reach a shm server in `peer`, or None."""
     kinds = {measured.kind, peer.kind}
     if kinds <= {"local", "qemu"}:
         if measured is peer or "local" in kinds:
             guest = next((t for t in (measured, peer) if t.kind == "qemu"), None)
-            if guest is None or _region(guest) is not None:
+            if guest is None or guest.shm_region() is not None:
                 return None
-        elif _region(measured) is not None and _region(measured) == _region(peer):
+        elif measured.shm_region() is not None and measured.shm_region() == peer.shm_region():
             return None
     return (f"environments {measured.name} and {peer.name} share no shm region; give the qemu environments "
             'that exchange shm messages the same `shm = "NAME"` (a local environment maps the file of a '
@@ -109,7 +105,7 @@ def probe_args(measured: Target, peer: Target, local_file: Path,
     if not guests:
         return (["--shm-path", str(local_file)],
                 ["--shm-path", str(local_file), "--shm-size", str(local_bytes)])
-    host_file = str(region_path(_region(guests[0])))
+    host_file = str(region_path(guests[0].shm_region()))
 
     def args(t: Target) -> list[str]:
         return PCI_ARGS if t.kind == "qemu" else ["--shm-path", host_file]
