@@ -1,6 +1,6 @@
 /*
  * ipc: ping-pong round trips between two endpoints, by message size, over
- * pipe, unix, udp, tcp and vsock. The peer is a forked child (local mode)
+ * pipe, unix, udp, tcp, vsock and shm (a shared memory region, shm.c). The peer is a forked child (local mode)
  * or another probe started with --serve, possibly in another host, guest
  * or network namespace (--connect). This file holds the options, the
  * three modes and the records around the results; the protocol, the
@@ -16,6 +16,7 @@
 #include "ipc.h"
 #include "opts.h"
 #include "probe.h"
+#include "shm.h"
 #include "transport.h"
 
 #define SUB "ipc"
@@ -32,11 +33,97 @@ static void on_stop(int sig)
 
 /* ------------------------------------------------------------------ modes */
 
+static uint64_t largest_size(const struct ipc_opts *o)
+{
+    uint64_t max = 0;
+    for (int i = 0; i < o->nsizes; i++)
+        max = o->sizes[i] > max ? o->sizes[i] : max;
+    return max;
+}
+
+/* Map the region the options name: --shm-pci, --shm-path (created when
+ * absent: --shm-size, else as large as the largest size needs), or, with
+ * neither (local mode only), an anonymous shared mapping. */
+static int shm_map_region(const struct ipc_opts *o, struct shm_map *m, struct ipc_failure *why)
+{
+    char err[700];
+    uint64_t need = (2 * largest_size(o) + 8 * 64 + 4095) / 4096 * 4096;
+    if (need < SHM_MIN_SIZE)
+        need = SHM_MIN_SIZE;
+    int rc;
+    if (o->shm_pci)
+        rc = shm_map_pci(o->shm_pci, m, err, sizeof err);
+    else if (o->shm_path)
+        rc = shm_map_file(o->shm_path, o->mode == IPC_CONNECT ? 0 : o->shm_size ? o->shm_size
+                                        : o->mode == IPC_SERVE ? SHM_DEFAULT_SIZE : need, m, err, sizeof err);
+    else
+        rc = shm_map_anon(need, m, err, sizeof err);
+    if (rc)
+        snprintf(why->text, sizeof why->text, "cannot map the shm region: %s", err);
+    return rc;
+}
+
+/* The client's region, mapped; a size that does not fit it is refused
+ * before any round trip. */
+static int shm_client_region(const struct ipc_opts *o, struct shm_map *m, struct ipc_failure *why)
+{
+    if (shm_map_region(o, m, why))
+        return -1;
+    size_t cap = shm_capacity(m);
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] > cap) {
+            snprintf(why->text, sizeof why->text, "%llu-byte messages do not fit the shm region %s of %zu bytes "
+                     "(at most %zu bytes each way); give smaller --sizes or a larger region",
+                     (unsigned long long)o->sizes[i], m->where, m->len, cap);
+            shm_unmap(m);
+            return -1;
+        }
+    return 0;
+}
+
+static int run_local_shm(const struct ipc_opts *o, struct ipc_failure *why)
+{
+    struct shm_map m;
+    struct tp_conn mine;
+    char err[700];
+    if (shm_client_region(o, &m, why))
+        return -1;
+    shm_prepare(&m);   /* before the fork: the client never sees an earlier run's state */
+    pid_t pid = tp_fork_peer();
+    if (pid == 0) {
+        struct ipc_failure peer_why = {0};
+        struct tp_conn theirs;
+        if (o->pinned)
+            tp_pin_cpu(o->cpus[1]);
+        if (shm_serve(&m, o->timeout_ns, &ipc_stop, &theirs, err, sizeof err))
+            _exit(1);
+        shm_corrupt_after(&theirs, o->corrupt_after);
+        _exit(ipc_serve_session(&theirs, o, 0, "local", &peer_why) ? 1 : 0);
+    }
+    int rc = -1;
+    if (pid < 0)
+        snprintf(why->text, sizeof why->text, "fork: %s", strerror(errno));
+    else if (shm_connect(&m, o->timeout_ns, &ipc_stop, &mine, err, sizeof err))
+        snprintf(why->text, sizeof why->text, "%s", err);
+    else {
+        rc = ipc_run_client(&mine, o, "local", why);
+        tp_close(&mine);
+    }
+    tp_reap_peer(pid);
+    shm_unmap(&m);
+    return rc;
+}
+
 static int run_local(const struct ipc_opts *o, struct ipc_failure *why)
 {
     for (int k = 0; k < TP_COUNT && !ipc_stop; k++) {
         if (!(o->transports & (1u << k)))
             continue;
+        if (k == TP_SHM) {
+            if (run_local_shm(o, why))
+                return -1;
+            continue;
+        }
         struct tp_conn mine, theirs;
         char err[256];
         int rc = tp_pair((enum tp_kind)k, &mine, &theirs, err, sizeof err);
@@ -74,10 +161,52 @@ static int run_local(const struct ipc_opts *o, struct ipc_failure *why)
     return 0;
 }
 
+static int run_connect_shm(const struct ipc_opts *o, struct ipc_failure *why)
+{
+    struct shm_map m;
+    struct tp_conn c;
+    char err[700];
+    if (shm_client_region(o, &m, why))
+        return -1;
+    int rc = 0;
+    if (shm_connect(&m, o->timeout_ns, &ipc_stop, &c, err, sizeof err)) {
+        snprintf(why->text, sizeof why->text, "%s", err);
+        why->interrupted = ipc_stop;
+        rc = -1;
+    }
+    if (rc == 0) {
+        shm_corrupt_after(&c, o->corrupt_after);
+        rc = ipc_run_client(&c, o, m.where, why);
+        tp_close(&c);
+    }
+    shm_unmap(&m);
+    return rc;
+}
+
+/* The region of --serve is mapped and laid out before meta (cmd_ipc). */
+static int run_serve_shm(const struct ipc_opts *o, struct shm_map *m, struct ipc_failure *why)
+{
+    struct tp_conn c;
+    char err[700];
+    int rc = -1;
+    if (shm_serve(m, o->timeout_ns, &ipc_stop, &c, err, sizeof err)) {
+        snprintf(why->text, sizeof why->text, "%s", err);
+        why->interrupted = ipc_stop;
+    } else {
+        shm_corrupt_after(&c, o->corrupt_after);
+        rc = ipc_serve_session(&c, o, 1, m->where, why);
+        tp_close(&c);
+    }
+    shm_unmap(m);
+    return rc;
+}
+
 static int run_connect(const struct ipc_opts *o, enum tp_kind k, struct ipc_failure *why)
 {
     struct tp_conn c;
     char err[256], peer[300];
+    if (k == TP_SHM)
+        return run_connect_shm(o, why);
     if (tp_connect(k, o->host, o->port, &c, err, sizeof err)) {
         snprintf(why->text, sizeof why->text, "%s", err);
         why->interrupted = ipc_stop;
@@ -135,6 +264,8 @@ static int parse_address(const char *s, struct ipc_opts *o, int *is_vsock)
 {
     const char *host = s, *port = NULL;
     size_t hostlen;
+    if (!strcmp(s, "shm"))
+        return 0;          /* the region is named by --shm-path or --shm-pci */
     *is_vsock = !strncmp(s, "vsock:", 6);
     if (*is_vsock) {
         host = s + 6;
@@ -176,9 +307,10 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
                            .corrupt_reply = -1, .corrupt_request = -1};
     o->nsizes = parse_size_list(DEFAULT_SIZES, IPC_MIN_SIZE, IPC_MAX_SIZE, o->sizes, IPC_MAX_SIZES);
     struct opt table[] = {
-        {OPT_C("transport", parse_transports, &o->transports, "LIST", "a list of pipe, unix, udp, tcp, vsock",
-               "pipe,unix,udp,tcp,vsock (default: all five locally, tcp for --serve\n"
-               "and --connect; transports this system lacks are skipped with a warning)")},
+        {OPT_C("transport", parse_transports, &o->transports, "LIST", "a list of pipe, unix, udp, tcp, vsock, shm",
+               "pipe,unix,udp,tcp,vsock,shm (default: the first five locally, tcp for\n"
+               "--serve and --connect; transports this system lacks are skipped with a\n"
+               "warning)")},
         {OPT_SZ_LIST("sizes", o->sizes, &o->nsizes, IPC_MIN_SIZE, IPC_MAX_SIZE,
                      "message sizes, 16 to 16m (default " DEFAULT_SIZES ")")},
         {OPT_I("count", &o->count, 1, 1000000000000ull, "N", "measured round trips per size (default 10000)"),
@@ -191,7 +323,8 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
                "port of --serve (default " RTVB_STR(TP_DEFAULT_PORT) ", 0 = any: meta.params.port says which)")},
         {OPT_S("bind", &o->bind, "ADDR", "address --serve listens on (default all)")},
         {OPT_S("connect", &connect, "ADDR", "run against a --serve peer: IPv4[:PORT], [IPv6]:PORT, vsock:CID[:PORT]\n"
-                                            "(numeric addresses; names are not resolved)")},
+                                            "(numeric addresses; names are not resolved), or shm (the\n"
+                                            "server of the region of --shm-path or --shm-pci)")},
         {OPT_NS("timeout-s", &o->timeout_ns, 1e9, 0.001, 1e6, "seconds", "S",
                 "give up when the peer is silent this long (default 10)")},
         {OPT_C("cpus", tp_parse_cpu_pair, o->cpus, "A[,B]", "A or A,B with CPUs in this process's affinity mask",
@@ -199,6 +332,14 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
         /* Test hooks (docs/probe/os-ipc.md): corrupt one message on purpose. */
         {OPT_I("x-corrupt-reply", &o->corrupt_reply, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
         {OPT_I("x-corrupt-request", &o->corrupt_request, 0, UINT32_MAX, "N", NULL), .expect = "a message number"},
+        {OPT_I("x-corrupt-after", &o->corrupt_after, 1, UINT32_MAX, "N", NULL), .expect = "a message number"},
+        {OPT_S("shm-path", &o->shm_path, "PATH", "shm: the region is this file (--serve and local mode create\n"
+                                                  "it when absent, and remove what they created)")},
+        {OPT_S("shm-pci", &o->shm_pci, "DEV", "shm: the region is BAR2 of an ivshmem PCI device: auto (the first)\n"
+                                               "or its address, e.g. 0000:00:03.0 (in a guest)")},
+        {OPT_SZ("shm-size", &o->shm_size, SHM_MIN_SIZE, 1ull << 40,
+                "size of a --shm-path file the probe creates (default: 4m for --serve,\n"
+                "what the largest size needs otherwise)")},
         {OPT_TEXT("Without --serve or --connect the peer is a child process of this one.")},
         {OPTS_END},
     };
@@ -216,7 +357,11 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
     if (connect) {
         o->mode = IPC_CONNECT;
         o->connect = connect;
-        if (parse_address(connect, o, &vsock_address))
+        if (!strcmp(connect, "shm")) {
+            if (transport_given && o->transports != 1u << TP_SHM)
+                return usage_error(SUB, "--connect shm needs --transport shm (or none).");
+            o->transports = 1u << TP_SHM;
+        } else if (parse_address(connect, o, &vsock_address))
             return usage_error(SUB, "--connect must be IPv4[:PORT], [IPv6]:PORT or vsock:CID[:PORT], got '%s'.",
                                connect);
         if (vsock_address && transport_given && o->transports != 1u << TP_VSOCK)
@@ -224,27 +369,40 @@ static int parse_options(int argc, char **argv, struct ipc_opts *o)
         if (vsock_address)
             o->transports = 1u << TP_VSOCK;
     }
+    if ((o->shm_path || o->shm_pci || o->shm_size || o->corrupt_after) && !(o->transports & (1u << TP_SHM)))
+        return usage_error(SUB, "--shm-path, --shm-pci, --shm-size and --x-corrupt-after belong to --transport shm.");
+    if (o->shm_path && o->shm_pci)
+        return usage_error(SUB, "--shm-path and --shm-pci exclude each other; name one region.");
+    if (o->shm_size && !o->shm_path)
+        return usage_error(SUB, "--shm-size sizes a file the probe creates: it goes with --shm-path.");
     if ((opts_seen(table, "port") || o->bind) && o->mode != IPC_SERVE)
         return usage_error(SUB, "--port and --bind belong to --serve (--connect takes ADDR:PORT).");
+    int shm = (o->transports & (1u << TP_SHM)) != 0;
     if (o->mode == IPC_LOCAL) {
-        if (!transport_given)
-            o->transports = (1u << TP_COUNT) - 1;
+        if (!transport_given)   /* shm only when asked for: it spins both ends */
+            o->transports = ((1u << TP_COUNT) - 1) & ~(1u << TP_SHM);
+        shm = (o->transports & (1u << TP_SHM)) != 0;
     } else {
-        if (!transport_given && !vsock_address)
+        if (!transport_given && !vsock_address && !(connect && !strcmp(connect, "shm")))
             o->transports = 1u << TP_TCP;
         unsigned t = o->transports;
         if (t & (t - 1))
             return usage_error(SUB, "--serve and --connect take one transport at a time.");
         if (t & ((1u << TP_PIPE) | (1u << TP_UNIX)))
             return usage_error(SUB, "pipe and unix connect processes of one system; --serve and --connect "
-                                    "take tcp, udp or vsock.");
+                                    "take tcp, udp, vsock or shm.");
+        if (shm && !o->shm_path && !o->shm_pci)
+            return usage_error(SUB, "--transport shm with --serve or --connect needs the region: --shm-path "
+                                    "PATH or --shm-pci auto.");
+        if (shm && (opts_seen(table, "port") || o->bind))
+            return usage_error(SUB, "shm has no port or address: the region is named by --shm-path or --shm-pci.");
         if (o->pinned && o->cpus[1] != o->cpus[0])
             return usage_error(SUB, "with --serve or --connect --cpus pins only this end: give one CPU.");
     }
     return 0;
 }
 
-static void print_meta(int argc, char **argv, const struct ipc_opts *o)
+static void print_meta(int argc, char **argv, const struct ipc_opts *o, const struct shm_map *shm)
 {
     static const char *const modes[] = {"local", "serve", "connect"};
     struct jw w = {0};
@@ -276,7 +434,7 @@ static void print_meta(int argc, char **argv, const struct ipc_opts *o)
         jw_uint(&w, "warmup", o->warmup);
     }
     jw_uint(&w, "timeout_ns", o->timeout_ns);
-    if (o->mode == IPC_LOCAL)
+    if (o->mode == IPC_LOCAL || o->transports == 1u << TP_SHM)
         jw_null(&w, "port");
     else
         jw_uint(&w, "port", o->port);
@@ -292,6 +450,15 @@ static void print_meta(int argc, char **argv, const struct ipc_opts *o)
         jw_null(&w, "cpus");
     }
     jw_int(&w, "udp_datagram_max_bytes", TP_DGRAM_MAX);
+    /* The region of shm: what it is, and (--serve, which maps it before
+     * meta) its size. */
+    jw_str(&w, "shm", o->shm_pci ? (shm && shm->base ? shm->where : o->shm_pci) : o->shm_path);
+    if (shm && shm->base)
+        jw_uint(&w, "shm_bytes", shm->len);
+    else
+        jw_null(&w, "shm_bytes");
+    if (o->corrupt_after)
+        jw_uint(&w, "x_corrupt_after", o->corrupt_after);
     if (o->corrupt_reply >= 0)
         jw_int(&w, "x_corrupt_reply", o->corrupt_reply);
     if (o->corrupt_request >= 0)
@@ -320,13 +487,23 @@ int cmd_ipc(int argc, char **argv)
     for (int i = 0; i < TP_COUNT; i++)
         if (o.transports & (1u << i))
             k = (enum tp_kind)i;
-    if (o.mode == IPC_SERVE) {
+    struct shm_map region = {0};
+    if (o.mode == IPC_SERVE && k == TP_SHM) {
+        /* Lay the region out before meta: a client started once meta is
+         * out finds a ready server. */
+        if (shm_map_region(&o, &region, &why)) {
+            print_meta(argc, argv, &o, NULL);
+            emit_end("error", mono_ns() - t0, why.text);
+            return EXIT_ENV;
+        }
+        shm_prepare(&region);
+    } else if (o.mode == IPC_SERVE) {
         /* Listen before meta, so meta can name the port in effect. */
         char err[256];
         unsigned bound;
         lfd = tp_listen(k, o.bind, o.port, &bound, err, sizeof err);
         if (lfd < 0) {
-            print_meta(argc, argv, &o);
+            print_meta(argc, argv, &o, NULL);
             snprintf(why.text, sizeof why.text, "cannot serve %s on port %u: %s", tp_name(k), o.port, err);
             emit_end("error", mono_ns() - t0, why.text);
             return EXIT_ENV;
@@ -335,11 +512,11 @@ int cmd_ipc(int argc, char **argv)
     }
     if (o.pinned)
         tp_pin_cpu(o.cpus[0]);
-    print_meta(argc, argv, &o);
+    print_meta(argc, argv, &o, &region);
 
     switch (o.mode) {
     case IPC_LOCAL: rc = run_local(&o, &why); break;
-    case IPC_SERVE: rc = run_serve(&o, k, lfd, &why); break;
+    case IPC_SERVE: rc = k == TP_SHM ? run_serve_shm(&o, &region, &why) : run_serve(&o, k, lfd, &why); break;
     case IPC_CONNECT: rc = run_connect(&o, k, &why); break;
     }
     if (rc == 0 && ipc_stop)

@@ -33,11 +33,14 @@ struct ipc_opts {
     const char *bind;
     int cpus[2], pinned;
     int64_t corrupt_reply, corrupt_request;   /* hidden test hooks, -1 = off */
+    const char *shm_path, *shm_pci;  /* the shm region: a file, or an ivshmem device */
+    uint64_t shm_size;               /* size of a region file the probe creates; 0 = as needed */
+    uint64_t corrupt_after;          /* hidden test hook of shm, 0 = off */
 };
 
 /* Why a phase did not end well; "" when it did. */
 struct ipc_failure {
-    char text[300];
+    char text[1024];
     int interrupted;
 };
 

@@ -35,6 +35,7 @@
 #include "hist.h"
 #include "ipc.h"
 #include "probe.h"
+#include "shm.h"
 
 #define IPC_CTRL 48
 #define IPC_MAGIC "RTVBIPC1"
@@ -101,6 +102,12 @@ static int recv_ctrl(struct tp_conn *c, struct ctrl *m)
     uint8_t buf[IPC_CTRL];
     if (tp_recv_all(c, buf, sizeof buf))
         return -1;
+    /* Only shm's checksum guards the bytes of a control message beyond its
+     * magic and fields (its padding, a flipped bit in a field). */
+    if (shm_last_checksum_bad(c)) {
+        errno = EBADMSG;
+        return -1;
+    }
     if (memcmp(buf, IPC_MAGIC, 8))
         return -2;
     *m = (struct ctrl){.op = get32(buf + 8), .size = get32(buf + 12), .a = get64(buf + 16),
@@ -158,9 +165,25 @@ static void set_header(uint8_t *msg, uint32_t seq, uint32_t kind)
 }
 
 /* Offset of the first byte of msg that differs from the expected message,
- * or -1 when it is exactly right. */
-static long first_diff(const uint8_t *msg, const uint8_t *pattern, size_t size, uint32_t seq, uint32_t kind,
-                       uint8_t *expected)
+ * -1 when it is exactly right, CHECKSUM_ONLY when its bytes are right but
+ * the shm transport's checksum beside them was not (the region's control
+ * words were altered). */
+#define CHECKSUM_ONLY (-2L)
+static long first_byte_diff(const uint8_t *msg, const uint8_t *pattern, size_t size, uint32_t seq, uint32_t kind,
+                            uint8_t *expected);
+static long first_diff(const struct tp_conn *c, const uint8_t *msg, const uint8_t *pattern, size_t size,
+                       uint32_t seq, uint32_t kind, uint8_t *expected)
+{
+    long off = first_byte_diff(msg, pattern, size, seq, kind, expected);
+    if (off < 0 && shm_last_checksum_bad(c)) {
+        *expected = 0;
+        return CHECKSUM_ONLY;
+    }
+    return off;
+}
+
+static long first_byte_diff(const uint8_t *msg, const uint8_t *pattern, size_t size, uint32_t seq, uint32_t kind,
+                            uint8_t *expected)
 {
     uint8_t hdr[IPC_HDR] = {0};
     set_header(hdr, seq, kind);
@@ -196,7 +219,10 @@ static const char *io_error(int err)
     case EAGAIN: return "no answer from the peer within the timeout (--timeout-s)";
     case ECONNRESET: return "the peer closed the connection";
     case EPIPE: return "the peer closed the connection";
-    case EMSGSIZE: return "a datagram of an unexpected size arrived";
+    case EMSGSIZE: return "a message of an unexpected size arrived";
+    case EPROTO: return "a message out of sequence or of another session arrived in the shm region";
+    case EBADMSG: return "a control message whose checksum does not match its bytes arrived (the shm region "
+                         "was altered)";
     default: return strerror(err);
     }
 }
@@ -248,10 +274,10 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
                 break;
             }
             uint8_t expected = 0;
-            long off = first_diff(b.rx, b.req, b.size, seq, KIND_DATA, &expected);
-            if (off >= 0 && v.bad++ == 0)
-                v = (struct verdict){.bad = 1, .first_seq = seq, .offset = (uint32_t)off,
-                                     .expected = expected, .got = b.rx[off]};
+            long off = first_diff(c, b.rx, b.req, b.size, seq, KIND_DATA, &expected);
+            if (off != -1 && v.bad++ == 0)
+                v = (struct verdict){.bad = 1, .first_seq = seq, .offset = off >= 0 ? (uint32_t)off : UINT32_MAX,
+                                     .expected = expected, .got = off >= 0 ? b.rx[off] : 0};
             seq++;
             served++;
         }
@@ -346,13 +372,13 @@ static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *
         t_last = mono_ns();
         /* Checked before it counts: a wrong reply is not a round trip. */
         uint8_t expected = 0;
-        long off = first_diff(b.rx, b.rep, b.size, seq, KIND_PONG, &expected);
-        if (off >= 0) {
+        long off = first_diff(c, b.rx, b.rep, b.size, seq, KIND_PONG, &expected);
+        if (off != -1) {
             p->reply_bad = 1;
             p->reply_seq = seq;
-            p->reply_offset = off;
+            p->reply_offset = off >= 0 ? off : -1;
             p->reply_expected = expected;
-            p->reply_got = b.rx[off];
+            p->reply_got = off >= 0 ? b.rx[off] : 0;
             break;
         }
         if (measuring) {
@@ -446,8 +472,8 @@ static void print_phase(const struct phase *p, enum tp_kind k, const char *peer,
     if (p->reply_bad)
         write_corruption(&w, "reply", p->reply_seq, p->reply_offset, p->reply_expected, p->reply_got, 1);
     else if (p->peer_checked && p->peer.bad)
-        write_corruption(&w, "request", p->peer.first_seq, p->peer.offset, p->peer.expected, p->peer.got,
-                         p->peer.bad);
+        write_corruption(&w, "request", p->peer.first_seq, p->peer.offset == UINT32_MAX ? -1 : (long)p->peer.offset,
+                         p->peer.expected, p->peer.got, p->peer.bad);
     hist_write_json(h, &w, "histogram");
     jw_emit(&w);
     jw_free(&w);

@@ -21,6 +21,7 @@
 
 #include "opts.h"
 #include "probe.h"
+#include "shm.h"
 
 #ifndef VMADDR_CID_LOCAL
 #define VMADDR_CID_LOCAL 1   /* headers older than Linux 5.6 */
@@ -34,7 +35,7 @@
  * dropped for want of room (the kernel caps it at net.core.rmem_max). */
 #define UDP_BUFFER (1 << 20)
 
-static const char *const names[TP_COUNT] = {"pipe", "unix", "udp", "tcp", "vsock"};
+static const char *const names[TP_COUNT] = {"pipe", "unix", "udp", "tcp", "vsock", "shm"};
 
 const char *tp_name(enum tp_kind k)
 {
@@ -95,6 +96,7 @@ static void socket_conn(struct tp_conn *c, enum tp_kind k, int fd)
 
 void tp_close(struct tp_conn *c)
 {
+    shm_close(c);
     if (c->rfd >= 0)
         close(c->rfd);
     if (c->wfd >= 0 && c->wfd != c->rfd)
@@ -464,7 +466,9 @@ int tp_connect(enum tp_kind k, const char *host, unsigned port, struct tp_conn *
 
 void tp_set_timeout(struct tp_conn *c, uint64_t timeout_ns)
 {
-    if (c->kind == TP_PIPE)
+    if (c->kind == TP_SHM)
+        shm_set_timeout(c, timeout_ns);
+    if (c->kind == TP_PIPE || c->kind == TP_SHM)
         return;
     struct timeval tv = {.tv_sec = (time_t)(timeout_ns / 1000000000ull),
                          .tv_usec = (suseconds_t)(timeout_ns % 1000000000ull / 1000)};
@@ -474,6 +478,8 @@ void tp_set_timeout(struct tp_conn *c, uint64_t timeout_ns)
 
 int tp_send_all(struct tp_conn *c, const void *buf, size_t len)
 {
+    if (c->kind == TP_SHM)
+        return shm_send(c, buf, len);   /* one message in the mailbox, whole */
     const char *p = buf;
     while (len) {
         ssize_t n;
@@ -499,6 +505,8 @@ int tp_send_all(struct tp_conn *c, const void *buf, size_t len)
 
 int tp_recv_all(struct tp_conn *c, void *buf, size_t len)
 {
+    if (c->kind == TP_SHM)
+        return shm_recv(c, buf, len);
     char *p = buf;
     while (len) {
         ssize_t n;

@@ -21,19 +21,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum tp_kind { TP_PIPE, TP_UNIX, TP_UDP, TP_TCP, TP_VSOCK, TP_COUNT };
+/* TP_SHM is a shared memory region (shm.h): its connections are made by
+ * shm_serve/shm_connect, not by tp_pair, tp_listen or tp_connect. */
+enum tp_kind { TP_PIPE, TP_UNIX, TP_UDP, TP_TCP, TP_VSOCK, TP_SHM, TP_COUNT };
 
 /* Largest datagram a UDP message is cut into. */
 #define TP_DGRAM_MAX 32768
 /* Default port of `ipc --serve` (tcp, udp and vsock). */
 #define TP_DEFAULT_PORT 47817
 
+struct tp_shm;
+
 struct tp_conn {
     enum tp_kind kind;
     int rfd, wfd;        /* the same socket, or two pipe ends; -1 when closed */
+    struct tp_shm *shm;  /* TP_SHM: this end's state (shm.c) */
 };
 
-/* Name used on the command line and in records: pipe, unix, udp, tcp, vsock. */
+/* Name used on the command line and in records: pipe, unix, udp, tcp, vsock, shm. */
 const char *tp_name(enum tp_kind k);
 int tp_from_name(const char *s, enum tp_kind *k);
 

@@ -30,6 +30,7 @@ from rtvbench.loads.combine import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target
+from rtvbench.targets import shm as shm_regions
 from rtvbench.tomlloc import TomlLocator, format_path
 
 if sys.version_info >= (3, 11):
@@ -430,7 +431,8 @@ class _Validator:
                                                 table.get("kind"))
         self._check_loads(envs, loads)
         self._check_programs(envs, benches)
-        self._check_peers(envs, bench_tables)
+        self._check_shm_sizes(envs)
+        self._check_peers(envs, bench_tables, benches)
         self._check_with_campaign(envs, loads, benches)
         requirements = self._requirements(envs, loads, benches)
         comparisons = self._comparisons(envs, loads, benches)
@@ -498,7 +500,21 @@ class _Validator:
                     self.add(("benchmarks", name, "command"), f"in environment {env}: {problem}")
                     break
 
-    def _check_peers(self, envs: dict, tables: dict) -> None:
+    def _check_shm_sizes(self, envs: dict) -> None:
+        """Environments that name one shm region share one file: they agree on its size."""
+        sizes: dict[str, tuple[str, int]] = {}
+        for name, target in envs.items():
+            region = target and target.shm_region()
+            if region is None:
+                continue
+            size = target.params.shm_size_mb
+            first = sizes.setdefault(region, (name, size))
+            if first[1] != size:
+                self.add(("environments", name, "shm_size_mb"),
+                         f'environment {first[0]} gives shm region "{region}" {first[1]} MiB, this one {size}; '
+                         "environments that share a region give it one size")
+
+    def _check_peers(self, envs: dict, tables: dict, benches: dict) -> None:
         """A benchmark's `peer` (the far end of ipc round trips) names a defined environment.
         From the table, so that it is said even when another key of the benchmark is wrong."""
         for name, table in tables.items():
@@ -512,11 +528,31 @@ class _Validator:
             elif envs[peer] is not None:
                 # Every environment measures it, each a client of the server in `peer`: what `run`
                 # would refuse before its first measurement, refused here.
+                transports = table.get("transports")
+                transport = "shm" if transports == ["shm"] else "tcp"
                 for target in envs.values():
-                    problem = target and target.round_trip_problem(envs[peer])
+                    problem = target and target.round_trip_problem(envs[peer], transport)
                     if problem:
                         self.add(("benchmarks", name, "peer"), problem)
                         break
+                if transport == "shm" and benches.get(name) is not None:
+                    self._check_shm_fits(name, benches[name], envs)
+
+    def _check_shm_fits(self, name: str, bench, envs: dict) -> None:
+        """Every size of a shm benchmark fits the regions of the guests it runs in."""
+        largest = bench.largest_size()
+        for env, target in envs.items():
+            region = target and target.shm_region()
+            if region is None:
+                continue
+            size_mb = target.params.shm_size_mb
+            capacity = shm_regions.capacity(size_mb << 20)
+            if largest > capacity:
+                self.add(("benchmarks", name, "sizes"),
+                         f'{largest}-byte messages do not fit shm region "{region}" of environment {env} '
+                         f"({size_mb} MiB: at most {capacity} bytes each way); give it a larger shm_size_mb "
+                         "or use smaller sizes")
+                return
 
     def _check_with_campaign(self, envs: dict, loads: dict, benches: dict) -> None:
         """What a benchmark kind cannot run with in this campaign (its environments, its loads), as the

@@ -41,6 +41,9 @@ OS_TESTS: dict[str, str] = {
 OS_ARITH_OPS = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul",
                 "float_div", "double_add", "double_mul", "double_div")
 
-IPC_TRANSPORTS = ("pipe", "unix", "udp", "tcp", "vsock")
+IPC_TRANSPORTS = ("pipe", "unix", "udp", "tcp", "vsock", "shm")
+#: what an ipc benchmark measures when `transports` is not given (shm, which spins both ends, only
+#: when named)
+IPC_DEFAULT_TRANSPORTS = IPC_TRANSPORTS[:5]
 #: round-trip statistics of one ipc (transport, size) result, all in ns
 IPC_STATS = ("min", "avg", "max", "stddev", "p50", "p90", "p99", "p999", "p9999")

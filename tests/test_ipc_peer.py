@@ -182,10 +182,10 @@ kind = "ipc"
                        "name the environment the round trips' server runs in"),
     ('peer = "native"\ntransports = ["unix"]',
      'c.toml:8: benchmarks.rtt.transports: transport "unix" does not cross between environments; with a peer '
-     'use ["tcp"] or ["udp"] (got ["unix"])'),
+     'use ["tcp"], ["udp"] or ["shm"] (got ["unix"])'),
     ('peer = "native"\ntransports = ["tcp", "udp"]',
      "c.toml:8: benchmarks.rtt.transports: with a peer, name one transport (the server serves one at a time); "
-     'measure tcp and udp as two benchmarks (got ["tcp", "udp"])'),
+     'measure tcp, udp and shm as separate benchmarks (got ["tcp", "udp"])'),
     ('port = 5000', "c.toml:7: benchmarks.rtt.port: rtvbench starts the server and picks its port and address "
                     'itself; name the environment the server runs in with `peer = "ENV"` instead (got 5000)'),
 ])

@@ -14,6 +14,7 @@ from typing import Any, Callable, ClassVar, Iterable
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
+from rtvbench.targets import shm as shm_regions
 
 TARGETS: Registry[type["Target"]] = Registry("target")
 
@@ -158,9 +159,16 @@ class Target(ABC):
     #: the target kinds this kind can reach for round trips (the `ipc` benchmark's `peer`)
     reaches: tuple[str, ...] = ()
 
-    def round_trip_problem(self, peer: "Target") -> str | None:
-        """Why this environment cannot reach a server in environment `peer`, as known from the two
-        kinds alone (`validate` asks before anything is connected), or None."""
+    def shm_region(self) -> str | None:
+        """The shared-memory region this environment maps (the ipc transport "shm"), or None.
+        targets/shm.py says which environments reach each other through one."""
+        return None
+
+    def round_trip_problem(self, peer: "Target", transport: str = "tcp") -> str | None:
+        """Why this environment cannot reach a server in environment `peer` over `transport`, as
+        known from the two targets alone (`validate` asks before anything is connected), or None."""
+        if transport == "shm":
+            return shm_regions.problem(self, peer)
         if peer is self or peer.kind in self.reaches:
             return None
         return (f"environment {peer.name} cannot be reached for round trips from {self.name} "

@@ -196,10 +196,10 @@ class LocalTarget(Target):
 
     reaches = ("local", "ssh", "qemu")
 
-    def round_trip_problem(self, peer: Target) -> str | None:
-        if peer.kind == "qemu":
-            return peer.round_trip_problem(self)    # whether the guest has a network
-        return super().round_trip_problem(peer)
+    def round_trip_problem(self, peer: Target, transport: str = "tcp") -> str | None:
+        if peer.kind == "qemu" and transport != "shm":
+            return peer.round_trip_problem(self, transport)    # whether the guest has a network
+        return super().round_trip_problem(peer, transport)
 
     def round_trip_address(self, peer: Target) -> str:
         if peer.kind == "local":

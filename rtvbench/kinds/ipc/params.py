@@ -9,24 +9,33 @@ is what the two targets say (Target.round_trip_address); each end's command is a
 runs it for round trips with the other (Target.round_trip_command: a local end of round trips with
 a guest enters the guests' network namespace). The peer's own cell measures its
 loopback: server and client in the same environment, through its IP stack.
+
+With transports = ["shm"] the two ends share a memory region instead of an address
+(rtvbench/targets/shm.py): the server is started with the region's options (`--shm-path FILE` on
+the host, `--shm-pci auto` in a guest), prints `meta` once the region is ready, and the client
+runs `rtvb-probe ipc --connect shm` with its own view of the same region.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.catalog import IPC_TRANSPORTS
+from rtvbench.catalog import IPC_DEFAULT_TRANSPORTS, IPC_TRANSPORTS
 from rtvbench.cpulist import probe_cpu_pair
 from rtvbench.errors import ProbeOutputError
 from rtvbench.loads.base import LoadError, LoadSite
 from rtvbench.params import Name, StrictModel, names_or_all, number_arg, probe_int, probe_number, probe_sizes
 from rtvbench.probe import ProbeStream
 from rtvbench.spec import Placement
+from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import Background, Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 1280, 4096, 65536)
@@ -34,8 +43,11 @@ DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
 # A local round trip costs ~10-50 us (more with large messages), for the progress bar only.
 _ROUND_TRIP_S = 30e-6
 #: what can cross between two environments (pipe and unix join processes of one system; vsock
-#: has no target that offers it yet: guests get no vhost-vsock device)
-PEER_TRANSPORTS = ("tcp", "udp")
+#: has no target that offers it yet: guests get no vhost-vsock device; shm joins environments that
+#: share a region)
+PEER_TRANSPORTS = ("tcp", "udp", "shm")
+#: the smallest region file a local shm server creates (the probe's own default for --serve)
+SHM_LOCAL_MIN_BYTES = 4 << 20
 #: how long the server may take to print its `meta` record (the port): a static binary starts
 #: in milliseconds, a slow link to the peer is the only reason to wait longer
 SERVER_START_S = 10.0
@@ -56,7 +68,7 @@ Cpus = probe_cpu_pair("cpus")
 class IpcParams(StrictModel):
     # Before `transports`: its validator reads it.
     peer: Optional[Name] = None
-    transports: Transports = IPC_TRANSPORTS
+    transports: Transports = IPC_DEFAULT_TRANSPORTS
     sizes: Optional[Sizes] = None
     count: Optional[Count] = None
     duration_s: Optional[DurationS] = None
@@ -94,13 +106,13 @@ class IpcParams(StrictModel):
             # vhost-vsock-pci device per guest), which rtvbench does not set up.
             raise ValueError('transport "vsock" does not cross between environments: rtvbench gives guests no '
                              'vhost-vsock device; with a peer use ["tcp"] or ["udp"] (a qemu guest needs '
-                             '`network = true`)')
+                             '`network = true`), or ["shm"] (a region the environments share)')
         if bad:
             raise ValueError(f'transport "{bad[0]}" does not cross between environments; with a peer '
-                             'use ["tcp"] or ["udp"]')
+                             'use ["tcp"], ["udp"] or ["shm"]')
         if len(v) != 1:
             raise ValueError("with a peer, name one transport (the server serves one at a time); "
-                             "measure tcp and udp as two benchmarks")
+                             "measure tcp, udp and shm as separate benchmarks")
         return v
 
 
@@ -114,8 +126,10 @@ class IpcParams(StrictModel):
 class PeerServer:
     """A running `rtvb-probe ipc --serve` in the peer environment, and the client's command."""
 
-    def __init__(self, bg: "Background", stream: ProbeStream, client_argv: list[str]) -> None:
+    def __init__(self, bg: "Background", stream: ProbeStream, client_argv: list[str],
+                 leftover: Path | None = None) -> None:
         self.bg, self.stream, self.client_argv = bg, stream, client_argv
+        self.leftover = leftover        # a local shm region file the server created
 
     def stop(self) -> None:
         """Let the server end a session it served by itself, then stop it whatever it does."""
@@ -124,6 +138,8 @@ class PeerServer:
         while self.bg.poll() is None and self.stream.end is None and time.monotonic() < deadline:
             time.sleep(0.02)
         self.bg.stop()
+        if self.leftover is not None:
+            self.leftover.unlink(missing_ok=True)   # the server removes it, unless it was killed
 
 
 @BENCHMARKS.register("ipc")
@@ -135,6 +151,7 @@ class IpcBenchmark(Benchmark):
         super().__init__(name, params)
         # (measured environment, peer environment) -> the address the first reaches the second at
         self._addresses: dict[tuple[str, str], str] = {}
+        self._shm_files = itertools.count(1)
 
     @property
     def peer(self) -> str | None:
@@ -168,19 +185,33 @@ class IpcBenchmark(Benchmark):
             args += ["--cpus", ",".join(str(c) for c in p.cpus)]
         return args
 
-    def server_args(self) -> list[str]:
+    @property
+    def _shm(self) -> bool:
+        return self.params.transports[0] == "shm"
+
+    def largest_size(self) -> int:
+        return max(self.params.sizes or DEFAULT_SIZES)
+
+    def _shm_local_bytes(self) -> int:
+        """A region for the largest size each way (a power of two, as an ivshmem BAR would be)."""
+        need = 2 * self.largest_size() + 4096
+        return max(SHM_LOCAL_MIN_BYTES, 1 << (need - 1).bit_length())
+
+    def server_args(self, region: list[str] | None = None) -> list[str]:
         p: IpcParams = self.params
-        args = ["ipc", "--serve", "--transport", p.transports[0], "--port", "0"]
+        args = ["ipc", "--serve", "--transport", p.transports[0],
+                *(region if region is not None else ["--port", "0"])]
         if p.timeout_s is not None:
             args += ["--timeout-s", number_arg(p.timeout_s)]
         if p.cpus is not None and len(p.cpus) == 2:
             args += ["--cpus", str(p.cpus[1])]          # [this end, peer]: the server is the peer
         return args
 
-    def client_args(self, address: str, port: int) -> list[str]:
+    def client_args(self, address: str, port: int, region: list[str] | None = None) -> list[str]:
         p: IpcParams = self.params
         host = f"[{address}]" if ":" in address else address
-        args = ["ipc", "--connect", f"{host}:{port}", "--transport", p.transports[0], *self._limits()]
+        args = ["ipc", "--connect", "shm" if region is not None else f"{host}:{port}",
+                "--transport", p.transports[0], *(region or []), *self._limits()]
         if p.cpus is not None:
             args += ["--cpus", str(p.cpus[0])]
         return args
@@ -197,15 +228,28 @@ class IpcBenchmark(Benchmark):
         pair of targets that cannot be joined fails the run at once, not after hours of others."""
         peer = environments[self.peer]
         for target in environments.values():
-            self.address(target, peer)
+            if self._shm:
+                shm_regions.probe_args(target, peer, Path(), 0)
+            else:
+                self.address(target, peer)
 
     def start_server(self, sites: dict[str, "LoadSite"], measured: str) -> PeerServer:
         """Start the server in the peer environment for one measurement; return once it listens.
         Raises LoadError when it does not start, TargetError when the two cannot be joined."""
         # Here, not at module level: rtvbench.loads imports the benchmarks package.
         site, client = sites[self.peer], sites[measured]
-        address = self.address(client.target, site.target)
-        argv = site.target.round_trip_command(client.target, [site.probe, *self.server_args()])
+        region_args, leftover = None, None
+        if self._shm:
+            leftover = shm_regions.SHM_DIR / f"rtvb-{os.getpid()}-ipc-{self.name}-{next(self._shm_files)}"
+            region_args = shm_regions.probe_args(client.target, site.target, leftover,
+                                                 self._shm_local_bytes())
+            address = ""
+            if "--shm-size" not in region_args[1]:
+                leftover = None             # a guest's region: rtvbench's own file, not the server's
+        else:
+            address = self.address(client.target, site.target)
+        argv = site.target.round_trip_command(
+            client.target, [site.probe, *self.server_args(region_args[1] if region_args else None)])
         what = f'the round-trip server of benchmark "{self.name}" in environment {self.peer}'
         stream = ProbeStream(f"output of {what}")
         started = threading.Event()
@@ -229,13 +273,17 @@ class IpcBenchmark(Benchmark):
             bg.stop()
             raise
         port = ((stream.meta or {}).get("params") or {}).get("port")
-        if stream.end is not None or bg.failure() or not isinstance(port, int) or port <= 0:
+        if region_args is not None and stream.meta is not None:
+            port = 0                        # shm: meta says the region is ready, there is no port
+        if (stream.end is not None or bg.failure() or not isinstance(port, int)
+                or (port <= 0 and region_args is None)):
             bg.stop()
             why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
                    or (f"no output within {SERVER_START_S:g} s" if bg.poll() is None else "no output"))
             raise LoadError(f"{what} (rtvb-probe {' '.join(argv[1:])}) did not start: {why}")
-        client_argv = client.target.round_trip_command(site.target, [client.probe, *self.client_args(address, port)])
-        return PeerServer(bg, stream, client_argv)
+        client_argv = client.target.round_trip_command(
+            site.target, [client.probe, *self.client_args(address, port, region_args[0] if region_args else None)])
+        return PeerServer(bg, stream, client_argv, leftover)
 
     def expected_seconds(self) -> float:
         p: IpcParams = self.params

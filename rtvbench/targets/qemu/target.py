@@ -30,7 +30,8 @@ from rtvbench.errors import InputError, TargetError, TargetLost
 from rtvbench.targets.qemu import netns
 from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_initramfs, kernel_config_for,
                                              kernel_release, resolve_modules)
-from rtvbench.params import NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
+from rtvbench.params import Name, NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
+from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
@@ -53,6 +54,8 @@ STOP_GRACE_S = 2.0                  # a load: SIGTERM -> SIGKILL, as for the loc
 PROBE_STOP_GRACE_S = 5.0            # after SIGINT, time for the probe to print its last records
 ABANDON_S = 5.0                     # wait for the `exit` of a command we killed
 POLL_S = 0.25
+SHM_DEFAULT_MB, SHM_MAX_MB = 4, 1024
+SHM_MEMDEV = "rtvbshm"
 
 
 # ---------------------------------------------------------------------------
@@ -96,6 +99,17 @@ class QemuParams(StrictModel):
     boot_timeout_s: Optional[PositiveNumber] = None
     hang_timeout_s: Optional[PositiveNumber] = None
     network: bool = False                        # a virtio-net NIC per guest on the run's bridge (netns.py)
+    shm: Optional[Name] = None                   # a shared-memory region (ivshmem), by name
+    shm_size_mb: int = SHM_DEFAULT_MB
+
+    @field_validator("shm_size_mb")
+    @classmethod
+    def _shm_size(cls, v: int) -> int:
+        # A PCI BAR's size is a power of two.
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= SHM_MAX_MB or v & (v - 1):
+            raise ValueError(f"must be a power of two from 1 to {SHM_MAX_MB} (MiB): the size of the "
+                             "ivshmem device's BAR")
+        return v
 
     @field_validator("kernel")
     @classmethod
@@ -355,6 +369,7 @@ class QemuTarget(ChannelTarget):
         self._network: netns.GuestNetwork | None = None
         self._addresses: list[str] = []         # each guest's on the network, when it has one
         self._facts: dict[str, Any] = {}
+        self._shm_held = False
         self.neighbours: list[Target] = [QemuNeighbour(self, i) for i in range(1, params.count)]
 
     # -- preparing and booting ------------------------------------------------
@@ -393,6 +408,13 @@ class QemuTarget(ChannelTarget):
                        "modules": [m.name for m in modules]}
         network = netns.acquire(self) if p.network else None
         self._network, self._addresses = network, []
+        # The region's file exists before QEMU maps it: created here, removed in close().
+        shm_args = []
+        if p.shm is not None and not self._shm_held:
+            path = shm_regions.hold(p.shm, p.shm_size_mb << 20)
+            self._shm_held = True
+            shm_args = ["-object", f"memory-backend-file,id={SHM_MEMDEV},share=on,mem-path={path},"
+                        f"size={p.shm_size_mb}M", "-device", f"ivshmem-plain,memdev={SHM_MEMDEV}"]
         guests = []
         for i in range(p.count):
             extra, guest_cmdline = [], cmdline
@@ -412,7 +434,8 @@ class QemuTarget(ChannelTarget):
                               accel=accel, cpus=p.cpus, memory_mb=p.memory_mb,
                               boot_timeout_s=p.boot_timeout_s or BOOT_TIMEOUT_S[accel],
                               hang_timeout_s=p.hang_timeout_s or HANG_TIMEOUT_S[accel],
-                              pin=pin, host_priority=p.host_priority, extra=extra,
+                              pin=pin, host_priority=p.host_priority,
+                              extra=extra + (list(shm_args) if i == 0 else []),   # shm: the measured guest only
                               netns=network.name if network else None)
             label = (f"the guest of environment {self.name}" if i == 0
                      else f"neighbour guest {i + 1} of environment {self.name}")
@@ -513,7 +536,8 @@ class QemuTarget(ChannelTarget):
                 "guest_boottime_ns": g.boottime_ns if g else None,
                 "probe_version": g.version if g else None,
                 "network": p.network,
-                "qemu": facts.get("qemu")}
+                "qemu": facts.get("qemu"),
+                **({"shm": p.shm, "shm_size_mb": p.shm_size_mb} if p.shm is not None and index == 0 else {})}
 
     def host_usage(self) -> dict[str, Any] | None:
         return sample_host_usage(self._guests or [])
@@ -550,6 +574,9 @@ class QemuTarget(ChannelTarget):
         if self._network is not None:
             self._network = None
             netns.release(self)
+        if self._shm_held:
+            self._shm_held = False
+            shm_regions.release(self.params.shm)
 
     # -- round trips (the ipc benchmark's peer) -------------------------------
 
@@ -558,7 +585,12 @@ class QemuTarget(ChannelTarget):
     def network_namespace(self) -> str | None:
         return self._network.name if self._network is not None else None
 
-    def round_trip_problem(self, peer: Target) -> str | None:
+    def shm_region(self) -> str | None:
+        return self.params.shm
+
+    def round_trip_problem(self, peer: Target, transport: str = "tcp") -> str | None:
+        if transport == "shm":
+            return super().round_trip_problem(peer, transport)     # a region the two share, not a network
         if peer is self:
             return None
         for end in (self, peer):
