@@ -164,14 +164,13 @@ static int one_round(const struct work_kernel *K, int size, const struct copies_
         struct slot *s = slot_at(base, p->repetitions, i);
         struct copy_report *r = &round->copy[i];
         *r = s->r;
-        int ok = i < started && s->ok && s->r.have_checksum;
+        /* consistent: self-checks passed and the same checksum as every other copy */
+        int consistent = i < started && s->ok && s->r.have_checksum;
         if (i >= started)
             r->runs = 0;
-        if (ok && p->has_expected)
-            ok = s->r.checksum == p->expected;
-        if (ok && out->have_checksum)   /* without an expected value: the copies must agree */
-            ok = s->r.checksum == out->checksum;
-        r->verified = ok;
+        if (consistent && out->have_checksum)
+            consistent = s->r.checksum == out->checksum;
+        r->verified = consistent && (!p->has_expected || s->r.checksum == p->expected);
         r->time_ns = s->end_ns > go_ns ? s->end_ns - go_ns : 0;
         if (s->end_ns > last)
             last = s->end_ns;
@@ -181,16 +180,19 @@ static int one_round(const struct work_kernel *K, int size, const struct copies_
             out->checksum = s->r.checksum;
             out->c = s->c;
         }
-        if (!ok && out->ok) {
+        /* A checksum unlike the expected one is the caller's to report (as without copies). */
+        if (!consistent && out->ok) {
             out->ok = 0;
-            if (!out->c.error[0] && s->c.error[0])
+            if (s->c.error[0])
                 memcpy(out->c.error, s->c.error, sizeof out->c.error);
-            if (!out->c.error[0] && i >= started)
+            else if (i >= started)
                 snprintf(out->c.error, sizeof out->c.error, "copy %d could not be started", i + 1);
-            if (!out->c.error[0] && ok == 0 && s->ok && s->r.have_checksum)
+            else if (s->ok && s->r.have_checksum)
                 snprintf(out->c.error, sizeof out->c.error,
-                         "copy %d on CPU %d computed checksum %016llx, unlike the expected or the first copy's",
-                         i + 1, r->cpu, (unsigned long long)s->r.checksum);
+                         "copy %d on CPU %d computed checksum %016llx, the first copy %016llx", i + 1, r->cpu,
+                         (unsigned long long)s->r.checksum, (unsigned long long)out->checksum);
+            else
+                snprintf(out->c.error, sizeof out->c.error, "copy %d on CPU %d did no run", i + 1, r->cpu);
         }
         if (n == 1)
             for (uint64_t k = 0; k < s->r.runs; k++)

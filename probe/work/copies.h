@@ -49,7 +49,7 @@ struct copies_round {
 
 struct copies_outcome {
     struct work_ctx c;              /* the first copy's context: input, ops, detail, output */
-    int ok;                         /* every copy of every round verified */
+    int ok;                         /* every copy of every round passed its self-checks, same checksum */
     int have_checksum;
     uint64_t checksum;              /* the first copy's */
     uint64_t *times;                /* the 1-copy rounds' run times, in order */
