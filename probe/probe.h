@@ -41,6 +41,7 @@ int cmd_load(int argc, char **argv);
 int cmd_kernel_tracer(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 
 /* Print "rtvb-probe <sub>: <message>" on stderr and return EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...)
