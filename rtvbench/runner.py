@@ -29,6 +29,7 @@ from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
+from rtvbench.sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
@@ -336,11 +337,17 @@ class Runner:
         bg: Background | None = None
         load_status: int | None = None
         load_problem: str | None = None
+        # Thermal, frequency and throttle state beside the measurement (rtvbench.sampler).
+        sampler = ThermalSampler(target, self.probes[p.environment])
         try:
             bg = load.start(ctx)
+            sampler.start()
             self._sample_cpu(m, p.environment, "before")
             done: Completed = target.run(argv, on_line)
             self._sample_cpu(m, p.environment, "after")
+            sampler.stop()
+            if sampler.stored() is not None:
+                m.add_cpu_sample(p.environment, "thermal", sampler.stored())
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
         except TargetLost as e:
@@ -356,6 +363,7 @@ class Runner:
             m.finish("interrupted", error="interrupted by the user before the probe ended")
             raise
         finally:
+            sampler.stop()                      # idempotent
             if bg is not None:
                 try:
                     bg.stop()
