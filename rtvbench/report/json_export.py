@@ -18,6 +18,7 @@ from rtvbench.analysis.conditions import measurement_conditions
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
+from rtvbench.analysis.thermal import measurement_thermal
 from rtvbench.report.environments import diff, preflight
 from rtvbench.report.section import section_for
 
@@ -56,7 +57,9 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
              "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
              "cpu_usage": [_usage(u) for u in measurement_usage(m)],
-             "conditions": _conditions(data, m)}
+             "conditions": _conditions(data, m),
+             # rtvbench.analysis.thermal: frequency range, highest temperature, why flagged; None: not sampled
+             "thermal": _thermal(m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
@@ -160,6 +163,11 @@ def _clean_all(x: Any) -> Any:
 
 def render_json(ev: Evaluation) -> str:
     return json.dumps(document(ev), sort_keys=True, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _thermal(m) -> dict | None:
+    st = measurement_thermal(m)
+    return None if st is None else st.to_dict()
 
 
 def _conditions(data, m) -> dict | None:
