@@ -74,9 +74,12 @@ class WorkBenchmark(Benchmark):
         for key, value in sorted(p.expect.items()):
             args += ["--expect", f"{key}={value}"]
         if p.copies > 1:
-            args += ["--copies", str(p.copies), "--rounds", str(p.rounds)]
-            if p.cpus is not None:
-                args += ["--cpus", p.cpus]
+            args += ["--copies", str(p.copies)]
+        # Given without copies they reach the probe too, which refuses them as validate does.
+        if p.copies > 1 or "rounds" in p.model_fields_set:
+            args += ["--rounds", str(p.rounds)]
+        if p.cpus is not None:
+            args += ["--cpus", p.cpus]
         return args
 
     def placement(self) -> Placement:
