@@ -15,14 +15,16 @@ Ground truths that hold on a shared machine:
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
+import signal
 import statistics
 import subprocess
+import time
 
 import pytest
 
-from host_helpers import cli_env, run_cli, run_report, work_campaign
+from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
 from probe_records import of_type, records
 
 # crc32 at the small size takes ~30 us a run here: 3000 runs make a round of ~0.1 s alone,
@@ -153,3 +155,26 @@ def test_campaign_figures_and_report_table(probe, tmp_path):
     manys = [m["figures"]["crc32.small.copies_ips"] for m in doc["measurements"]]
     assert len(effs) == 2 and cells[6] == f"{statistics.median(effs):.2f}", (cells, effs)
     assert cells[5] == f"{statistics.median(manys) / statistics.median(ones):.2f}x", cells
+
+
+def test_sigterm_reaches_the_copies(probe):
+    """SIGTERM to the probe alone (as the runner sends it) stops its copies after their current run:
+    the probe ends at once, interrupted, leaving no copy behind and no failure."""
+    argv = [str(probe), "work", "--kernels", "crc32", "--size", "small", "--repetitions", "100000", "--copies",
+            "2", "--rounds", "3"]
+    marker = " ".join(argv[1:])
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(processes_with(marker)) == 2, 10, "the first copy to start")   # the probe, a copy
+        time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    recs = records(out)
+    (r,) = of_type(recs, "result")
+    assert of_type(recs, "end")[0]["status"] == "interrupted"
+    # Stopped in the first 1-copy round: no complete pair, and a few runs of it, not 100000.
+    assert r["rounds"] == 0 and r["copy_rounds"] == [] and 0 < r["repetitions"] < 100000
+    assert processes_with(marker) == []

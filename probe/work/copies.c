@@ -146,16 +146,18 @@ static int one_round(const struct work_kernel *K, int size, const struct copies_
     uint64_t go_ns = mono_ns();
     close(go[1]);
     close(ready[0]);
-    for (int i = 0; i < started; i++) {
-        int st, forwarded = 0;
-        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR)
+    int status[WORK_MAX_COPIES] = {0}, forwarded = 0;
+    for (int i = 0; i < started; i++)
+        for (;;) {
             if (*stop && !forwarded) {
-                /* SIGTERM may have reached this process only: pass it on, the copies stop after their run. */
+                /* SIGINT/SIGTERM may have reached this process only: pass it on, the copies stop after their run. */
                 for (int j = i; j < started; j++)
                     kill(pid[j], SIGTERM);
                 forwarded = 1;
             }
-    }
+            if (waitpid(pid[i], &status[i], 0) >= 0 || errno != EINTR)
+                break;
+        }
 
     round->ncopies = n;
     round->copy = calloc((size_t)n, sizeof *round->copy);
@@ -166,11 +168,13 @@ static int one_round(const struct work_kernel *K, int size, const struct copies_
         *r = s->r;
         /* consistent: self-checks passed and the same checksum as every other copy */
         int consistent = i < started && s->ok && s->r.have_checksum;
+        if (i < started && s->ok && s->r.runs == 0 && *stop)
+            consistent = 1;   /* stopped before its first run: nothing to verify, nothing wrong */
         if (i >= started)
             r->runs = 0;
         if (consistent && out->have_checksum)
             consistent = s->r.checksum == out->checksum;
-        r->verified = consistent && (!p->has_expected || s->r.checksum == p->expected);
+        r->verified = consistent && s->r.have_checksum && (!p->has_expected || s->r.checksum == p->expected);
         r->time_ns = s->end_ns > go_ns ? s->end_ns - go_ns : 0;
         if (s->end_ns > last)
             last = s->end_ns;
@@ -187,6 +191,9 @@ static int one_round(const struct work_kernel *K, int size, const struct copies_
                 memcpy(out->c.error, s->c.error, sizeof out->c.error);
             else if (i >= started)
                 snprintf(out->c.error, sizeof out->c.error, "copy %d could not be started", i + 1);
+            else if (WIFSIGNALED(status[i]))
+                snprintf(out->c.error, sizeof out->c.error, "copy %d on CPU %d was killed by signal %d after %llu runs",
+                         i + 1, r->cpu, WTERMSIG(status[i]), (unsigned long long)s->r.runs);
             else if (s->ok && s->r.have_checksum)
                 snprintf(out->c.error, sizeof out->c.error,
                          "copy %d on CPU %d computed checksum %016llx, the first copy %016llx", i + 1, r->cpu,
@@ -220,12 +227,16 @@ int work_copies_run(const struct work_kernel *K, int size, const struct copies_p
         snprintf(out->error, sizeof out->error, "out of memory for %d rounds", p->rounds);
         return -1;
     }
+    /* A round begun after SIGINT/SIGTERM would start copies that stop at once; an interrupted pair is no pair. */
     for (int r = 0; r < p->rounds && !*stop; r++) {
-        if (one_round(K, size, p, 1, stop, out, &out->round[2 * r]) ||
-            one_round(K, size, p, p->copies, stop, out, &out->round[2 * r + 1]))
+        if (one_round(K, size, p, 1, stop, out, &out->round[2 * r]))
             return -1;
         if (*stop)
-            break;   /* an interrupted pair is no pair */
+            break;
+        if (one_round(K, size, p, p->copies, stop, out, &out->round[2 * r + 1]))
+            return -1;
+        if (*stop)
+            break;
         out->nrounds = r + 1;
     }
     return 0;
