@@ -53,7 +53,8 @@ def thermal_tables(ev: Evaluation) -> list[Table]:
             temps = [s.temp_max_mC for s in calm if s.temp_max_mC is not None]
             agg = ThermalState(sum(s.samples for s in calm), True, min(lo) if lo else None, max(hi) if hi else None,
                                max(temps) if temps else None)
-            rows.append(Row([f"`{env}`", f"the other {len(calm)} measurement{'s' if len(calm) != 1 else ''}",
+            which = "the other" if len(calm) < len(pairs) else "all" if len(calm) > 1 else "the"
+            rows.append(Row([f"`{env}`", f"{which} {len(calm)} measurement{'s' if len(calm) != 1 else ''}",
                              str(agg.samples), _freq(agg), _temp(agg), "not flagged"]))
     return [Table("Thermal, frequency and throttling state during the measurements",
                   ["Environment", "Measurement", "Samples", "CPU frequency", "Max temperature", "State"], rows,
