@@ -26,6 +26,7 @@ import pytest
 
 from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
 from probe_records import of_type, records
+from rtvbench.analysis.kind import get_kind
 
 # crc32 at the small size takes ~30 us a run here: 3000 runs make a round of ~0.1 s alone,
 # long against the scheduler's time slices (a few ms), so that time-sharing averages out.
@@ -178,3 +179,13 @@ def test_sigterm_reaches_the_copies(probe):
     # Stopped in the first 1-copy round: no complete pair, and a few runs of it, not 100000.
     assert r["rounds"] == 0 and r["copy_rounds"] == [] and 0 < r["repetitions"] < 100000
     assert processes_with(marker) == []
+
+
+def test_copies_figures():
+    kind = get_kind("work")
+    assert kind.split("crc32.small.copies_ips") == ("crc32.small.copies_ips", "rate", "")
+    assert kind.split("crc32.small.scaling_efficiency") == ("crc32.small.scaling_efficiency", "count", "")
+    assert kind.lower_is_better("crc32.small") and kind.lower_is_better("crc32.small_us")
+    assert not kind.lower_is_better("crc32.small.scaling_efficiency")
+    assert not kind.lower_is_better("crc32.small.copies_ips") and not kind.lower_is_better("crc32.small.single_ips")
+    assert kind.label("crc32.small.scaling_efficiency") == "crc32 (small) scaling efficiency"

@@ -93,6 +93,10 @@ class WorkKind(QuantityKind):
             return BANDWIDTH
         return None
 
+    def lower_is_better(self, figure: str) -> bool:
+        # An efficiency is a plain number (the count family, where fewer is better) but more is better.
+        return not figure.endswith(".scaling_efficiency") and super().lower_is_better(figure)
+
     def headline(self, stem: str) -> bool:
         m = _STEM.match(stem)
         return bool(m) and m.group(3) is None
