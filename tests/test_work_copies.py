@@ -27,6 +27,7 @@ import pytest
 from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
 from probe_records import of_type, records
 from rtvbench.analysis.kind import get_kind
+from rtvbench.campaign import CampaignError, parse_campaign
 
 # crc32 at the small size takes ~30 us a run here: 3000 runs make a round of ~0.1 s alone,
 # long against the scheduler's time slices (a few ms), so that time-sharing averages out.
@@ -189,3 +190,10 @@ def test_copies_figures():
     assert not kind.lower_is_better("crc32.small.scaling_efficiency")
     assert not kind.lower_is_better("crc32.small.copies_ips") and not kind.lower_is_better("crc32.small.single_ips")
     assert kind.label("crc32.small.scaling_efficiency") == "crc32 (small) scaling efficiency"
+
+
+def test_a_requirement_on_efficiency_needs_copies(tmp_path):
+    text = work_campaign("r", 1) + '\n[[requirements]]\nmetric = "cpu.crc32.small.scaling_efficiency"\nmin = 0.9\n'
+    with pytest.raises(CampaignError, match="exists only with copies: set copies to 2 or more"):
+        parse_campaign(text, "r.toml", tmp_path)
+    parse_campaign(text.replace('size = "small"', 'size = "small"\ncopies = 2'), "r.toml", tmp_path)

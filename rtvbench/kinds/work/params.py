@@ -82,6 +82,11 @@ class WorkBenchmark(Benchmark):
             args += ["--cpus", p.cpus]
         return args
 
+    def figure_problem(self, figure: str) -> str | None:
+        if figure.endswith((".single_ips", ".copies_ips", ".scaling_efficiency")) and self.params.copies < 2:
+            return "exists only with copies: set copies to 2 or more"
+        return None
+
     def placement(self) -> Placement:
         p: WorkParams = self.params
         return Placement(pinned_cpus(p.cpus), threads=p.copies) if p.copies > 1 else Placement()
