@@ -30,6 +30,7 @@ static const struct subcommand subcommands[] = {
     {"rtos", cmd_rtos, "RTOS-like primitives at a fixed priority: activation, semaphores, mutexes, queues", 1},
     {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net", 1},
     {"kernel-tracer", cmd_kernel_tracer, "the kernel's timerlat or osnoise tracer, summarised per CPU", 1},
+    {"sample", cmd_sample, "thermal zones, CPU frequencies, throttle counters over time (beside a measurement)", 0},
     {"agent", cmd_agent, "serve the host's agent protocol (run, signal, read) on a socket or port", 0},
     {"init", cmd_init, "PID 1 of an rtvbench guest: mount, load modules, serve the agent protocol", 0},
 };

@@ -42,6 +42,7 @@ int cmd_rtos(int argc, char **argv);
 int cmd_kernel_tracer(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 
 /* Print "rtvb-probe <sub>: <message>" on stderr and return EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...)

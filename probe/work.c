@@ -19,6 +19,7 @@
 
 #include "opts.h"
 #include "probe.h"
+#include "work/copies.h"
 #include "work/work.h"
 
 #define SUB "work"
@@ -49,6 +50,10 @@ struct work_options {
     uint64_t seed;
     struct expect expect[MAX_EXPECT];
     int nexpect;
+    int copies;                 /* 1: the kernel runs in this process; N >= 2: copies mode */
+    int rounds;                 /* copies mode: pairs of 1-copy and N-copy rounds */
+    int cpus[WORK_MAX_COPIES];  /* --cpus; the copies go round it */
+    int ncpus;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -183,6 +188,8 @@ static int parse_options(int argc, char **argv, struct work_options *o)
     memset(o, 0, sizeof *o);
     o->repetitions = 3;
     o->seed = WORK_DEFAULT_SEED;
+    o->copies = 1;
+    o->rounds = 3;
     struct opt table[] = {
         {OPT_C("kernels", parse_kernels, o, "LIST|all", NULL, "comma-separated kernels to run (default all)")},
         {OPT_E("size", &size, size_choices, NULL, 3, "input sizes (default both)")},
@@ -192,6 +199,15 @@ static int parse_options(int argc, char **argv, struct work_options *o)
                "checksums hold for this seed only)")},
         {OPT_C("expect", parse_expect, o, "NAME.SIZE=HEX", NULL,
                "expected checksum of a kernel at a size, overriding the\nbuilt-in one; repeatable")},
+        {OPT_I("copies", &o->copies, 1, WORK_MAX_COPIES, "N",
+               "run N independent copies of each kernel at once (processes,\n"
+               "one per CPU) alternated with single-copy rounds, and report\n"
+               "the scaling efficiency (default 1: no copies)")},
+        {OPT_I("rounds", &o->rounds, 1, WORK_MAX_ROUNDS, "R",
+               "with --copies: pairs of 1-copy and N-copy rounds (default 3)")},
+        {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus,
+                      "with --copies: CPUs of the copies, copy i on the i-th (round\n"
+                      "robin; default the allowed CPUs)")},
         {OPT_TEXT("Exit status 3 when any kernel fails its verification.\n\nKernels:"), .note = print_kernels},
         {OPTS_END},
     };
@@ -200,6 +216,8 @@ static int parse_options(int argc, char **argv, struct work_options *o)
         return rc;
     if (!opts_seen(table, "kernels"))
         parse_kernels(opts_find(table, "kernels"), "all");
+    if ((opts_seen(table, "rounds") || opts_seen(table, "cpus")) && o->copies < 2)
+        return usage_error(SUB, "--rounds and --cpus apply to copies: give --copies N with N >= 2.");
     if (size == WORK_NSIZES) {
         o->sizes[0] = WORK_SMALL;
         o->sizes[1] = WORK_LARGE;
@@ -232,6 +250,14 @@ static void print_meta(int argc, char **argv, const struct work_options *o)
     jw_end(&w);
     jw_uint(&w, "repetitions", o->repetitions);
     jw_uint(&w, "seed", o->seed);
+    if (o->copies > 1) {
+        jw_int(&w, "copies", o->copies);
+        jw_int(&w, "rounds", o->rounds);
+        jw_arr(&w, "cpus");
+        for (int i = 0; i < o->ncpus; i++)
+            jw_int(&w, NULL, o->cpus[i]);
+        jw_end(&w);
+    }
     jw_obj(&w, "expect");
     for (int i = 0; i < o->nexpect; i++) {
         snprintf(key, sizeof key, "%s.%s", kernels[o->expect[i].kernel]->name, size_names[o->expect[i].size]);
@@ -268,38 +294,80 @@ static int expected_for(const struct work_options *o, int k, int s, uint64_t *ou
     return 0;
 }
 
-/* Run one kernel at one size and print its result. Returns 1 if verified. */
+/* The copies' CPUs: --cpus, else the allowed ones, round robin. */
+static void copies_plan(const struct work_options *o, int k, int s, struct copies_plan *p)
+{
+    int allowed[WORK_MAX_COPIES];
+    const int *list = o->cpus;
+    int n = o->ncpus;
+    memset(p, 0, sizeof *p);
+    if (n == 0) {
+        n = allowed_cpus(allowed, WORK_MAX_COPIES);
+        list = allowed;
+    }
+    for (int i = 0; i < o->copies; i++)
+        p->cpus[i] = n > 0 ? list[i % n] : 0;
+    p->copies = o->copies;
+    p->rounds = o->rounds;
+    p->repetitions = o->repetitions;
+    p->seed = o->seed;
+    p->has_expected = expected_for(o, k, s, &p->expected);
+}
+
+/* Run one kernel at one size and print its result. Returns 1 if verified.
+ * Copies mode: the result's times are the 1-copy rounds' runs, and the
+ * copies' fields follow (work/copies.h). */
 static int run_one(const struct work_options *o, int k, int s, uint64_t *times)
 {
     const struct work_kernel *K = kernels[k];
     struct work_ctx c;
+    struct copies_plan plan;
+    struct copies_outcome co;
     uint64_t checksum = 0, sum = 0, expected = 0;
     int have_checksum = 0, ok, done = 0;
 
     memset(&c, 0, sizeof c);
+    memset(&co, 0, sizeof co);
     c.size = s;
     c.seed = o->seed;
-    ok = K->prepare(&c) == 0;
-    for (uint64_t r = 0; ok && r < o->repetitions && !stop_requested; r++) {
-        uint64_t t0 = mono_ns();
-        K->run(&c);
-        times[done++] = mono_ns() - t0;
-        uint64_t v = 0;
-        if (K->check(&c, &v)) {
-            ok = 0;
-        } else if (have_checksum && v != checksum) {
-            ok = 0;
-            work_fail(&c, "repetition %llu gave checksum %016llx, the first gave %016llx: the kernel is not "
-                          "deterministic on this machine",
-                      (unsigned long long)r + 1, (unsigned long long)v, (unsigned long long)checksum);
+    if (o->copies > 1) {
+        copies_plan(o, k, s, &plan);
+        int started = work_copies_run(K, s, &plan, &stop_requested, &co) == 0;
+        c = co.c;
+        c.size = s;
+        c.seed = o->seed;
+        ok = started && co.ok;
+        if (!started && !c.error[0])
+            snprintf(c.error, sizeof c.error, "%s", co.error);
+        checksum = co.checksum;
+        have_checksum = co.have_checksum;
+        times = co.times;
+        done = co.ntimes;
+    } else {
+        ok = K->prepare(&c) == 0;
+        for (uint64_t r = 0; ok && r < o->repetitions && !stop_requested; r++) {
+            uint64_t t0 = mono_ns();
+            K->run(&c);
+            times[done++] = mono_ns() - t0;
+            uint64_t v = 0;
+            if (K->check(&c, &v)) {
+                ok = 0;
+            } else if (have_checksum && v != checksum) {
+                ok = 0;
+                work_fail(&c, "repetition %llu gave checksum %016llx, the first gave %016llx: the kernel is not "
+                              "deterministic on this machine",
+                          (unsigned long long)r + 1, (unsigned long long)v, (unsigned long long)checksum);
+            }
+            checksum = v;
+            have_checksum = 1;
         }
-        checksum = v;
-        have_checksum = 1;
+        if (K->release)
+            K->release(&c);
     }
-    if (K->release)
-        K->release(&c);
-    if (stop_requested && done == 0)
+    if (stop_requested && done == 0) {
+        work_copies_free(&co);
         return 1;   /* interrupted before the first run: nothing to report */
+    }
 
     int has_expected = expected_for(o, k, s, &expected);
     int match = !has_expected || (have_checksum && checksum == expected);
@@ -322,8 +390,8 @@ static int run_one(const struct work_options *o, int k, int s, uint64_t *times)
     for (int i = 0; i < done; i++)
         jw_uint(&w, NULL, times[i]);
     jw_end(&w);
-    if (done) {
-        uint64_t *sorted = times + done;   /* scratch half of the buffer */
+    uint64_t *sorted = done ? malloc((size_t)done * sizeof *sorted) : NULL;
+    if (sorted) {
         memcpy(sorted, times, (size_t)done * sizeof *times);
         qsort(sorted, (size_t)done, sizeof *sorted, cmp_u64);
         for (int i = 0; i < done; i++)
@@ -337,6 +405,7 @@ static int run_one(const struct work_options *o, int k, int s, uint64_t *times)
         jw_double(&w, "ops_per_s", median ? rate : (double)NAN);
         if (K->rate_key)
             jw_double(&w, K->rate_key, median ? rate * K->rate_scale : (double)NAN);
+        free(sorted);
     } else {
         jw_null(&w, "min_ns");
         jw_null(&w, "median_ns");
@@ -364,7 +433,10 @@ static int run_one(const struct work_options *o, int k, int s, uint64_t *times)
         snprintf(msg, sizeof msg, "checksum %s differs from the expected %s", hex, ehex);
         jw_str(&w, "error", msg);
     }
+    if (o->copies > 1)
+        work_copies_json(&w, &plan, &co);
     jw_emit(&w);
+    work_copies_free(&co);
     jw_free(&w);
 
     if (!ok)
@@ -385,7 +457,7 @@ int cmd_work(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
 
-    uint64_t *times = malloc(2 * o.repetitions * sizeof *times);
+    uint64_t *times = malloc(o.repetitions * sizeof *times);
     if (!times) {
         fprintf(stderr, "rtvb-probe work: out of memory for %llu repetitions.\n", (unsigned long long)o.repetitions);
         return EXIT_ENV;

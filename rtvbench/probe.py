@@ -17,7 +17,7 @@ from rtvbench.errors import ProbeOutputError, TargetError
 from rtvbench.probe_schema import RecordError, parse_record
 
 SCHEMA = 1
-RECORD_TYPES = frozenset({"meta", "warning", "started", "window", "trace", "result", "end", "sysinfo"})
+RECORD_TYPES = frozenset({"meta", "warning", "started", "window", "trace", "result", "end", "sysinfo", "sample"})
 END_STATUSES = frozenset({"ok", "interrupted", "error"})
 
 # <repo>/build/probe/rtvb-probe, where `make probe` puts it, for a source checkout.

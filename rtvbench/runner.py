@@ -30,6 +30,7 @@ from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream
 from rtvbench.health import health_check
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
+from rtvbench.sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
@@ -437,8 +438,11 @@ class Runner:
         load_status: int | None = None
         load_problem: str | None = None
         written: str | None = None          # the text of the file an external tool wrote
+        # Thermal, frequency and throttle state beside the measurement (rtvbench.sampler).
+        sampler = ThermalSampler(target, self.probes[p.environment])
         try:
             bg = load.start(ctx)
+            sampler.start()
             self._sample_cpu(m, p.environment, "before")
             started = time.monotonic()
             done: Completed = bench.execute(target, argv, on_line)
@@ -449,6 +453,9 @@ class Runner:
                 except TargetError:
                     written = None          # said as the measurement's error below
             self._sample_cpu(m, p.environment, "after")
+            sampler.stop()
+            if sampler.stored() is not None:
+                m.add_cpu_sample(p.environment, "thermal", sampler.stored())
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
         except TargetLost as e:
@@ -464,6 +471,7 @@ class Runner:
             m.finish("interrupted", error="interrupted by the user before the probe ended")
             raise
         finally:
+            sampler.stop()                      # idempotent
             if bg is not None:
                 try:
                     bg.stop()

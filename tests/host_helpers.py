@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,15 @@ def cli_argv(*args: str) -> list[str]:
 def run_cli(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(cli_argv(*args), cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def work_campaign(name: str, campaign_repetitions: int, **benchmark) -> str:
+    """A campaign of one `work` benchmark `cpu` (crc32 at the small size, plus `benchmark`'s keys)
+    in one local environment `native`."""
+    keys = {"kernels": ["crc32"], "size": "small", **benchmark}
+    lines = "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    return (f'name = "{name}"\nrepetitions = {campaign_repetitions}\n\n[environments.native]\ntarget = "local"\n\n'
+            f'[benchmarks.cpu]\nkind = "work"\n{lines}')
 
 
 def run_report(r: subprocess.CompletedProcess) -> str:

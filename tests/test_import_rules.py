@@ -33,6 +33,7 @@ STAGE_OF_PREFIX = {
     "rtvbench.store": "store",
     "rtvbench.migrations": "store",
     "rtvbench.runner": "runner",
+    "rtvbench.sampler": "runner",          # the thermal sampler the runner starts beside a measurement
     "rtvbench.analysis": "analysis",
     "rtvbench.report": "report",
     "rtvbench.cli": "cli",

@@ -278,8 +278,9 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     ran = run_ok(tmp_path, own_probe, ACCOUNTING)
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     m = next(x for x in run.measurements if x.environment == "native")
-    # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them).
-    assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after", "loadavg_after"}
+    # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them);
+    # beside them the thermal sampler's series (rtvbench.sampler).
+    assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after", "loadavg_after", "thermal"}
     with open("/proc/loadavg") as f:       # read after the run: the 1-minute average moves slowly
         assert abs(m.cpu_stat["loadavg_after"]["1"] - float(f.read().split()[0])) < 3
     procs = m.cpu_stat["processes_after"]

@@ -25,6 +25,7 @@ from rtvbench.campaign import CampaignError, parse_campaign
 from rtvbench.errors import InputError, RtvbenchError, TargetError, TargetLost
 from rtvbench.kinds.latency.attribution import attribute
 from rtvbench.procstat import parse_proc_stat
+from rtvbench.sampler import ThermalSampler
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.qemu.channel import AgentChannel
 from rtvbench.targets.qemu.guest import GuestConfig, QemuGuest
@@ -659,3 +660,16 @@ def test_a_pvm_host_kvm_is_not_used_for_ordinary_kernels(tmp_path, monkeypatch):
     monkeypatch.setattr(kvm, "_try", lambda *a: None)
     monkeypatch.setattr(kvm.os, "access", lambda *a: True)
     assert kvm.kvm_problem("qemu-system-x86_64", "x86_64", ["-M", "q35"]) is None
+
+
+def test_guest_thermal_sampler(x86_guest):
+    """The runner's thermal sampler runs in a guest as on a board: through the agent, in the background,
+    its first sample before start() returns and its last at stop()."""
+    sampler = ThermalSampler(x86_guest, "/init")
+    sampler.start()
+    assert [s["seq"] for s in sampler.samples] == [0]
+    time.sleep(0.7)                       # one sample at 0.5 s
+    samples = sampler.stop()
+    assert [s["seq"] for s in samples] == list(range(len(samples))) and len(samples) >= 3
+    assert set(samples[0]) >= {"zones", "temp_mC", "freq_khz", "throttle", "cooling"}
+    assert sampler.stored()["interval_ms"] == 500

@@ -116,9 +116,11 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
     other = "the probe" if load == "idle" else "the probe and the load"
     assert f"went to processes other than {other} (" in verdict["reason"], verdict
     assert f"rtvb-spinner (pid {spinner.pid})" in verdict["reason"], verdict
+    m = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1).measurements[0]
+    # The thermal sampler ran on the board too (started through ssh): a sample before and one after.
+    assert len(m.cpu_stat["thermal"]["samples"]) >= 2
     if load != "idle":
         # The load ran on CPU 0 too, yet only the spinner is named: its processes were told apart.
-        m = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1).measurements[0]
         load_pid = str(m.load_records["half"][0]["pid"])
         assert m.cpu_stat["processes_after"][load_pid][3] == 1
         assert m.cpu_stat["processes_after"][str(spinner.pid)][3] == 0

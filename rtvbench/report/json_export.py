@@ -20,6 +20,7 @@ from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.disruption import measurement_disruption
 from rtvbench.analysis.host_usage import measurement_host_usage
 from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
+from rtvbench.analysis.thermal import measurement_thermal
 from rtvbench.report.environments import diff, preflight
 from rtvbench.report.section import section_for
 
@@ -64,7 +65,9 @@ def document(ev: Evaluation) -> dict[str, Any]:
                              "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
                              "pss_mib": _num(u.pss_mib)} for u in measurement_host_usage(m)],
              "disruption": _disruption(m),
-             "conditions": _conditions(data, m)}
+             "conditions": _conditions(data, m),
+             # rtvbench.analysis.thermal: frequency range, highest temperature, why flagged; None: not sampled
+             "thermal": _thermal(m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
@@ -189,6 +192,11 @@ def _clean_all(x: Any) -> Any:
 
 def render_json(ev: Evaluation) -> str:
     return json.dumps(document(ev), sort_keys=True, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _thermal(m) -> dict | None:
+    st = measurement_thermal(m)
+    return None if st is None else st.to_dict()
 
 
 def _conditions(data, m) -> dict | None:

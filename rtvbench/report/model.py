@@ -21,6 +21,7 @@ from rtvbench.report.environments import fingerprint_view, preflight
 from rtvbench.report.loads import cell_achieved_text, usage_tables
 from rtvbench.report.section import section_for
 from rtvbench.report.tables import Excerpt, Plot, Row, Sentence, Table
+from rtvbench.report.thermal import thermal_tables, thermal_warnings
 
 
 @dataclass
@@ -144,14 +145,14 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
                       for i, v in enumerate(ev.verdicts)],
                      note="" if ev.verdicts else "The campaign states no requirements.")
 
-    warnings = _warning_pointers(ev)
+    warnings = _warning_pointers(ev) + thermal_warnings(ev)
     prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
         benchmarks=benches, verdicts=verdicts, key_results=key_results(ev), warnings=warnings,
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
-        run_tables=_run_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
+        run_tables=_run_tables(ev) + thermal_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
         target_failures=_target_failures(run), against=_against(ev), **_soak(ev))
 

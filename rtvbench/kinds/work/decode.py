@@ -3,7 +3,9 @@
 Figures per kernel and input size, e.g. for sha256 at the large size:
 `sha256.large` (median run time, ns; `_us`, `_ms`), `sha256.large.min` (fastest run),
 `sha256.large.ops_per_s`, and for byte kernels `sha256.large.bw` (bytes/s; `_MBps`, `_GBps`),
-for flop kernels `lu.large.flops` (flop/s).
+for flop kernels `lu.large.flops` (flop/s). With `copies` N >= 2: `sha256.large.single_ips`
+(runs/s of one copy alone), `sha256.large.copies_ips` (runs/s of N copies together) and
+`sha256.large.scaling_efficiency` (copies_ips / (N x single_ips), median over the probe's rounds).
 
 A result whose verification failed (`verified` not true) yields no figure at all: the time of
 a wrong computation is not a measurement. The consideration names every such failure.
@@ -18,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from rtvbench.analysis.kind import register
-from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind, number
+from rtvbench.analysis.quantities import BANDWIDTH, COUNT, RATE, TIME, QuantityKind, number
 from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
 from rtvbench.results import Measurement
 
-_STEM = re.compile(r"^([a-z0-9_]+)\.(small|large)(?:\.(min|ops_per_s|bw|flops))?$")
+_STEM = re.compile(r"^([a-z0-9_]+)\.(small|large)"
+                   r"(?:\.(min|ops_per_s|bw|flops|single_ips|copies_ips|scaling_efficiency))?$")
 _KERNEL_ORDER = {k: i for i, k in enumerate(WORK_KERNELS)}
 
 
@@ -69,6 +72,10 @@ class WorkKind(QuantityKind):
                 add(stem + ".bw", BANDWIDTH, r.get("bps"))
             if WORK_KERNELS[kernel] == "flop":
                 add(stem + ".flops", RATE, r.get("flops"))
+            if isinstance(r.get("copies"), int) and r["copies"] > 1:
+                add(stem + ".single_ips", RATE, r.get("single_ips"))
+                add(stem + ".copies_ips", RATE, r.get("copies_ips"))
+                add(stem + ".scaling_efficiency", COUNT, r.get("scaling_efficiency"))
         return out
 
     def family(self, stem: str) -> str | None:
@@ -78,11 +85,17 @@ class WorkKind(QuantityKind):
         op, tail = WORK_KERNELS[m.group(1)], m.group(3)
         if tail in (None, "min"):
             return TIME
-        if tail == "ops_per_s" or (tail == "flops" and op == "flop"):
+        if tail in ("ops_per_s", "single_ips", "copies_ips") or (tail == "flops" and op == "flop"):
             return RATE
+        if tail == "scaling_efficiency":
+            return COUNT
         if tail == "bw" and op == "byte":
             return BANDWIDTH
         return None
+
+    def lower_is_better(self, figure: str) -> bool:
+        # An efficiency is a plain number (the count family, where fewer is better) but more is better.
+        return not figure.endswith(".scaling_efficiency") and super().lower_is_better(figure)
 
     def headline(self, stem: str) -> bool:
         m = _STEM.match(stem)
@@ -95,6 +108,8 @@ class WorkKind(QuantityKind):
         return (_KERNEL_ORDER.get(m.group(1), 999), WORK_SIZES.index(m.group(2)), m.group(3) or "")
 
     def rate_unit(self, stem: str) -> str:
+        if stem.endswith((".single_ips", ".copies_ips")):
+            return "runs/s"
         return "flop/s" if stem.endswith(".flops") else "ops/s"
 
     def label(self, figure: str) -> str:
@@ -102,7 +117,9 @@ class WorkKind(QuantityKind):
         m = _STEM.match(parts[0]) if parts else None
         if not m:
             return figure
-        tail = {"min": " fastest run", "ops_per_s": " ops/s", "bw": " bandwidth", "flops": " flop/s"}
+        tail = {"min": " fastest run", "ops_per_s": " ops/s", "bw": " bandwidth", "flops": " flop/s",
+                "single_ips": " runs/s, 1 copy", "copies_ips": " runs/s, all copies",
+                "scaling_efficiency": " scaling efficiency"}
         return f"{m.group(1)} ({m.group(2)}){tail.get(m.group(3), '')}"
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:

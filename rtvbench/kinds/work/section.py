@@ -43,6 +43,7 @@ class WorkSection(Section):
 
     def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
         tables, plots_ = _normalised(ev, bench, kind, with_plots, id_prefix)
+        tables += _scaling(ev, bench, kind)
         common, comparisons, _ = suite.parts(ev, bench, kind, with_plots, id_prefix)
         # The normalised-workload table already shows the environment comparison (time relative to the baseline).
         return Parts(tables + common, [t for t in comparisons if " load `" in t.caption], plots_)
@@ -109,6 +110,50 @@ def _normalised(ev: Evaluation, bench: str, kind, with_plots: bool, id_prefix: s
                 out_plots.append(Plot(f"Workloads under {load} normalised to {base} (1 = as fast as the "
                                       "baseline; error bars: 95 % CI of the ratio of medians)", svg))
     return tables, out_plots
+
+
+def _copies(ev: Evaluation, bench: str) -> dict[tuple[str, str], int]:
+    """(environment, load) -> the number of copies its measurements ran (`copies` >= 2 only)."""
+    out: dict[tuple[str, str], int] = {}
+    for m in ev.data.measurements(benchmark=bench):
+        for r in m.results:
+            n = r.get("copies")
+            if isinstance(n, int) and n > 1:
+                out[(m.environment, m.load)] = n
+    return out
+
+
+def _scaling(ev: Evaluation, bench: str, kind) -> list[Table]:
+    """Multi-core scaling (`copies`): throughput of one copy and of N at once, and the efficiency."""
+    copies = _copies(ev, bench)
+    if not copies:
+        return []
+    present = set(ev.data.figure_names(bench))
+    workloads = sorted({f[:-len(".scaling_efficiency")] for f in present if f.endswith(".scaling_efficiency")},
+                       key=kind.order)
+    rows = []
+    for w in workloads:
+        for (env, load), n in sorted(copies.items()):
+            one = ev.summary(env, load, bench, f"{w}.single_ips")
+            many = ev.summary(env, load, bench, f"{w}.copies_ips")
+            eff = ev.summary(env, load, bench, f"{w}.scaling_efficiency")
+            if not eff:
+                continue
+            rows.append(Row([f"{kind.label(w)} `{w}`", f"`{env}`", f"`{load}`", str(n),
+                             kind.format(one.median, f"{w}.single_ips") if one else "–",
+                             kind.format(many.median, f"{w}.copies_ips") if many else "–",
+                             f"{many.median / one.median:.2f}x" if one and many and one.median else "–",
+                             f"{eff.median:.2f}"]))
+    if not rows:
+        return []
+    return [Table(f"{bench}: multi-core scaling", ["Workload", "Environment", "Load", "Copies", "1 copy runs/s",
+                                                  "N copies runs/s", "N / 1", "Scaling efficiency"], rows,
+                  numeric_from=3,
+                  note="N copies of the workload run at once (one process each, pinned to distinct CPUs where "
+                       "there are enough), alternated in the probe with rounds of one copy alone; runs/s of N "
+                       "copies = all their runs / time from the common start to the last copy's end. Scaling "
+                       "efficiency = N copies runs/s / (N x 1 copy runs/s), median over the probe's round pairs, "
+                       "then over repetitions: 1 = perfect scaling, 1/N = no gain (e.g. copies sharing one CPU).")]
 
 
 def _rate(ev: Evaluation, kind, present: set[str], env: str, load: str, bench: str, workload: str) -> str:

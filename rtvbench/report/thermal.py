@@ -1,0 +1,76 @@
+"""The report's table of thermal, frequency and throttling state (rtvbench.analysis.thermal):
+every flagged measurement with its figures, one line per environment for the others, and once per
+environment whose target has no such data, that it has none."""
+
+from __future__ import annotations
+
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.thermal import FREQ_CHANGE_PERCENT, ThermalState, measurement_thermal
+from rtvbench.report.tables import Row, Sentence, Table
+
+NO_DATA = "no thermal/frequency data on this target"
+
+
+def _freq(st: ThermalState) -> str:
+    if st.freq_min_khz is None:
+        return "–"
+    return f"{st.freq_min_khz / 1000:.0f} – {st.freq_max_khz / 1000:.0f} MHz"
+
+
+def _temp(st: ThermalState) -> str:
+    return f"{st.temp_max_mC / 1000:.1f} °C" if st.temp_max_mC is not None else "–"
+
+
+def _states(ev: Evaluation):
+    """(measurement, state) of every measurement a sampler ran beside."""
+    for m in ev.data.run.measurements:
+        st = measurement_thermal(m)
+        if st is not None:
+            yield m, st
+
+
+def thermal_tables(ev: Evaluation) -> list[Table]:
+    by_env: dict[str, list] = {}
+    for m, st in _states(ev):
+        by_env.setdefault(m.environment, []).append((m, st))
+    if not by_env:
+        return []           # no sampler ran (a run recorded before sampling existed)
+    rows = []
+    for env in [e for e in ev.data.environments if e in by_env]:
+        pairs = [(m, st) for m, st in by_env[env] if st.has_data]
+        if not pairs:
+            rows.append(Row([f"`{env}`", NO_DATA]))
+            continue
+        for m, st in pairs:
+            if st.flagged:
+                rows.append(Row([f"`{env}`", f"`{m.benchmark}` under `{m.load}`, repetition {m.repetition + 1}",
+                                 str(st.samples), _freq(st), _temp(st), "FLAGGED: " + "; ".join(st.flags)],
+                                "failed"))
+        calm = [st for _, st in pairs if not st.flagged]
+        if calm:
+            lo = [s.freq_min_khz for s in calm if s.freq_min_khz is not None]
+            hi = [s.freq_max_khz for s in calm if s.freq_max_khz is not None]
+            temps = [s.temp_max_mC for s in calm if s.temp_max_mC is not None]
+            agg = ThermalState(sum(s.samples for s in calm), True, min(lo) if lo else None, max(hi) if hi else None,
+                               max(temps) if temps else None)
+            which = "the other" if len(calm) < len(pairs) else "all" if len(calm) > 1 else "the"
+            rows.append(Row([f"`{env}`", f"{which} {len(calm)} measurement{'s' if len(calm) != 1 else ''}",
+                             str(agg.samples), _freq(agg), _temp(agg), "not flagged"]))
+    return [Table("Thermal, frequency and throttling state during the measurements",
+                  ["Environment", "Measurement", "Samples", "CPU frequency", "Max temperature", "State"], rows,
+                  numeric_from=2, numeric_to=5,
+                  note="Sampled on the target before, every 0.5 s during and after each measurement "
+                       "(`rtvb-probe sample`). A measurement is flagged when a throttle counter rose (it ran "
+                       f"throttled), a CPU's frequency varied by more than {FREQ_CHANGE_PERCENT:g} %, a "
+                       "thermal zone reached a passive, hot or critical trip point, or a cooling device other "
+                       "than a fan went to a higher state.")]
+
+
+def thermal_warnings(ev: Evaluation) -> list[Sentence]:
+    out = []
+    for m, st in _states(ev):
+        if st.flagged:
+            out.append(Sentence("warning", f"Measurement `{m.benchmark}` in `{m.environment}` under `{m.load}`, "
+                                           f"repetition {m.repetition + 1}, ran throttled or at a changing "
+                                           f"frequency: {'; '.join(st.flags)}."))
+    return out

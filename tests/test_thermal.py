@@ -1,0 +1,189 @@
+"""Thermal, frequency and throttling state sampled beside each measurement (`rtvb-probe sample`,
+rtvbench.sampler, rtvbench.analysis.thermal, the report's table).
+
+- the flagging logic on synthetic series;
+- the probe's sampler on a fake sysfs tree (its hidden --root), and on this machine;
+- end to end: a local campaign whose sampler reads a fake tree (RTVBENCH_SYSFS_ROOT) that the test
+  changes while the measurement runs: the stored series shows the change, the report flags it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
+from probe_records import of_type, records
+from rtvbench.analysis.thermal import thermal_state
+from rtvbench.report.thermal import NO_DATA
+
+
+def sample(seq: int, freq=None, throttle=None, temp=None, cooling=None, zones=None, devices=None) -> dict:
+    s = {"type": "sample", "seq": seq, "t_ns": seq * 500_000_000, "temp_mC": temp or {}, "freq_khz": freq or {},
+         "throttle": throttle or {}, "cooling": cooling or {}}
+    if seq == 0:
+        s["zones"], s["cooling_devices"] = zones or {}, devices or {}
+    return s
+
+
+# -- the flagging logic ------------------------------------------------------
+
+def test_a_rising_throttle_count_is_flagged():
+    st = thermal_state([sample(i, freq={"cpu0": 2_000_000}, throttle={"cpu0.core_throttle_count": c})
+                        for i, c in enumerate([5, 5, 6, 6])])
+    assert st.flagged and st.flags == ["throttled: cpu0.core_throttle_count rose by 1"]
+
+
+def test_a_stable_frequency_is_not_flagged():
+    st = thermal_state([sample(i, freq={"cpu0": f, "cpu1": 1_500_000}, throttle={"cpu0.core_throttle_count": 7},
+                               temp={"thermal_zone0": 50_000 + i})
+                        for i, f in enumerate([2_000_000, 1_960_000, 2_000_000])])   # 2 %: within 5 %
+    assert not st.flagged and st.has_data
+    assert (st.freq_min_khz, st.freq_max_khz, st.temp_max_mC) == (1_500_000, 2_000_000, 50_002)
+
+
+def test_a_frequency_drop_of_20_percent_is_flagged():
+    st = thermal_state([sample(i, freq={"cpu0": 2_000_000, "cpu1": f})
+                        for i, f in enumerate([2_000_000, 2_000_000, 1_600_000, 1_600_000])])
+    assert st.flags == ["frequency of cpu1 changed by 20 % (1600 to 2000 MHz)"]
+
+
+def test_trip_points_and_cooling_devices():
+    zones = {"thermal_zone0": {"type": "cpu", "trips": [{"type": "active", "temp_mC": 60_000},
+                                                         {"type": "passive", "temp_mC": 80_000}]}}
+    devices = {"cooling_device0": {"type": "Fan", "max_state": 3},
+               "cooling_device1": {"type": "cpufreq-cpu0", "max_state": 10}}
+    calm = thermal_state([sample(0, temp={"thermal_zone0": 70_000}, zones=zones, devices=devices,
+                                 cooling={"cooling_device0": 0, "cooling_device1": 0}),
+                          sample(1, temp={"thermal_zone0": 79_000}, cooling={"cooling_device0": 2,
+                                                                             "cooling_device1": 0})])
+    assert not calm.flagged         # above the active (fan) trip point, a fan spinning up: no throttling
+    hot = thermal_state([sample(0, temp={"thermal_zone0": 70_000}, zones=zones, devices=devices,
+                                cooling={"cooling_device1": 0}),
+                         sample(1, temp={"thermal_zone0": 81_000}, cooling={"cooling_device1": 2})])
+    assert hot.flags == ["thermal_zone0 (cpu) reached 81.0 °C, at or above its passive trip point 80.0 °C",
+                         "cooling device cooling_device1 (cpufreq-cpu0) went from state 0 to 2"]
+
+
+def test_no_files_no_data_no_flag():
+    st = thermal_state([sample(0), sample(1)])
+    assert not st.has_data and not st.flagged and st.freq_min_khz is None
+
+
+# -- the probe's sampler ------------------------------------------------------
+
+def fake_sysfs(root: Path) -> dict[str, Path]:
+    zone = root / "sys/class/thermal/thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "type").write_text("x86_pkg_temp\n")
+    (zone / "temp").write_text("45000\n")
+    (zone / "trip_point_0_temp").write_text("90000\n")
+    (zone / "trip_point_0_type").write_text("passive\n")
+    files = {"temp": zone / "temp"}
+    for cpu in (0, 1):
+        d = root / f"sys/devices/system/cpu/cpu{cpu}"
+        (d / "cpufreq").mkdir(parents=True)
+        (d / "cpufreq/scaling_cur_freq").write_text("2000000\n")
+        (d / "thermal_throttle").mkdir()
+        (d / "thermal_throttle/core_throttle_count").write_text("3\n")
+        (d / "thermal_throttle/core_throttle_max_time_ms").write_text("0\n")   # not a counter
+        files[f"freq{cpu}"] = d / "cpufreq/scaling_cur_freq"
+        files[f"throttle{cpu}"] = d / "thermal_throttle/core_throttle_count"
+    return files
+
+
+def test_sampler_reads_a_fake_tree(probe, tmp_path):
+    fake_sysfs(tmp_path)
+    p = subprocess.run([str(probe), "sample", "--root", str(tmp_path), "--count", "2", "--interval-ms", "10"],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    recs = records(p.stdout)
+    first, second = of_type(recs, "sample")
+    assert first["zones"] == {"thermal_zone0": {"type": "x86_pkg_temp",
+                                                "trips": [{"type": "passive", "temp_mC": 90000}]}}
+    assert first["temp_mC"] == {"thermal_zone0": 45000}
+    assert first["freq_khz"] == {"cpu0": 2000000, "cpu1": 2000000}
+    assert first["throttle"] == {"cpu0.core_throttle_count": 3, "cpu1.core_throttle_count": 3}
+    assert "zones" not in second and second["seq"] == 1 and second["t_ns"] >= first["t_ns"] + 10_000_000
+    assert of_type(recs, "end")[0]["status"] == "ok"
+
+
+def test_what_this_machine_has(probe):
+    """Whatever this machine exposes is sampled, and nothing missing is an error."""
+    p = subprocess.run([str(probe), "sample", "--count", "1"], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    (s,) = of_type(records(p.stdout), "sample")
+    zones = glob.glob("/sys/class/thermal/thermal_zone*/temp")
+    freqs = glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")
+    counters = glob.glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle/*_throttle_count")
+    assert len(s["temp_mC"]) <= len(zones) and len(s["throttle"]) == len(counters)
+    assert len(s["freq_khz"]) >= len(freqs) or not freqs
+    print(f"this machine: {len(s['temp_mC'])} thermal zone(s), {len(s['freq_khz'])} CPU frequency file(s), "
+          f"{len(s['throttle'])} throttle counter(s), {len(s['cooling'])} cooling device(s): {s}")
+
+
+# -- end to end -----------------------------------------------------------------
+
+MARKER = "work --kernels crc32 --size small --repetitions 40000"   # the measurement's probe, ~1.3 s
+
+
+def test_a_throttle_during_a_measurement_is_stored_and_flagged(probe, tmp_path):
+    root = tmp_path / "sysfs"
+    files = fake_sysfs(root)
+    (tmp_path / "c.toml").write_text(work_campaign("thermal", 1, repetitions=40000))
+
+    def bump():
+        # Once the measured probe runs (the sampler's first sample is taken before it starts):
+        # the CPU throttles, its frequency drops.
+        wait_for(lambda: processes_with(MARKER), 30, "the measurement to start", interval=0.01)
+        for name, value in (("throttle1", "4\n"), ("freq1", "1600000\n")):
+            tmp = files[name].with_suffix(".new")
+            tmp.write_text(value)
+            os.replace(tmp, files[name])        # whole: the sampler never reads a half-written file
+    t = threading.Thread(target=bump, daemon=True)
+    t.start()
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path,
+                env=cli_env(probe, RTVBENCH_SYSFS_ROOT=str(root)), timeout=60)
+    t.join(1)
+    assert r.returncode == 0, r.stderr
+
+    from sqlalchemy import create_engine, text
+    with create_engine(f"sqlite:///{tmp_path / 's.db'}").connect() as conn:
+        (data,) = conn.execute(text("select data from cpu_samples where phase = 'thermal'")).one()
+    series = json.loads(data) if isinstance(data, str) else data
+    samples = series["samples"]
+    assert len(samples) >= 3 and [s["seq"] for s in samples] == list(range(len(samples)))
+    counts = [s["throttle"]["cpu1.core_throttle_count"] for s in samples]
+    assert counts[0] == 3 and counts[-1] == 4 and counts == sorted(counts)
+    assert samples[0]["freq_khz"]["cpu1"] == 2000000 and samples[-1]["freq_khz"]["cpu1"] == 1600000
+    assert all(s["throttle"]["cpu0.core_throttle_count"] == 3 for s in samples)
+
+    html = run_report(r)
+    table = html[html.index("Thermal, frequency and throttling state"):]
+    table = table[:table.index("</table>")]
+    assert "FLAGGED: throttled: cpu1.core_throttle_count rose by 1; frequency of cpu1 changed by 20 %" in table
+    assert "1600 – 2000 MHz" in table and "45.0 °C" in table
+    assert "ran throttled or at a changing frequency" in html
+    [m] = json.loads((tmp_path / "r.json").read_text())["measurements"]
+    assert m["thermal"]["flags"] == ["throttled: cpu1.core_throttle_count rose by 1",
+                                     "frequency of cpu1 changed by 20 % (1600 to 2000 MHz)"]
+    assert (m["thermal"]["freq_min_khz"], m["thermal"]["temp_max_mC"]) == (1600000, 45000)
+
+
+@pytest.mark.skipif(bool(glob.glob("/sys/class/thermal/thermal_zone*/temp")
+                         + glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")
+                         + glob.glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle/*_throttle_count")
+                         + glob.glob("/sys/class/thermal/cooling_device*/cur_state")),
+                    reason="this machine has thermal or frequency data")
+def test_a_target_without_data_is_said_once(probe, tmp_path):
+    (tmp_path / "c.toml").write_text(work_campaign("thermal", 2, repetitions=10))
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=60)
+    assert r.returncode == 0, r.stderr
+    html = run_report(r)
+    assert html.count(NO_DATA) == 1 and "FLAGGED" not in html
