@@ -3,7 +3,7 @@
 Without `peer`, both ends run in the environment being measured (local mode: the probe forks
 its own peer). With `peer = "ENV"`, the round trips cross from the measured environment to
 another one: for each measurement the runner has this benchmark start `rtvb-probe ipc --serve
---port 0` in the peer environment (start_server), reads the port the server chose from its
+--port 0` in the peer environment (start_server, rtvbench/benchmarks/peer.py), reads the port the server chose from its
 `meta` record, and runs `rtvb-probe ipc --connect ADDR:PORT` in the measured environment. ADDR
 is what the two targets say (Target.round_trip_address); each end's command is as its target
 runs it for round trips with the other (Target.round_trip_command: a local end of round trips with
@@ -13,21 +13,16 @@ loopback: server and client in the same environment, through its IP stack.
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.benchmarks.peer import PeerEnds, endpoint
 from rtvbench.catalog import IPC_TRANSPORTS
 from rtvbench.cpulist import probe_cpu_pair
-from rtvbench.errors import ProbeOutputError
-from rtvbench.loads.base import LoadError, LoadSite
 from rtvbench.params import Name, StrictModel, names_or_all, number_arg, probe_int, probe_number, probe_sizes
-from rtvbench.probe import ProbeStream
 from rtvbench.spec import Placement
-from rtvbench.targets.base import Background, Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 1280, 4096, 65536)
 DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
@@ -36,11 +31,6 @@ _ROUND_TRIP_S = 30e-6
 #: what can cross between two environments (pipe and unix join processes of one system; vsock
 #: has no target that offers it yet: guests get no vhost-vsock device)
 PEER_TRANSPORTS = ("tcp", "udp")
-#: how long the server may take to print its `meta` record (the port): a static binary starts
-#: in milliseconds, a slow link to the peer is the only reason to wait longer
-SERVER_START_S = 10.0
-#: after the client's end, time the server gets to finish its session (BYE) and exit by itself
-SERVER_END_S = 5.0
 
 
 # Validated name lists (module level: pydantic reads annotations by name).
@@ -103,7 +93,6 @@ class IpcParams(StrictModel):
                              "measure tcp and udp as two benchmarks")
         return v
 
-
     @model_validator(mode="after")
     def _one_limit(self):
         if self.count is not None and self.duration_s is not None:
@@ -111,35 +100,11 @@ class IpcParams(StrictModel):
         return self
 
 
-class PeerServer:
-    """A running `rtvb-probe ipc --serve` in the peer environment, and the client's command."""
-
-    def __init__(self, bg: "Background", stream: ProbeStream, client_argv: list[str]) -> None:
-        self.bg, self.stream, self.client_argv = bg, stream, client_argv
-
-    def stop(self) -> None:
-        """Let the server end a session it served by itself, then stop it whatever it does."""
-        # No result yet: no client came (the load or the client failed), nothing to wait for.
-        deadline = time.monotonic() + (SERVER_END_S if self.stream.results else 0)
-        while self.bg.poll() is None and self.stream.end is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.bg.stop()
-
-
 @BENCHMARKS.register("ipc")
-class IpcBenchmark(Benchmark):
+class IpcBenchmark(PeerEnds, Benchmark):
     kind = "ipc"
     Params = IpcParams
-
-    def __init__(self, name: str, params: StrictModel) -> None:
-        super().__init__(name, params)
-        # (measured environment, peer environment) -> the address the first reaches the second at
-        self._addresses: dict[tuple[str, str], str] = {}
-
-    @property
-    def peer(self) -> str | None:
-        """The environment the server runs in, or None (both ends in the measured environment)."""
-        return self.params.peer
+    server_role = "the round-trip server"
 
     def _limits(self) -> list[str]:
         p: IpcParams = self.params
@@ -179,63 +144,10 @@ class IpcBenchmark(Benchmark):
 
     def client_args(self, address: str, port: int) -> list[str]:
         p: IpcParams = self.params
-        host = f"[{address}]" if ":" in address else address
-        args = ["ipc", "--connect", f"{host}:{port}", "--transport", p.transports[0], *self._limits()]
+        args = ["ipc", "--connect", endpoint(address, port), "--transport", p.transports[0], *self._limits()]
         if p.cpus is not None:
             args += ["--cpus", str(p.cpus[0])]
         return args
-
-    def address(self, measured: "Target", peer: "Target") -> str:
-        """Where `measured` reaches a server in `peer` (TargetError: the two cannot be joined)."""
-        key = (measured.name, peer.name)
-        if key not in self._addresses:
-            self._addresses[key] = measured.round_trip_address(peer)
-        return self._addresses[key]
-
-    def check_reachable(self, environments: dict[str, "Target"]) -> None:
-        """Before the first measurement: every measured environment can reach the peer, so that a
-        pair of targets that cannot be joined fails the run at once, not after hours of others."""
-        peer = environments[self.peer]
-        for target in environments.values():
-            self.address(target, peer)
-
-    def start_server(self, sites: dict[str, "LoadSite"], measured: str) -> PeerServer:
-        """Start the server in the peer environment for one measurement; return once it listens.
-        Raises LoadError when it does not start, TargetError when the two cannot be joined."""
-        # Here, not at module level: rtvbench.loads imports the benchmarks package.
-        site, client = sites[self.peer], sites[measured]
-        address = self.address(client.target, site.target)
-        argv = site.target.round_trip_command(client.target, [site.probe, *self.server_args()])
-        what = f'the round-trip server of benchmark "{self.name}" in environment {self.peer}'
-        stream = ProbeStream(f"output of {what}")
-        started = threading.Event()
-
-        def on_line(line: str) -> None:
-            try:
-                record = stream.feed(line)
-            except ProbeOutputError:
-                started.set()
-                raise                           # kept as the background's failure()
-            if record["type"] in ("meta", "end"):
-                started.set()
-
-        bg = site.target.start_background(argv, on_line)
-        try:
-            deadline = time.monotonic() + SERVER_START_S
-            while not started.wait(0.02):
-                if bg.poll() is not None or time.monotonic() > deadline:
-                    break
-        except BaseException:
-            bg.stop()
-            raise
-        port = ((stream.meta or {}).get("params") or {}).get("port")
-        if stream.end is not None or bg.failure() or not isinstance(port, int) or port <= 0:
-            bg.stop()
-            why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
-                   or (f"no output within {SERVER_START_S:g} s" if bg.poll() is None else "no output"))
-            raise LoadError(f"{what} (rtvb-probe {' '.join(argv[1:])}) did not start: {why}")
-        client_argv = client.target.round_trip_command(site.target, [client.probe, *self.client_args(address, port)])
-        return PeerServer(bg, stream, client_argv)
 
     def expected_seconds(self) -> float:
         p: IpcParams = self.params
