@@ -1,8 +1,8 @@
 /*
- * net: streaming throughput from one probe to another over tcp or udp, and
- * what it costs the two ends in CPU time (docs/probe/net.md).
+ * network: streaming throughput from one probe to another over tcp or udp, and
+ * what it costs the two ends in CPU time (docs/probe/network.md).
  *
- * `net --serve` is the receiver, `net --connect ADDR:PORT` the sender. One
+ * `network --serve` is the receiver, `network --connect ADDR:PORT` the sender. One
  * TCP connection joins them for the whole session (the control channel):
  *
  *   sender -> receiver   HELLO(transport, size, duration, rate)
@@ -45,7 +45,7 @@
 #include "probe.h"
 #include "transport.h"
 
-#define SUB "net"
+#define SUB "network"
 
 #define NET_MAGIC "RTVBNET1"
 #define NET_FIELDS 16
@@ -413,7 +413,7 @@ static int serve(const struct net_opts *o, int lfd, char *why, size_t whylen)
     rc = recv_ctrl(&c, OP_HELLO, f);
     uint64_t size = f[2], max = f[1] == TP_UDP ? NET_MAX_UDP : NET_MAX_TCP;
     if (rc || (f[1] != TP_TCP && f[1] != TP_UDP) || size < NET_MIN_SIZE || size > max) {
-        snprintf(why, whylen, "%s", rc == -1 ? io_text(errno) : "the client is not rtvb-probe net --connect "
+        snprintf(why, whylen, "%s", rc == -1 ? io_text(errno) : "the client is not rtvb-probe network --connect "
                                                                 "of this version");
         tp_close(&c);
         return -1;
@@ -607,7 +607,7 @@ static int run_connect(const struct net_opts *o, char *why, size_t whylen)
         rc = recv_ctrl(&c, OP_READY, f);
     if (rc) {
         snprintf(why, whylen, "starting the session with %s: %s", peer,
-                 rc == -2 ? "the answer is not from rtvb-probe net --serve of this version" : io_text(errno));
+                 rc == -2 ? "the answer is not from rtvb-probe network --serve of this version" : io_text(errno));
         tp_close(&c);
         return -1;
     }
@@ -730,7 +730,7 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
         {OPT_S("bind", &o->bind, "ADDR", "address --serve listens on (default all)")},
         {OPT_NS("timeout-s", &o->timeout_ns, 1e9, 0.001, 1e6, "seconds", "S",
                 "give up when the other end is silent this long (default 10)")},
-        /* Test hook (docs/probe/net.md): the sender alters one byte of chunk N. */
+        /* Test hook (docs/probe/network.md): the sender alters one byte of chunk N. */
         {OPT_I("x-corrupt", &o->corrupt, 0, UINT32_MAX, "N", NULL), .expect = "a chunk number"},
         {OPT_TEXT("The sender prints the result, with the receiver's figures; the receiver prints its own.")},
         {OPTS_END},
@@ -824,7 +824,7 @@ static int open_listener(struct net_opts *o, char *why, size_t whylen)
     return lfd;
 }
 
-int cmd_net(int argc, char **argv)
+int cmd_network(int argc, char **argv)
 {
     struct net_opts o;
     int rc = opts_done(parse_options(argc, argv, &o));
