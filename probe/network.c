@@ -679,6 +679,13 @@ static int run_connect(const struct net_opts *o, char *why, size_t whylen)
                  (unsigned long long)ck.offset, ck.expected, ck.got);
         return -1;
     }
+    /* tcp delivers every byte or fails: a difference here is a fault of
+     * this program or of the path, never a figure. */
+    if (complete && o->transport == TP_TCP && received != s.bytes) {
+        snprintf(why, whylen, "the receiver got %llu bytes of the %llu sent over tcp",
+                 (unsigned long long)received, (unsigned long long)s.bytes);
+        return -1;
+    }
     return interrupted || !reported ? -1 : 0;
 }
 
