@@ -15,25 +15,16 @@ import pytest
 
 from host_helpers import cli_env, processes_with, run_cli, run_report
 
-CAMPAIGN = '''
-name = "net-local"
-seed = 2
-[environments.native]
-target = "local"
-[environments.partner]
-target = "local"
-[benchmarks.tcp]
-kind = "network"
-peer = "partner"
-duration_s = 1
-size = 65536
-[benchmarks.udp]
-kind = "network"
-peer = "partner"
-transport = "udp"
-rate_bps = 10000000
-duration_s = 1
-'''
+def bench(name: str, peer: str, **keys) -> str:
+    """A `network` benchmark's table in a campaign."""
+    return f'[benchmarks.{name}]\nkind = "network"\npeer = "{peer}"\n' + "".join(
+        f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+
+
+CAMPAIGN = ('name = "net-local"\nseed = 2\n[environments.native]\ntarget = "local"\n'
+            '[environments.partner]\ntarget = "local"\n'
+            + bench("tcp", "partner", duration_s=1, size=65536)
+            + bench("udp", "partner", transport="udp", rate_bps=10_000_000, duration_s=1))
 
 
 @pytest.fixture(scope="module")

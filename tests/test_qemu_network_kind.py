@@ -18,6 +18,7 @@ import time
 import pytest
 
 from host_helpers import cli_env, run_cli
+from test_network_kind import bench
 from test_qemu_network import _needs_network, _net_kernel
 
 
@@ -33,18 +34,8 @@ arch = "x86_64"
 kernel = "{kernel}"
 accel = "tcg"
 network = true
-[benchmarks.to_g1]
-kind = "network"
-peer = "g1"
-duration_s = 1
-size = 16384
-[benchmarks.to_native]
-kind = "network"
-peer = "native"
-transport = "udp"
-rate_bps = 1000000
-duration_s = 1
-'''
+''' + bench("to_g1", "g1", duration_s=1, size=16384) \
+        + bench("to_native", "native", transport="udp", rate_bps=1_000_000, duration_s=1)
 
 
 @pytest.fixture(scope="module")
