@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
-
 from rtvbench.errors import ProbeOutputError
+from rtvbench.loads.base import LoadError, LoadSite
 from rtvbench.probe import ProbeStream
-
-if TYPE_CHECKING:
-    from rtvbench.loads.base import LoadSite
-    from rtvbench.targets.base import Background, Target
+from rtvbench.targets.base import Background, Target
 
 #: how long the server may take to print its `meta` record (the port): a static binary starts
 #: in milliseconds, a slow link to the peer is the only reason to wait longer
@@ -85,8 +81,6 @@ class PeerEnds:
     def start_server(self, sites: dict[str, "LoadSite"], measured: str) -> PeerServer:
         """Start the server in the peer environment for one measurement; return once it listens.
         Raises LoadError when it does not start, TargetError when the two cannot be joined."""
-        # Here, not at module level: rtvbench.loads imports the benchmarks package.
-        from rtvbench.loads.base import LoadError
         site, client = sites[self.peer], sites[measured]
         address = self.address(client.target, site.target)
         argv = site.target.round_trip_command(client.target, [site.probe, *self.server_args()])
