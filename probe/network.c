@@ -470,6 +470,10 @@ static int serve(const struct net_opts *o, int lfd, char *why, size_t whylen)
     if (kind == TP_UDP) {
         jw_uint(&w, "duplicates", r.duplicates);
         jw_uint(&w, "out_of_order", r.out_of_order);
+        if (complete)                /* END said how many were sent */
+            jw_double(&w, "loss_percent", percent(sent > r.units ? sent - r.units : 0, sent));
+        else
+            jw_null(&w, "loss_percent");
     }
     jw_uint(&w, "span_ns", r.span_ns);
     jw_double(&w, "rate_bytes_per_s", per_s(r.bytes, r.span_ns));

@@ -108,3 +108,10 @@ def test_validate_refuses_a_peer_that_run_could_not_reach(tmp_path, probe):
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2, r.stderr
     assert "benchmarks.stream.peer: environment guest is a qemu guest without a network" in r.stderr, r.stderr
+
+
+def test_a_requirement_on_tcp_loss_is_refused(tmp_path, probe):
+    (tmp_path / "c.toml").write_text(BASE + 'peer = "native"\n[[requirements]]\nmetric = "stream.loss_percent"\n'
+                                     'max = 1\n')
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
+    assert r.returncode == 2 and "is a udp figure" in r.stderr, r.stderr

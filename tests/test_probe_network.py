@@ -102,6 +102,7 @@ def test_udp_at_10_mbit_arrives_at_10_mbit_without_loss(probe):
     # Loss and counts agree with each other and with the receiver's own record.
     assert s["lost_messages"] == s["sent_messages"] - s["received_messages"]
     assert s["received_messages"] == r["received_messages"] and s["duplicates"] == r["duplicates"] == 0
+    assert s["loss_percent"] == r["loss_percent"]
     assert s["received_bytes"] == 1400 * s["received_messages"]
 
 

@@ -60,6 +60,11 @@ class NetworkBenchmark(PeerEnds, Benchmark):
     Params = NetworkParams
     server_role = "the receiver"
 
+    def figure_problem(self, figure: str) -> str | None:
+        if figure == "loss_percent" and self.params.transport == "tcp":
+            return 'is a udp figure: tcp delivers every byte or fails (set transport = "udp" and rate_bps)'
+        return None
+
     def probe_args(self) -> list[str]:
         """The sender's command against a server at the default port on loopback; the runner runs
         client_args(ADDR, PORT) once the receiver in `peer` listens."""
