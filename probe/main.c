@@ -27,6 +27,7 @@ static const struct subcommand subcommands[] = {
     {"mem-alloc", cmd_mem_alloc, "allocate/touch/free cost, first touch vs warm, TLB misses", 1},
     {"os", cmd_os, "OS primitives: syscalls, signals, fork/exec, faults, files, ctx switch, pipes/sockets", 1},
     {"ipc", cmd_ipc, "ping-pong round trips by message size, local or between two probes", 1},
+    {"network", cmd_network, "streaming throughput between two probes over tcp or udp, and its CPU cost", 1},
     {"rtos", cmd_rtos, "RTOS-like primitives at a fixed priority: activation, semaphores, mutexes, queues", 1},
     {"load", cmd_load, "load generators: cpu duty cycle, mem, cache, io, fork, leak, timer, net", 1},
     {"kernel-tracer", cmd_kernel_tracer, "the kernel's timerlat or osnoise tracer, summarised per CPU", 1},
@@ -59,7 +60,7 @@ static int check_or_describe(int argc, char **argv)
     const struct subcommand *sub = argc > 2 ? find_subcommand(argv[2]) : NULL;
     if (!sub || !sub->campaign) {
         fprintf(stderr, "rtvb-probe: %s needs a subcommand a campaign runs (latency, noise, work, mem-lat, "
-                        "mem-bw, mem-alloc, os, ipc, rtos, load or kernel-tracer).\n", argv[1]);
+                        "mem-bw, mem-alloc, os, ipc, network, rtos, load or kernel-tracer).\n", argv[1]);
         return EXIT_USAGE;
     }
     opts_mode = !strcmp(argv[1], "--check-args") ? OPTS_CHECK : OPTS_DESCRIBE;

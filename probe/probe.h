@@ -37,6 +37,7 @@ int cmd_mem_bw(int argc, char **argv);
 int cmd_mem_alloc(int argc, char **argv);
 int cmd_os(int argc, char **argv);
 int cmd_ipc(int argc, char **argv);
+int cmd_network(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_rtos(int argc, char **argv);
 int cmd_kernel_tracer(int argc, char **argv);

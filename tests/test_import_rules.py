@@ -185,6 +185,9 @@ def test_no_generic_module_names_a_kind():
     # A benchmark kind named like a load kind (`command`): the word is that load's own, and a key and
     # a store column, in generic modules, so a literal of it cannot tell the benchmark kind apart.
     names -= _load_kind_names()
+    # The `network` benchmark kind shares its word with the qemu environments' key `network` (a guest's
+    # NIC), which generic target code writes: a literal of it cannot tell the benchmark kind apart.
+    names -= {"network"}
     # A quoted name, unless it is a path component (`root / "boot"`: a directory, not the kind).
     literal = re.compile("|".join(rf'(?<!/ )["\']{re.escape(n)}["\']' for n in names))
     module = re.compile(r"rtvbench\.kinds\.(" + "|".join(KIND_FOLDERS) + r")\b")

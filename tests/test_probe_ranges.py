@@ -27,6 +27,9 @@ NOT_CAMPAIGN_KEYS = {
     ("latency", "histogram-us"): "only for the cyclictest output formats, which rtvbench does not read",
     ("latency", "cpu-dma-latency-us"): "rtvbench keeps the probe's default (0, as cyclictest)",
     ("ipc", "port"): "rtvbench starts the server on port 0 and reads the port it got",
+    ("network", "port"): "rtvbench starts the receiver on port 0 and reads the port it got",
+    ("ipc", "shm-size"): "rtvbench sizes a local region for the largest message (a guest's is the qemu "
+                         "environment's shm_size_mb)",
     ("load", "duration-s"): "the runner stops a load at the end of each measurement",
 }
 
@@ -108,7 +111,7 @@ HOST_RULES = {
                             "overrun accounting is tested so), a campaign asks for something else",
 }
 #: keys a benchmark needs to validate at all
-BASE = {"latency": {"loops": 1}}
+BASE = {"latency": {"loops": 1}, "network": {"peer": "partner"}}
 #: keys that replace the base (a latency run ends by loops or by duration, not both)
 BASE_CONFLICTS = {("latency", "loops"), ("latency", "duration_s")}
 

@@ -20,23 +20,19 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
+from rtvbench.benchmarks.peer import Meeting, PeerEnds, endpoint
 from rtvbench.catalog import IPC_DEFAULT_TRANSPORTS, IPC_TRANSPORTS
 from rtvbench.cpulist import probe_cpu_pair
-from rtvbench.errors import ProbeOutputError
-from rtvbench.loads.base import LoadError, LoadSite
 from rtvbench.params import Name, StrictModel, names_or_all, number_arg, probe_int, probe_number, probe_sizes
-from rtvbench.probe import ProbeStream
 from rtvbench.spec import Placement
 from rtvbench.targets import shm as shm_regions
-from rtvbench.targets.base import Background, Target
+from rtvbench.targets.base import Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 1280, 4096, 65536)
 DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
@@ -48,11 +44,6 @@ _ROUND_TRIP_S = 30e-6
 PEER_TRANSPORTS = ("tcp", "udp", "shm")
 #: the smallest region file a local shm server creates (the probe's own default for --serve)
 SHM_LOCAL_MIN_BYTES = 4 << 20
-#: how long the server may take to print its `meta` record (the port): a static binary starts
-#: in milliseconds, a slow link to the peer is the only reason to wait longer
-SERVER_START_S = 10.0
-#: after the client's end, time the server gets to finish its session (BYE) and exit by itself
-SERVER_END_S = 5.0
 
 
 # Validated name lists (module level: pydantic reads annotations by name).
@@ -123,40 +114,15 @@ class IpcParams(StrictModel):
         return self
 
 
-class PeerServer:
-    """A running `rtvb-probe ipc --serve` in the peer environment, and the client's command."""
-
-    def __init__(self, bg: "Background", stream: ProbeStream, client_argv: list[str],
-                 leftover: Path | None = None) -> None:
-        self.bg, self.stream, self.client_argv = bg, stream, client_argv
-        self.leftover = leftover        # a local shm region file the server created
-
-    def stop(self) -> None:
-        """Let the server end a session it served by itself, then stop it whatever it does."""
-        # No result yet: no client came (the load or the client failed), nothing to wait for.
-        deadline = time.monotonic() + (SERVER_END_S if self.stream.results else 0)
-        while self.bg.poll() is None and self.stream.end is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.bg.stop()
-        if self.leftover is not None:
-            self.leftover.unlink(missing_ok=True)   # the server removes it, unless it was killed
-
-
 @BENCHMARKS.register("ipc")
-class IpcBenchmark(Benchmark):
+class IpcBenchmark(PeerEnds, Benchmark):
     kind = "ipc"
     Params = IpcParams
+    server_role = "the round-trip server"
 
     def __init__(self, name: str, params: StrictModel) -> None:
         super().__init__(name, params)
-        # (measured environment, peer environment) -> the address the first reaches the second at
-        self._addresses: dict[tuple[str, str], str] = {}
         self._shm_files = itertools.count(1)
-
-    @property
-    def peer(self) -> str | None:
-        """The environment the server runs in, or None (both ends in the measured environment)."""
-        return self.params.peer
 
     def _limits(self) -> list[str]:
         p: IpcParams = self.params
@@ -197,10 +163,10 @@ class IpcBenchmark(Benchmark):
         need = 2 * self.largest_size() + 4096
         return max(SHM_LOCAL_MIN_BYTES, 1 << (need - 1).bit_length())
 
-    def server_args(self, region: list[str] | None = None) -> list[str]:
+    def server_args(self) -> list[str]:
         p: IpcParams = self.params
-        args = ["ipc", "--serve", "--transport", p.transports[0],
-                *(region if region is not None else ["--port", "0"])]
+        # Over shm the ends meet in a region (meeting() adds its options), not at a port.
+        args = ["ipc", "--serve", "--transport", p.transports[0], *([] if self._shm else ["--port", "0"])]
         if p.timeout_s is not None:
             args += ["--timeout-s", number_arg(p.timeout_s)]
         if p.cpus is not None and len(p.cpus) == 2:
@@ -209,81 +175,29 @@ class IpcBenchmark(Benchmark):
 
     def client_args(self, address: str, port: int, region: list[str] | None = None) -> list[str]:
         p: IpcParams = self.params
-        host = f"[{address}]" if ":" in address else address
-        args = ["ipc", "--connect", "shm" if region is not None else f"{host}:{port}",
+        args = ["ipc", "--connect", "shm" if region is not None else endpoint(address, port),
                 "--transport", p.transports[0], *(region or []), *self._limits()]
         if p.cpus is not None:
             args += ["--cpus", str(p.cpus[0])]
         return args
 
-    def address(self, measured: "Target", peer: "Target") -> str:
-        """Where `measured` reaches a server in `peer` (TargetError: the two cannot be joined)."""
-        key = (measured.name, peer.name)
-        if key not in self._addresses:
-            self._addresses[key] = measured.round_trip_address(peer)
-        return self._addresses[key]
+    def meeting(self, client: "Target", server: "Target") -> Meeting:
+        if not self._shm:
+            return super().meeting(client, server)
+        # A region both ends map: on this machine a file the server creates for this measurement,
+        # in a guest its ivshmem device (rtvbench's own file, not the server's to remove).
+        leftover = shm_regions.SHM_DIR / f"rtvb-{os.getpid()}-ipc-{self.name}-{next(self._shm_files)}"
+        client_region, server_region = shm_regions.probe_args(client, server, leftover, self._shm_local_bytes())
+        return Meeting("", server_region, client_region, leftover if "--shm-size" in server_region else None)
 
-    def check_reachable(self, environments: dict[str, "Target"]) -> None:
-        """Before the first measurement: every measured environment can reach the peer, so that a
-        pair of targets that cannot be joined fails the run at once, not after hours of others."""
-        peer = environments[self.peer]
-        for target in environments.values():
-            if self._shm:
-                shm_regions.probe_args(target, peer, Path(), 0)
-            else:
-                self.address(target, peer)
+    def client_args_for(self, meet: Meeting, port: int) -> list[str]:
+        return self.client_args(meet.address, port, meet.client_args)
 
-    def start_server(self, sites: dict[str, "LoadSite"], measured: str) -> PeerServer:
-        """Start the server in the peer environment for one measurement; return once it listens.
-        Raises LoadError when it does not start, TargetError when the two cannot be joined."""
-        # Here, not at module level: rtvbench.loads imports the benchmarks package.
-        site, client = sites[self.peer], sites[measured]
-        region_args, leftover = None, None
+    def check_pair(self, client: "Target", server: "Target") -> None:
         if self._shm:
-            leftover = shm_regions.SHM_DIR / f"rtvb-{os.getpid()}-ipc-{self.name}-{next(self._shm_files)}"
-            region_args = shm_regions.probe_args(client.target, site.target, leftover,
-                                                 self._shm_local_bytes())
-            address = ""
-            if "--shm-size" not in region_args[1]:
-                leftover = None             # a guest's region: rtvbench's own file, not the server's
+            shm_regions.probe_args(client, server, Path(), 0)     # TargetError: no region joins them
         else:
-            address = self.address(client.target, site.target)
-        argv = site.target.round_trip_command(
-            client.target, [site.probe, *self.server_args(region_args[1] if region_args else None)])
-        what = f'the round-trip server of benchmark "{self.name}" in environment {self.peer}'
-        stream = ProbeStream(f"output of {what}")
-        started = threading.Event()
-
-        def on_line(line: str) -> None:
-            try:
-                record = stream.feed(line)
-            except ProbeOutputError:
-                started.set()
-                raise                           # kept as the background's failure()
-            if record["type"] in ("meta", "end"):
-                started.set()
-
-        bg = site.target.start_background(argv, on_line)
-        try:
-            deadline = time.monotonic() + SERVER_START_S
-            while not started.wait(0.02):
-                if bg.poll() is not None or time.monotonic() > deadline:
-                    break
-        except BaseException:
-            bg.stop()
-            raise
-        port = ((stream.meta or {}).get("params") or {}).get("port")
-        if region_args is not None and stream.meta is not None:
-            port = 0                        # shm: meta says the region is ready, there is no port
-        if (stream.end is not None or bg.failure() or not isinstance(port, int)
-                or (port <= 0 and region_args is None)):
-            bg.stop()
-            why = (bg.failure() or (stream.end or {}).get("error") or bg.output_tail()
-                   or (f"no output within {SERVER_START_S:g} s" if bg.poll() is None else "no output"))
-            raise LoadError(f"{what} (rtvb-probe {' '.join(argv[1:])}) did not start: {why}")
-        client_argv = client.target.round_trip_command(
-            site.target, [client.probe, *self.client_args(address, port, region_args[0] if region_args else None)])
-        return PeerServer(bg, stream, client_argv, leftover)
+            super().check_pair(client, server)
 
     def expected_seconds(self) -> float:
         p: IpcParams = self.params

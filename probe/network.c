@@ -1,0 +1,859 @@
+/*
+ * network: streaming throughput from one probe to another over tcp or udp, and
+ * what it costs the two ends in CPU time (docs/probe/network.md).
+ *
+ * `network --serve` is the receiver, `network --connect ADDR:PORT` the sender. One
+ * TCP connection joins them for the whole session (the control channel):
+ *
+ *   sender -> receiver   HELLO(transport, size, duration, rate)
+ *   receiver -> sender   READY(udp port, 0 for tcp)
+ *   tcp: the data follows on the control connection itself, then the
+ *        sender shuts its writing side down (EOF marks the end);
+ *   udp: datagrams go to the udp port READY named, then the sender says
+ *        END(datagrams sent, bytes sent) on the control connection;
+ *   receiver -> sender   REPORT(what arrived, over which span, at what CPU cost)
+ *
+ * The receiver's figures are the result: only it knows what arrived and
+ * when, so the rate is the bytes it received over its own span, and the
+ * udp loss is what the sender says it sent minus what arrived. The sender
+ * prints one result with both sides' figures (the receiver's from REPORT);
+ * the receiver prints its own as well.
+ *
+ * Every chunk (tcp) and datagram (udp) carries its sequence number in its
+ * first 8 bytes, and each further 8-byte word is a fixed pseudo-random word
+ * XORed with a key derived from that number: a chunk that is altered,
+ * misplaced or from another session fails the check, and the check costs a
+ * few instructions per word, so that it does not become the bottleneck of a
+ * fast link.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "probe.h"
+#include "transport.h"
+
+#define SUB "network"
+
+#define NET_MAGIC "RTVBNET1"
+#define NET_FIELDS 16
+#define NET_CTRL (8 + 8 * NET_FIELDS)
+#define NET_HDR 8                     /* the sequence number */
+#define NET_MIN_SIZE 16
+#define NET_MAX_TCP (16u << 20)
+/* The largest UDP payload over IPv4 (65535 - 20 - 8): a bigger datagram
+ * cannot be sent in one piece, and datagrams are never split here. */
+#define NET_MAX_UDP 65507
+#define DEFAULT_TCP_SIZE 131072
+/* Fits one Ethernet frame with IPv6 and UDP headers (1500 - 48): no IP
+ * fragments, which would make one lost fragment lose the whole datagram. */
+#define DEFAULT_UDP_SIZE 1400
+/* After the sender's END, how long the receiver waits for stragglers once
+ * nothing arrives: datagrams still in flight (a slow TCG guest) land well
+ * within it; a datagram later than that is counted as lost. */
+#define NET_QUIET_NS 500000000ull
+/* Most sequence numbers the receiver tracks for duplicates (32 MiB of
+ * bitmap): 10 Gbit/s of 1400-byte datagrams for five minutes. */
+#define NET_MAX_TRACKED (1ull << 28)
+
+enum { OP_HELLO = 1, OP_READY = 2, OP_END = 3, OP_REPORT = 4 };
+enum net_mode { NET_SERVE, NET_CONNECT };
+
+/* The REPORT's fields after the op. */
+enum {
+    R_BYTES = 1, R_UNITS, R_DUPLICATES, R_OUT_OF_ORDER, R_SPAN_NS, R_CPU_NS, R_CORRUPT,
+    R_BAD_SEQ, R_BAD_OFFSET, R_BAD_BYTES, R_PARTIAL, R_LOOP_NS
+};
+
+struct net_opts {
+    enum net_mode mode;
+    int transport;                   /* TP_TCP or TP_UDP */
+    uint64_t size, duration_ns, rate_bps, timeout_ns;
+    const char *connect, *bind;
+    char host[64];
+    unsigned port;
+    int64_t corrupt;                 /* hidden test hook: chunk to alter, -1 = off */
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+/* ------------------------------------------------------- control messages */
+
+static int send_ctrl(struct tp_conn *c, const uint64_t f[NET_FIELDS])
+{
+    uint8_t buf[NET_CTRL];
+    memcpy(buf, NET_MAGIC, 8);
+    for (int i = 0; i < NET_FIELDS; i++) {
+        uint64_t le = htole64(f[i]);
+        memcpy(buf + 8 + 8 * i, &le, 8);
+    }
+    return tp_send_all(c, buf, sizeof buf);
+}
+
+/* 0; -1 with errno from the transport; -2 for a message that is not ours
+ * or not the op expected. */
+static int recv_ctrl(struct tp_conn *c, uint64_t op, uint64_t f[NET_FIELDS])
+{
+    uint8_t buf[NET_CTRL];
+    if (tp_recv_all(c, buf, sizeof buf))
+        return -1;
+    if (memcmp(buf, NET_MAGIC, 8))
+        return -2;
+    for (int i = 0; i < NET_FIELDS; i++) {
+        uint64_t le;
+        memcpy(&le, buf + 8 + 8 * i, 8);
+        f[i] = le64toh(le);
+    }
+    return f[0] == op ? 0 : -2;
+}
+
+static const char *io_text(int err)
+{
+    switch (err) {
+    case EAGAIN: return "the other end was silent longer than --timeout-s";
+    case ECONNRESET:
+    case EPIPE: return "the other end closed the connection";
+    default: return strerror(err);
+    }
+}
+
+/* ------------------------------------------------------------ the payload */
+
+/* The fixed words every chunk is built from (xorshift64 from a fixed seed). */
+static uint64_t *base_words(size_t size)
+{
+    size_t n = (size + 7) / 8;
+    uint64_t *w = malloc(n * 8), x = 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; w && i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        w[i] = x;
+    }
+    return w;
+}
+
+/* The key of chunk seq: every bit depends on seq (splitmix64's finaliser),
+ * so chunks of neighbouring numbers differ in every word. */
+static uint64_t chunk_key(uint64_t seq)
+{
+    uint64_t z = seq + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Chunk seq of `size` bytes into out: its number, then base ^ key. Words
+ * are copied through memcpy (out need not be aligned) in host order: both
+ * ends build the same bytes only if they share a byte order, so the key
+ * and the words are stored little-endian. */
+static void fill_chunk(uint8_t *out, const uint64_t *base, size_t size, uint64_t seq)
+{
+    uint64_t key = chunk_key(seq), v = htole64(seq);
+    memcpy(out, &v, NET_HDR);
+    size_t i = NET_HDR;
+    for (; i + 8 <= size; i += 8) {
+        v = htole64(base[i / 8] ^ key);
+        memcpy(out + i, &v, 8);
+    }
+    if (i < size) {
+        v = htole64(base[i / 8] ^ key);
+        memcpy(out + i, &v, size - i);
+    }
+}
+
+struct check {
+    uint64_t corrupt;                /* chunks or datagrams with a wrong byte */
+    uint64_t seq;                    /* the first of them, */
+    uint64_t offset;                 /* its first wrong byte, */
+    unsigned expected, got;          /* what it should have been and was */
+};
+
+/* Whether chunk `seq` in `got` is exact; the first fault goes into ck. */
+static int check_chunk(const uint8_t *got, uint8_t *scratch, const uint64_t *base, size_t size, uint64_t seq,
+                       struct check *ck)
+{
+    fill_chunk(scratch, base, size, seq);
+    if (memcmp(got, scratch, size) == 0)
+        return 1;
+    if (ck->corrupt++ == 0) {
+        size_t i = 0;
+        while (i < size - 1 && got[i] == scratch[i])
+            i++;
+        ck->seq = seq;
+        ck->offset = i;
+        ck->expected = scratch[i];
+        ck->got = got[i];
+    }
+    return 0;
+}
+
+static uint64_t cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* ---------------------------------------------------------------- receiver */
+
+struct received {
+    uint64_t bytes, units, duplicates, out_of_order, partial;
+    uint64_t span_ns, cpu_ns;        /* from READY to the last arrival; CPU over the receive loop */
+    struct check ck;
+};
+
+/* tcp: chunks on the control connection until the sender's EOF. */
+static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, struct received *r, const char **why)
+{
+    uint8_t *buf = malloc(size), *scratch = malloc(size);
+    uint64_t *base = base_words(size), t_last = t_ready;
+    size_t have = 0;
+    int rc = 0;
+    if (!buf || !scratch || !base) {
+        *why = "out of memory for the chunks";
+        rc = -1;
+    }
+    while (rc == 0 && !stop) {
+        /* MSG_WAITALL: one call per chunk whatever the segments were. */
+        ssize_t n = recv(c->rfd, buf + have, size - have, MSG_WAITALL);
+        if (n == 0)
+            break;                   /* the sender's EOF: the stream is over */
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            *why = io_text(errno);
+            rc = -1;
+            break;
+        }
+        t_last = mono_ns();
+        r->bytes += (uint64_t)n;
+        have += (size_t)n;
+        if (have == size) {
+            check_chunk(buf, scratch, base, size, r->units++, &r->ck);
+            have = 0;
+        }
+    }
+    r->partial = have;               /* a chunk cut short by an interrupted sender: counted, not checked */
+    r->span_ns = t_last - t_ready;
+    free(buf);
+    free(scratch);
+    free(base);
+    return rc;
+}
+
+/* A growing bitmap of the sequence numbers seen, for duplicates. */
+struct seen {
+    uint64_t *bits;
+    uint64_t cap;                    /* in numbers */
+};
+
+/* 1 if seq was seen before, 0 if not (now it is), -1 beyond what is tracked. */
+static int seen_mark(struct seen *s, uint64_t seq)
+{
+    if (seq >= NET_MAX_TRACKED)
+        return -1;
+    if (seq >= s->cap) {
+        uint64_t cap = s->cap ? s->cap : 1 << 16;
+        while (cap <= seq)
+            cap *= 2;
+        uint64_t *bits = realloc(s->bits, cap / 8);
+        if (!bits)
+            return -1;
+        memset((uint8_t *)bits + s->cap / 8, 0, (cap - s->cap) / 8);
+        s->bits = bits;
+        s->cap = cap;
+    }
+    uint64_t m = 1ull << (seq % 64);
+    int was = (s->bits[seq / 64] & m) != 0;
+    s->bits[seq / 64] |= m;
+    return was;
+}
+
+/* udp: datagrams on ufd, until every datagram END announced has come or
+ * nothing has come for NET_QUIET_NS after END. */
+static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout_ns, uint64_t t_ready,
+                       struct received *r, uint64_t *sent, const char **why)
+{
+    uint8_t *buf = malloc(size + 1), *scratch = malloc(size);
+    uint64_t *base = base_words(size), t_last = t_ready, t_heard = t_ready, highest = 0;
+    struct seen seen = {0};
+    int rc = 0, ended = 0, any = 0;
+    *sent = 0;
+    if (!buf || !scratch || !base) {
+        *why = "out of memory for the datagrams";
+        rc = -1;
+    }
+    while (rc == 0 && !stop) {
+        uint64_t now = mono_ns();
+        if (ended && (r->units >= *sent || now - t_heard >= NET_QUIET_NS))
+            break;
+        if (!ended && now - t_heard >= timeout_ns) {
+            *why = "the sender was silent longer than --timeout-s";
+            rc = -1;
+            break;
+        }
+        struct pollfd p[2] = {{.fd = ufd, .events = POLLIN}, {.fd = c->rfd, .events = POLLIN}};
+        if (poll(p, ended ? 1 : 2, 50) < 0) {
+            if (errno != EINTR) {
+                *why = strerror(errno);
+                rc = -1;
+            }
+            continue;
+        }
+        /* Every datagram queued, then the control channel: END is sent
+         * after the last datagram, so most have arrived when it is read. */
+        for (;;) {
+            ssize_t n = recv(ufd, buf, size + 1, MSG_DONTWAIT | MSG_TRUNC);
+            if (n < 0)
+                break;
+            t_last = t_heard = mono_ns();
+            uint64_t seq;
+            memcpy(&seq, buf, NET_HDR);
+            seq = le64toh(seq);
+            int was = (size_t)n == size ? seen_mark(&seen, seq) : -1;
+            if (was == 1) {
+                r->duplicates++;
+                continue;
+            }
+            r->units++;
+            r->bytes += (uint64_t)n;
+            if (was < 0) {           /* a datagram of another size or an impossible number */
+                if (r->ck.corrupt++ == 0)
+                    r->ck = (struct check){.corrupt = 1, .seq = seq, .offset = (size_t)n == size ? 0 : (uint64_t)n};
+                continue;
+            }
+            if (any && seq < highest)
+                r->out_of_order++;
+            if (!any || seq > highest)
+                highest = seq;
+            any = 1;
+            check_chunk(buf, scratch, base, size, seq, &r->ck);
+        }
+        if (!ended && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            uint64_t f[NET_FIELDS];
+            int got = recv_ctrl(c, OP_END, f);
+            if (got) {
+                *why = got == -2 ? "the sender sent something else than END" : io_text(errno);
+                rc = -1;
+                break;
+            }
+            ended = 1;
+            *sent = f[1];
+            t_heard = mono_ns();
+        }
+    }
+    r->span_ns = t_last - t_ready;
+    free(seen.bits);
+    free(buf);
+    free(scratch);
+    free(base);
+    return rc;
+}
+
+static void print_check(struct jw *w, const struct check *ck, int complete)
+{
+    if (ck->corrupt || complete)
+        jw_bool(w, "verified", ck->corrupt == 0);
+    else
+        jw_null(w, "verified");      /* cut short, nothing wrong so far */
+    jw_uint(w, "corrupt_messages", ck->corrupt);
+    if (ck->corrupt) {
+        jw_obj(w, "corruption");
+        jw_uint(w, "message", ck->seq);
+        jw_uint(w, "offset", ck->offset);
+        jw_int(w, "expected", ck->expected);
+        jw_int(w, "got", ck->got);
+        jw_end(w);
+    }
+}
+
+static double per_s(uint64_t amount, uint64_t ns)
+{
+    return ns ? (double)amount * 1e9 / (double)ns : NAN;
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : NAN;
+}
+
+static int serve(const struct net_opts *o, int lfd, char *why, size_t whylen)
+{
+    struct tp_conn c;
+    char err[256], peer[128] = "?";
+    uint64_t f[NET_FIELDS] = {0};
+    const char *fault = NULL;
+    int rc = tp_accept(TP_TCP, lfd, &c, peer, sizeof peer, err, sizeof err);
+    close(lfd);                      /* one session per run */
+    if (rc) {
+        snprintf(why, whylen, "%s", err);
+        return -1;
+    }
+    tp_set_timeout(&c, o->timeout_ns);
+    rc = recv_ctrl(&c, OP_HELLO, f);
+    uint64_t size = f[2], max = f[1] == TP_UDP ? NET_MAX_UDP : NET_MAX_TCP;
+    if (rc || (f[1] != TP_TCP && f[1] != TP_UDP) || size < NET_MIN_SIZE || size > max) {
+        snprintf(why, whylen, "%s", rc == -1 ? io_text(errno) : "the client is not rtvb-probe network --connect "
+                                                                "of this version");
+        tp_close(&c);
+        return -1;
+    }
+    int kind = (int)f[1], ufd = -1;
+    unsigned uport = 0;
+    if (kind == TP_UDP) {
+        ufd = tp_listen(TP_UDP, o->bind, 0, &uport, err, sizeof err);
+        if (ufd < 0) {
+            snprintf(why, whylen, "cannot open the udp port: %s", err);
+            tp_close(&c);
+            return -1;
+        }
+        /* Room for a burst of a paced sender that was descheduled (the
+         * kernel caps it at net.core.rmem_max). */
+        int room = 4 << 20;
+        setsockopt(ufd, SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
+    }
+    struct received r = {0};
+    uint64_t sent = 0, reply[NET_FIELDS] = {OP_READY, uport};
+    uint64_t cpu0 = cpu_ns(), t_ready = mono_ns();
+    rc = send_ctrl(&c, reply);
+    if (rc)
+        fault = io_text(errno);
+    else if (kind == TP_TCP)
+        rc = receive_tcp(&c, size, t_ready, &r, &fault);
+    else
+        rc = receive_udp(&c, ufd, size, o->timeout_ns, t_ready, &r, &sent, &fault);
+    r.cpu_ns = cpu_ns() - cpu0;
+    uint64_t loop_ns = mono_ns() - t_ready;
+    if (ufd >= 0)
+        close(ufd);
+    int complete = rc == 0 && !stop;
+    if (complete) {
+        uint64_t rep[NET_FIELDS] = {OP_REPORT, r.bytes, r.units, r.duplicates, r.out_of_order, r.span_ns,
+                                    r.cpu_ns, r.ck.corrupt, r.ck.seq, r.ck.offset,
+                                    (uint64_t)r.ck.expected << 8 | r.ck.got, r.partial, loop_ns};
+        if (send_ctrl(&c, rep)) {
+            complete = 0;
+            fault = io_text(errno);
+        }
+    }
+    tp_close(&c);
+
+    struct jw w = {0};
+    jw_record(&w, "result");
+    jw_str(&w, "role", "receiver");
+    jw_str(&w, "transport", tp_name((enum tp_kind)kind));
+    jw_str(&w, "peer", peer);
+    jw_uint(&w, "size_bytes", size);
+    jw_bool(&w, "complete", complete);
+    jw_uint(&w, "received_bytes", r.bytes);
+    jw_uint(&w, "received_messages", r.units);
+    if (kind == TP_UDP) {
+        jw_uint(&w, "duplicates", r.duplicates);
+        jw_uint(&w, "out_of_order", r.out_of_order);
+        if (complete)                /* END said how many were sent */
+            jw_double(&w, "loss_percent", percent(sent > r.units ? sent - r.units : 0, sent));
+        else
+            jw_null(&w, "loss_percent");
+    }
+    jw_uint(&w, "span_ns", r.span_ns);
+    jw_double(&w, "rate_bytes_per_s", per_s(r.bytes, r.span_ns));
+    jw_double(&w, "rate_bits_per_s", per_s(8 * r.bytes, r.span_ns));
+    jw_double(&w, "cpu_percent", percent(r.cpu_ns, loop_ns));
+    print_check(&w, &r.ck, complete);
+    jw_emit(&w);
+    jw_free(&w);
+    if (fault)
+        snprintf(why, whylen, "receiving from %s: %s", peer, fault);
+    return complete ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ sender */
+
+struct sent {
+    uint64_t bytes, units, span_ns, cpu_ns;
+};
+
+static int send_tcp(struct tp_conn *c, const struct net_opts *o, struct sent *s, const char **why)
+{
+    uint8_t *chunk = malloc(o->size);
+    uint64_t *base = base_words(o->size);
+    if (!chunk || !base) {
+        free(chunk);
+        free(base);
+        *why = "out of memory for the chunks";
+        return -1;
+    }
+    /* A bulk stream: let the kernel fill its segments (the control
+     * connection was made with TCP_NODELAY for round trips). */
+    int zero = 0, rc = 0;
+    setsockopt(c->wfd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
+    uint64_t t0 = mono_ns(), cpu0 = cpu_ns(), end = t0 + o->duration_ns, now = t0;
+    while (!stop && now < end) {
+        fill_chunk(chunk, base, o->size, s->units);
+        int corrupt = o->corrupt >= 0 && s->units == (uint64_t)o->corrupt;
+        if (corrupt)
+            chunk[o->size / 2] ^= 0x01;
+        if (tp_send_all(c, chunk, o->size)) {
+            if (errno != EINTR)
+                *why = io_text(errno), rc = -1;
+            break;                   /* an interrupted chunk is cut short: the receiver counts its bytes */
+        }
+        s->units++;
+        s->bytes += o->size;
+        now = mono_ns();
+    }
+    s->span_ns = mono_ns() - t0;
+    s->cpu_ns = cpu_ns() - cpu0;
+    free(chunk);
+    free(base);
+    if (rc == 0 && shutdown(c->wfd, SHUT_WR)) {
+        *why = io_text(errno);
+        rc = -1;
+    }
+    return rc;
+}
+
+static int send_udp(struct tp_conn *ctrl, const struct net_opts *o, unsigned uport, struct sent *s,
+                    const char **why)
+{
+    static char err[256];
+    struct tp_conn d;
+    if (tp_connect(TP_UDP, o->host, uport, &d, err, sizeof err)) {
+        *why = err;
+        return -1;
+    }
+    uint8_t *dgram = malloc(o->size);
+    uint64_t *base = base_words(o->size);
+    int rc = 0;
+    if (!dgram || !base) {
+        *why = "out of memory for the datagrams";
+        rc = -1;
+    }
+    /* Datagram i leaves at t0 + i * gap: a schedule, not a sleep between
+     * sends, so a late wake-up is caught up and the average rate is exact.
+     * The timer slack of 1 ns makes the wake-ups as punctual as the
+     * scheduler allows (the default slack is 50 us, longer than the gap at
+     * a gigabit). */
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    double gap = (double)o->size * 8.0 * 1e9 / (double)o->rate_bps;
+    uint64_t t0 = mono_ns(), cpu0 = cpu_ns(), end = t0 + o->duration_ns;
+    while (rc == 0 && !stop) {
+        uint64_t due = t0 + (uint64_t)((double)s->units * gap);
+        if (due >= end)
+            break;
+        if (due > mono_ns()) {
+            struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+            if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+                continue;            /* a signal: look at stop again */
+        }
+        fill_chunk(dgram, base, o->size, s->units);
+        if (o->corrupt >= 0 && s->units == (uint64_t)o->corrupt)
+            dgram[o->size / 2] ^= 0x01;
+        ssize_t n = send(d.wfd, dgram, o->size, 0);
+        if (n < 0 && (errno == ENOBUFS || errno == EINTR || errno == EAGAIN))
+            continue;                /* the same datagram again: nothing was sent */
+        if (n != (ssize_t)o->size) {
+            *why = n < 0 && errno == ECONNREFUSED ? "the receiver's udp port refused the datagrams"
+                                                  : n < 0 ? io_text(errno) : "a datagram was cut short";
+            rc = -1;
+            break;
+        }
+        s->units++;
+        s->bytes += o->size;
+    }
+    s->span_ns = mono_ns() - t0;
+    s->cpu_ns = cpu_ns() - cpu0;
+    tp_close(&d);
+    free(dgram);
+    free(base);
+    uint64_t f[NET_FIELDS] = {OP_END, s->units, s->bytes};
+    if (rc == 0 && send_ctrl(ctrl, f)) {
+        *why = io_text(errno);
+        rc = -1;
+    }
+    return rc;
+}
+
+static int run_connect(const struct net_opts *o, char *why, size_t whylen)
+{
+    struct tp_conn c;
+    char err[256], peer[100];
+    const char *fault = NULL;
+    snprintf(peer, sizeof peer, strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host, o->port);
+    if (tp_connect(TP_TCP, o->host, o->port, &c, err, sizeof err)) {
+        snprintf(why, whylen, "%s", err);
+        return -1;
+    }
+    tp_set_timeout(&c, o->timeout_ns);
+    uint64_t f[NET_FIELDS] = {OP_HELLO, (uint64_t)o->transport, o->size, o->duration_ns, o->rate_bps};
+    int rc = send_ctrl(&c, f);
+    if (rc == 0)
+        rc = recv_ctrl(&c, OP_READY, f);
+    if (rc) {
+        snprintf(why, whylen, "starting the session with %s: %s", peer,
+                 rc == -2 ? "the answer is not from rtvb-probe network --serve of this version" : io_text(errno));
+        tp_close(&c);
+        return -1;
+    }
+    struct sent s = {0};
+    rc = o->transport == TP_TCP ? send_tcp(&c, o, &s, &fault) : send_udp(&c, o, (unsigned)f[1], &s, &fault);
+    int interrupted = stop;
+    /* An interrupted sender still asks for the report: the result then
+     * covers what was sent so far (a second signal cuts the wait short). */
+    int reported = 0;
+    if (rc == 0) {
+        int got = recv_ctrl(&c, OP_REPORT, f);
+        reported = got == 0;
+        if (got)
+            fault = got == -2 ? "the receiver's report is garbled" : io_text(errno);
+    }
+    tp_close(&c);
+
+    uint64_t received = reported ? f[R_BYTES] : 0, units = reported ? f[R_UNITS] : 0;
+    uint64_t span = reported ? f[R_SPAN_NS] : 0, loop_ns = reported ? f[R_LOOP_NS] : 0;
+    struct check ck = {0};
+    if (reported)
+        ck = (struct check){.corrupt = f[R_CORRUPT], .seq = f[R_BAD_SEQ], .offset = f[R_BAD_OFFSET],
+                            .expected = (unsigned)(f[R_BAD_BYTES] >> 8 & 0xff), .got = (unsigned)(f[R_BAD_BYTES] & 0xff)};
+    int complete = reported && !interrupted;
+    struct jw w = {0};
+    jw_record(&w, "result");
+    jw_str(&w, "role", "sender");
+    jw_str(&w, "transport", tp_name((enum tp_kind)o->transport));
+    jw_str(&w, "peer", peer);
+    jw_uint(&w, "size_bytes", o->size);
+    jw_bool(&w, "complete", complete);
+    jw_uint(&w, "sent_bytes", s.bytes);
+    jw_uint(&w, "sent_messages", s.units);
+    jw_uint(&w, "sender_span_ns", s.span_ns);
+    jw_double(&w, "sender_rate_bits_per_s", per_s(8 * s.bytes, s.span_ns));
+    if (o->transport == TP_UDP)
+        jw_uint(&w, "target_rate_bits_per_s", o->rate_bps);
+    if (reported) {
+        jw_uint(&w, "received_bytes", received);
+        jw_uint(&w, "received_messages", units);
+        jw_uint(&w, "receiver_span_ns", span);
+        jw_double(&w, "rate_bytes_per_s", per_s(received, span));
+        jw_double(&w, "rate_bits_per_s", per_s(8 * received, span));
+        if (o->transport == TP_UDP) {
+            jw_uint(&w, "duplicates", f[R_DUPLICATES]);
+            jw_uint(&w, "out_of_order", f[R_OUT_OF_ORDER]);
+            jw_uint(&w, "lost_messages", s.units > units ? s.units - units : 0);
+            jw_double(&w, "loss_percent", percent(s.units > units ? s.units - units : 0, s.units));
+        } else {
+            jw_uint(&w, "partial_bytes", f[R_PARTIAL]);
+        }
+        jw_double(&w, "receiver_cpu_percent", percent(f[R_CPU_NS], loop_ns));
+    } else {
+        jw_null(&w, "rate_bits_per_s");
+        jw_null(&w, "receiver_cpu_percent");
+    }
+    jw_double(&w, "sender_cpu_percent", percent(s.cpu_ns, s.span_ns));
+    print_check(&w, &ck, reported);   /* the receiver checked all that arrived */
+    jw_emit(&w);
+    jw_free(&w);
+    if (fault) {
+        snprintf(why, whylen, "streaming to %s: %s", peer, fault);
+        return -1;
+    }
+    if (ck.corrupt) {
+        snprintf(why, whylen, "the receiver found %llu corrupted %s, the first (number %llu) at byte %llu "
+                 "(expected 0x%02x, got 0x%02x)", (unsigned long long)ck.corrupt,
+                 o->transport == TP_UDP ? "datagrams" : "chunks", (unsigned long long)ck.seq,
+                 (unsigned long long)ck.offset, ck.expected, ck.got);
+        return -1;
+    }
+    /* tcp delivers every byte or fails: a difference here is a fault of
+     * this program or of the path, never a figure. */
+    if (complete && o->transport == TP_TCP && received != s.bytes) {
+        snprintf(why, whylen, "the receiver got %llu bytes of the %llu sent over tcp",
+                 (unsigned long long)received, (unsigned long long)s.bytes);
+        return -1;
+    }
+    return interrupted || !reported ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- options */
+
+/* IPv4:PORT or [IPv6]:PORT, numeric. */
+static int split_address(const char *s, struct net_opts *o)
+{
+    const char *colon = strrchr(s, ':'), *host = s;
+    size_t len = colon ? (size_t)(colon - s) : 0;
+    if (s[0] == '[') {
+        if (len < 3 || s[len - 1] != ']')
+            return -1;
+        host = s + 1;
+        len -= 2;
+    } else if (memchr(s, ':', len)) {
+        return -1;                   /* an IPv6 address needs brackets before :PORT */
+    }
+    uint64_t port;
+    if (!colon || len == 0 || len >= sizeof o->host || parse_u64(colon + 1, 1, 65535, &port))
+        return -1;
+    memcpy(o->host, host, len);
+    o->host[len] = '\0';
+    o->port = (unsigned)port;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct net_opts *o)
+{
+    static const char *const transports[] = {"tcp", "udp"};
+    static const int kinds[] = {TP_TCP, TP_UDP};
+    *o = (struct net_opts){.mode = NET_CONNECT, .transport = TP_TCP, .duration_ns = 10000000000ull,
+                           .timeout_ns = 10000000000ull, .port = TP_DEFAULT_PORT, .corrupt = -1};
+    int serve = 0;
+    struct opt table[] = {
+        {OPT_F("serve", &serve, 1, "be the receiver of one session of another probe's --connect")},
+        {OPT_S("connect", &o->connect, "ADDR:PORT", "be the sender, to a --serve receiver: IPv4:PORT or [IPv6]:PORT\n"
+                                                    "(numeric addresses; names are not resolved)")},
+        {OPT_E("transport", &o->transport, transports, kinds, 2, "tcp (default) or udp")},
+        {OPT_NS("duration-s", &o->duration_ns, 1e9, 0.01, 1e6, "seconds", "S",
+                "how long the sender streams (default 10)")},
+        {OPT_SZ("size", &o->size, NET_MIN_SIZE, NET_MAX_TCP,
+                "bytes per send: tcp chunk (default 128K, up to 16M), udp datagram\n"
+                "(default " RTVB_STR(DEFAULT_UDP_SIZE) ", up to " RTVB_STR(NET_MAX_UDP) "); 16 at least")},
+        {OPT_I("rate-bps", &o->rate_bps, 1000, 1000000000000ull, "R",
+               "udp: the sender's pace in bits per second of payload (required)")},
+        {OPT_I("port", &o->port, 0, 65535, "P",
+               "port of --serve (default " RTVB_STR(TP_DEFAULT_PORT) ", 0 = any: meta.params.port says which)")},
+        {OPT_S("bind", &o->bind, "ADDR", "address --serve listens on (default all)")},
+        {OPT_NS("timeout-s", &o->timeout_ns, 1e9, 0.001, 1e6, "seconds", "S",
+                "give up when the other end is silent this long (default 10)")},
+        /* Test hook (docs/probe/network.md): the sender alters one byte of chunk N. */
+        {OPT_I("x-corrupt", &o->corrupt, 0, UINT32_MAX, "N", NULL), .expect = "a chunk number"},
+        {OPT_TEXT("The sender prints the result, with the receiver's figures; the receiver prints its own.")},
+        {OPTS_END},
+    };
+    int rc = opts_parse(SUB, table, argc, argv);
+    if (rc)
+        return rc;
+    if (serve == !!o->connect)
+        return usage_error(SUB, "give --serve (the receiver) or --connect ADDR:PORT (the sender), one of them.");
+    if (serve) {
+        o->mode = NET_SERVE;
+        static const char *const client_only[] = {"duration-s", "size", "rate-bps", "x-corrupt"};
+        for (size_t i = 0; i < sizeof client_only / sizeof *client_only; i++)
+            if (opts_seen(table, client_only[i]))
+                return usage_error(SUB, "--%s belongs to the sender (--connect): the receiver takes what it is "
+                                        "sent.", client_only[i]);
+        return 0;
+    }
+    if (split_address(o->connect, o))
+        return usage_error(SUB, "--connect must be IPv4:PORT or [IPv6]:PORT, got '%s'.", o->connect);
+    if (opts_seen(table, "port") || o->bind)
+        return usage_error(SUB, "--port and --bind belong to --serve (--connect takes ADDR:PORT).");
+    if (!opts_seen(table, "size"))
+        o->size = o->transport == TP_UDP ? DEFAULT_UDP_SIZE : DEFAULT_TCP_SIZE;
+    if (o->transport == TP_UDP) {
+        if (!o->rate_bps)
+            return usage_error(SUB, "udp needs --rate-bps: an unpaced udp sender measures only what is dropped.");
+        if (o->size > NET_MAX_UDP)
+            return usage_error(SUB, "--size of a udp datagram must be 16 to " RTVB_STR(NET_MAX_UDP) ", got %llu.",
+                               (unsigned long long)o->size);
+    } else if (o->rate_bps) {
+        return usage_error(SUB, "--rate-bps paces udp only; tcp streams as fast as it can.");
+    }
+    return 0;
+}
+
+static void print_meta(int argc, char **argv, const struct net_opts *o)
+{
+    struct jw w = {0};
+    meta_begin(&w, SUB, argc, argv);
+    jw_obj(&w, "params");
+    jw_str(&w, "mode", o->mode == NET_SERVE ? "serve" : "connect");
+    /* A receiver takes the transport, size and duration its sender asks for. */
+    if (o->mode == NET_SERVE) {
+        jw_null(&w, "transport");
+        jw_null(&w, "size_bytes");
+        jw_null(&w, "duration_ns");
+        jw_null(&w, "rate_bits_per_s");
+    } else {
+        jw_str(&w, "transport", tp_name((enum tp_kind)o->transport));
+        jw_uint(&w, "size_bytes", o->size);
+        jw_uint(&w, "duration_ns", o->duration_ns);
+        if (o->transport == TP_UDP)
+            jw_uint(&w, "rate_bits_per_s", o->rate_bps);
+        else
+            jw_null(&w, "rate_bits_per_s");
+    }
+    jw_uint(&w, "timeout_ns", o->timeout_ns);
+    jw_uint(&w, "port", o->port);
+    jw_str(&w, "bind", o->mode == NET_SERVE ? (o->bind ? o->bind : "*") : NULL);
+    jw_str(&w, "connect", o->connect);
+    if (o->corrupt >= 0)
+        jw_int(&w, "x_corrupt", o->corrupt);
+    jw_end(&w);
+    meta_finish_euid(&w);
+}
+
+/* SIGINT and SIGTERM end the stream early, without SA_RESTART, so that a
+ * blocking send or receive returns EINTR; a closed peer is EPIPE, not a
+ * signal. */
+static void catch_stops(void)
+{
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        sigaction(i ? SIGTERM : SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The receiver listens before meta is printed, so that meta names the port
+ * in effect (the host reads it there, as for ipc --serve). */
+static int open_listener(struct net_opts *o, char *why, size_t whylen)
+{
+    char err[256];
+    unsigned bound;
+    int lfd = tp_listen(TP_TCP, o->bind, o->port, &bound, err, sizeof err);
+    if (lfd < 0)
+        snprintf(why, whylen, "cannot listen on port %u: %s", o->port, err);
+    else
+        o->port = bound;
+    return lfd;
+}
+
+int cmd_network(int argc, char **argv)
+{
+    struct net_opts o;
+    int rc = opts_done(parse_options(argc, argv, &o));
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+    catch_stops();
+    uint64_t t0 = mono_ns();
+    char why[400] = "";
+    int lfd = o.mode == NET_SERVE ? open_listener(&o, why, sizeof why) : -1;
+    print_meta(argc, argv, &o);
+    if (o.mode == NET_SERVE)
+        rc = lfd < 0 ? -1 : serve(&o, lfd, why, sizeof why);
+    else
+        rc = run_connect(&o, why, sizeof why);
+    if (stop) {
+        emit_end("interrupted", mono_ns() - t0, NULL);
+        return EXIT_OK;
+    }
+    emit_end(rc ? "error" : "ok", mono_ns() - t0, rc ? why : NULL);
+    return rc ? EXIT_ENV : EXIT_OK;
+}
