@@ -2,8 +2,9 @@
 
 Not a probe subcommand: the target switches the environment off and on (Target.power_cycle), and
 the probe's `sysinfo` must then run there (the probe works again, not only the kernel). The boot's
-phases come from the host's clock (QEMU started, `ready` received) and the guest's CLOCK_BOOTTIME
-(when its clock started, when /init started, when the probe said `ready`); docs/campaign.md.
+phases come from the host's clock (QEMU started or the reboot command sent, `ready` received or the
+probe answered) and the environment's own boot clock (for a guest: when its clock started, when /init
+started, when the probe said `ready`; for a board: its uptime); docs/campaign.md.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ class BootBenchmark(Benchmark):
             if target is not None and not target.can_power_cycle:
                 out.append((("benchmarks", self.name, "kind"),
                             f'"boot" power-cycles every environment, and environment "{env_name}" is a '
-                            f"{target.kind} target, which rtvbench cannot power-cycle; measure boot times "
-                            "in a campaign of qemu environments"))
+                            f"{target.kind} target{' without reboot_command' if target.kind == 'ssh' else ''}"
+                            ", which rtvbench cannot power-cycle; measure boot times in qemu environments, "
+                            "or in ssh environments with a reboot_command"))
                 break
         for load_name, load in loads.items():
             parts = getattr(load, "parts", None) or [load]
