@@ -616,7 +616,7 @@ class SshTarget(Target):
                               'cannot be killed as a crash would; use action = "reboot".')
         timeout_s = p.boot_timeout_s or BOOT_TIMEOUT_S
         probe_path = self._probe_path or self.deploy_probe()
-        before = self._boot_id()
+        before = self.boot_id()
         master = self._master_pid()
         with tempfile.TemporaryFile() as err:
             t0 = time.monotonic_ns()
@@ -627,19 +627,36 @@ class SshTarget(Target):
                 down = self._wait_down(reboot, err, master, before, deadline, timeout_s)
                 # A master stuck on a board that vanished without closing it goes the hard way.
                 self._stop_master()
-                login = self._wait_login(deadline, timeout_s, (down - t0) / 1e9)
+                return self.come_back(
+                    t0, down, before, probe_path, deadline,
+                    f"boot_timeout_s ({timeout_s:g} s) of its reboot_command (which took it down in "
+                    f"{(down - t0) / 1e9:.1f} s)",
+                    f"its connection dropped {(down - t0) / 1e9:.1f} s after the reboot_command "
+                    f"`{p.reboot_command}`, but it answered again with the same boot_id ({before}), so the "
+                    "command ended the ssh connection without rebooting the board")
             finally:
                 if reboot.poll() is None:
                     reboot.kill()       # its session went with the old boot; ssh may not know yet
                 reboot.wait()
+
+    def forget_connection(self) -> None:
+        """Drop the master connection to a board that was switched off (killed if it hangs on the
+        dead peer), keeping what is known of it: the probe's path, its facts."""
+        self._stop_master()
+
+    def come_back(self, sent: int, down: int, before: str, probe_path: str, deadline: float,
+                  within: str, not_rebooted: str) -> dict[str, Any]:
+        """The second half of a timed boot, once the board went down (monotonic ns `sent` and
+        `down`; its master connection stopped): log in again as soon as it lets us (by `deadline`,
+        else "did not come back within <within>"), check that its boot_id is new (else "did not
+        reboot: <not_rebooted>"), copy the probe back if the boot removed it, and the phases once
+        it answers."""
+        login = self._wait_login(deadline, within)
         # One session for both: every session counts in the boot time.
         r = self._exec(f"cat {BOOT_ID} && {{ test -x {shlex.quote(probe_path)} || echo missing; }}")
         after, _, missing = r.stdout.decode(errors="replace").strip().partition("\n")
         if after == before:
-            raise TargetError(f"environment {self.name} ({p.host}) did not reboot: its connection dropped "
-                              f"{(down - t0) / 1e9:.1f} s after the reboot_command `{p.reboot_command}`, but "
-                              f"it answered again with the same boot_id ({before}), so the command ended the "
-                              "ssh connection without rebooting the board.")
+            raise TargetError(f"environment {self.name} ({self.params.host}) did not reboot: {not_rebooted}.")
         if missing:
             # The reboot emptied its directory (a /tmp on tmpfs): back to the same path, which the
             # runner's command line names.
@@ -648,17 +665,19 @@ class SshTarget(Target):
         ready = time.monotonic_ns()
         words = r.stdout.decode(errors="replace").split()
         if r.returncode != 0 or not words:
-            raise TargetError(f"the probe {probe_path} does not run in environment {self.name} ({p.host}) "
-                              f"after its reboot: {_last_line(r.stderr.decode(errors='replace'))}.")
-        return boot_phases(t0, down, login, ready, float(words[0])) | {"probe_redeployed": bool(missing)}
+            raise TargetError(f"the probe {probe_path} does not run in environment {self.name} "
+                              f"({self.params.host}) after its reboot: "
+                              f"{_last_line(r.stderr.decode(errors='replace'))}.")
+        return boot_phases(sent, down, login, ready, float(words[0])) | {"probe_redeployed": bool(missing)}
 
-    def _boot_id(self) -> str:
+    def boot_id(self) -> str:
+        """The board's boot_id: a new one at every boot."""
         r = self._exec(f"cat {BOOT_ID}")
         boot_id = r.stdout.decode(errors="replace").strip()
         if r.returncode != 0 or not boot_id:
             raise TargetError(f"environment {self.name} ({self.params.host}) has no readable {BOOT_ID} "
                               f"({_last_line(r.stderr.decode(errors='replace'))}), by which rtvbench tells "
-                              "that it rebooted; its reboot_command cannot be timed.")
+                              "that it rebooted; its boot cannot be timed.")
         return boot_id
 
     def _ask_boot_id(self, patience_s: float) -> str | None:
@@ -700,7 +719,7 @@ class SshTarget(Target):
                 next_ask = time.monotonic() + BOOT_ID_EVERY_S
             time.sleep(DOWN_CHECK_S)
 
-    def _wait_login(self, deadline: float, timeout_s: float, down_s: float) -> int:
+    def _wait_login(self, deadline: float, within: str) -> int:
         """Monotonic ns of the first ssh login that works again (a new master connection)."""
         while True:
             try:
@@ -710,8 +729,7 @@ class SshTarget(Target):
                 last = str(e).rstrip(".")
             if time.monotonic() >= deadline:
                 raise TargetError(f"environment {self.name} ({self.params.host}) did not come back within "
-                                  f"boot_timeout_s ({timeout_s:g} s) of its reboot_command: it went down after "
-                                  f"{down_s:.1f} s and no ssh login has worked since (the last attempt: {last}).")
+                                  f"{within}: no ssh login has worked since (the last attempt: {last}).")
             time.sleep(LOGIN_RETRY_S)
 
     def resolved_host_address(self) -> str:

@@ -9,7 +9,8 @@ is a test. Needs root (unshare and mount).
 The reboot command is `touch <root>/reboot`; a thread of the test sees the file and "reboots":
 it stops the sshd (every connection dropped), waits, starts the board's new kernel clock (new
 boot_id, uptime counted from then), waits `kernel_s` more and starts the sshd again. What the
-board's `workdir` held is gone after it, as a /tmp on tmpfs would be.
+board's `workdir` held is gone after it, as a /tmp on tmpfs would be. Or a power switch (the
+labgrid lab's PowerSwitch) calls switch_off and switch_on.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class FakeBoard:
     kernel_s: float = 0.5       # the new kernel's clock started this long before sshd listens
     mode: str = "reboot"        # "reboot", "same-id" (back without a new boot), "dead" (never back)
     reboots: list[Reboot] = field(default_factory=list)
+    switched_on: list[float] = field(default_factory=list)     # monotonic s of each switch_on()
 
     def start(self) -> "FakeBoard":
         self.root.mkdir(parents=True, exist_ok=True)
@@ -103,8 +105,7 @@ class FakeBoard:
             self.sshd.stop()
             if self.mode == "dead":
                 continue
-            for child in self.workdir.iterdir():
-                shutil.rmtree(child, ignore_errors=True)
+            self._wipe()
             time.sleep(max(0.0, event.requested + self.off_s - self.kernel_s - time.monotonic()))
             if self.mode == "reboot":
                 self._new_boot()
@@ -113,7 +114,38 @@ class FakeBoard:
             self.sshd.launch()
             event.up = time.monotonic()
 
+    def _wipe(self) -> None:
+        for child in self.workdir.iterdir():
+            shutil.rmtree(child, ignore_errors=True)
+
+    # A power switch (the labgrid lab's) instead of the reboot command:
+
+    def switch_off(self) -> None:
+        """Power gone: every connection dropped, /tmp emptied."""
+        self.sshd.stop()
+        self._wipe()
+
+    def switch_on(self) -> None:
+        """Power back: a new boot whose kernel clock starts now, sshd listening kernel_s later."""
+        self._new_boot()
+        self.switched_on.append(time.monotonic())
+        time.sleep(self.kernel_s)
+        self.sshd.launch()
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self.sshd.stop()
+
+
+def boots(run, label: str) -> list[tuple[dict[str, float], dict]]:
+    """Each measurement of a run of boots, in order, as (its `_ns` figures in seconds, its result);
+    all must be ok. The figures are printed: they are the numbers a test measured."""
+    out = []
+    for m in sorted(run.measurements, key=lambda m: m.repetition):
+        assert m.status == "ok", m.error
+        (res,) = m.results
+        seconds = {k[:-3]: v / 1e9 for k, v in res.items() if k.endswith("_ns")}
+        print(f"{label}:", ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items()))
+        out.append((seconds, res))
+    return out
