@@ -143,7 +143,7 @@ class Target(ABC):
         wait until its probe answers, and return the boot's phases in ns (`total_ns` at least).
         Raises TargetError where it cannot."""
         raise TargetError(f"environment {self.name} cannot be power-cycled (a {self.kind} target); "
-                          "measure boot times in qemu environments.")
+                          "measure boot times in qemu environments, or in ssh ones with a reboot_command.")
 
     def host_usage(self) -> dict[str, Any] | None:
         """What the environment costs the machine rtvbench runs on (the guests it boots: CPU time of

@@ -327,6 +327,41 @@ class LabgridTarget(Target):
         self._switch("cycle")
         return self._reach(time.monotonic() + self.params.boot_timeout_s)
 
+    # -- boot times (the `boot` kind) ----------------------------------------------------
+
+    @property
+    def can_power_cycle(self) -> bool:      # type: ignore[override]
+        # What validate can know before the place is acquired; a place without a power resource
+        # says so when its boot is measured.
+        return self.params.power_cycle and self.params.connection == "ssh"
+
+    def power_cycle(self, hard: bool = False) -> dict[str, Any]:
+        """The board switched off, power_off_s later on again, and timed as the ssh target times a
+        reboot (SshTarget.come_back), from the moment rtvbench asks the switch for off: `down_ns`
+        when the switch has answered, `login_ns`, `total_ns`, and the board's uptime split. The power
+        goes either way: `hard` changes nothing."""
+        if not self.can_power_cycle:
+            why = 'connection = "serial"' if self.params.connection == "serial" else "power_cycle = false"
+            raise TargetError(f"{self._where()} is not power-cycled by rtvbench "
+                              f"({why}); its boot time is measured over ssh with power_cycle = true.")
+        probe_path = self.deploy_probe()        # acquires the place, and switches it on, the first time
+        if self._power is None:
+            raise TargetError(f"{self._where()} has no power resource, so rtvbench cannot power-cycle it; "
+                              "add the board's switch to the place.")
+        board: SshTarget = self._board
+        before = board.boot_id()
+        sent = time.monotonic_ns()
+        self._switch("off")
+        down = time.monotonic_ns()
+        board.forget_connection()
+        time.sleep(self.params.power_off_s)
+        self._switch("on")
+        return board.come_back(
+            sent, down, before, probe_path, time.monotonic() + self.params.boot_timeout_s,
+            f"boot_timeout_s ({self.params.boot_timeout_s:g} s) of switching it on",
+            f"it answered again with the same boot_id ({before}) after it was switched off and on, so the "
+            f"power resource of {self._where()} does not switch this board; check which outlet it switches")
+
     # -- the Target interface: commands go to the board (over ssh or its serial line) ---
 
     def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:

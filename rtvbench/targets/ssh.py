@@ -23,15 +23,16 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import IO, Any, Callable, Optional
 
-from pydantic import ValidationInfo, field_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench import probe
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.params import StrictModel
+from rtvbench.params import PositiveNumber, StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
 from rtvbench.targets.ssh_wrapper import EXIT_MARK, remote_command, split_exit
@@ -44,6 +45,12 @@ CONNECT_TIMEOUT_S = 15      # default ConnectTimeout when the user's config sets
 ALIVE_INTERVAL_S, ALIVE_COUNT = 10, 6
 CONTROL_PERSIST_S = 300     # an idle master ends by itself, even if rtvbench was killed
 COMMAND_TIMEOUT_S = 120     # short housekeeping commands (uname, mktemp, copying the probe)
+BOOT_TIMEOUT_S = 300        # reboot_command -> the probe answers again: a slow board boots in minutes
+# While the board goes down: how often the master connection's process is looked at (in /proc: no
+# network), and how often, and how patiently, the board is asked for its boot_id through it.
+DOWN_CHECK_S, BOOT_ID_EVERY_S, BOOT_ID_ANSWER_S = 0.05, 1.0, 3.0
+LOGIN_RETRY_S = 0.2         # between login attempts while the board boots
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 # ssh options rtvbench sets itself: changing them would break connection sharing, make ssh
 # prompt (and hang), or turn the command channel into something else.
@@ -100,6 +107,22 @@ class SshAccess(StrictModel):
 class SshParams(SshAccess):
     host: str
     port: Optional[int] = None
+    reboot_command: Optional[str] = None    # makes the environment power-cyclable (the `boot` kind)
+    boot_timeout_s: Optional[PositiveNumber] = None     # default BOOT_TIMEOUT_S, with reboot_command only
+
+    @field_validator("reboot_command")
+    @classmethod
+    def _reboot_command(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError('must be a shell command that reboots the target, e.g. "sudo reboot"')
+        return v
+
+    @model_validator(mode="after")
+    def _timeout_needs_command(self):
+        if self.boot_timeout_s is not None and self.reboot_command is None:
+            raise ValueError("boot_timeout_s bounds a reboot, and this environment has no reboot_command: "
+                             'add one (e.g. reboot_command = "sudo reboot") or drop boot_timeout_s')
+        return self
 
     @field_validator("host")
     @classmethod
@@ -351,8 +374,9 @@ class SshTarget(Target):
         except ProcessLookupError:
             pass
 
-    def _connect(self) -> None:
-        """Make sure the master connection is up; (re)establish it when not."""
+    def _connect(self, timeout: float = CONNECT_TIMEOUT_S + 60) -> None:
+        """Make sure the master connection is up; (re)establish it when not (giving up after
+        `timeout` s: a board that does not answer at all)."""
         with self._connect_lock:
             if self._master_alive():
                 return
@@ -368,7 +392,7 @@ class SshTarget(Target):
                                         "-E", str(log), "-N", "-f", "--", self.params.host],
                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=err, start_new_session=True,
-                                       timeout=CONNECT_TIMEOUT_S + 60)
+                                       timeout=timeout)
                     code = r.returncode
                 except subprocess.TimeoutExpired:
                     code = None
@@ -479,10 +503,20 @@ class SshTarget(Target):
                               "writable directory there.")
         self._remote_dir = r.stdout.decode().strip()
         dest = f"{self._remote_dir}/rtvb-probe"
+        self._copy_probe(local, dest)
+        self._probe_path = dest
+        return dest
+
+    def _copy_probe(self, local: Path, dest: str) -> None:
+        """Copy the probe to `dest` (making its directory if a reboot removed it) and check that it
+        runs there."""
+        where = f"environment {self.name} ({self.params.host})"
+        parent = self.params.workdir or "/tmp"
         # One session: copy, check the size, check that it runs (exit 90: copying failed, 91: the
         # copy does not run).
         with open(local, "rb") as f:
-            r = self._exec(f"f={q(dest)}; cat > \"$f\" && chmod 755 \"$f\" && wc -c < \"$f\" || exit 90; "
+            r = self._exec(f"f={shlex.quote(dest)}; mkdir -p -- \"${{f%/*}}\" && cat > \"$f\" && "
+                           "chmod 755 \"$f\" && wc -c < \"$f\" || exit 90; "
                            "\"$f\" --version >/dev/null || exit 91", stdin=f)
         problem = _last_line(r.stderr.decode(errors="replace"))
         if r.returncode == 91:
@@ -492,8 +526,6 @@ class SshTarget(Target):
         if r.returncode != 0 or r.stdout.decode().split() != [str(local.stat().st_size)]:
             raise TargetError(f"copying the probe to {dest} in {where} failed ({problem}); check the "
                               "free space there, or set `workdir` to another directory.")
-        self._probe_path = dest
-        return dest
 
     def _remove_dead_runners_probes(self, parent: str) -> None:
         """Probe copies that runners of this machine left in `parent` when they were killed (SIGKILL
@@ -560,6 +592,146 @@ class SshTarget(Target):
                               f"({_last_line(r.stderr.decode(errors='replace'))}).")
         return r.stdout.decode("utf-8", "replace")
 
+    # -- rebooting the board (the `boot` kind) -----------------------------------------
+
+    @property
+    def can_power_cycle(self) -> bool:      # type: ignore[override]
+        return self.params.reboot_command is not None
+
+    def power_cycle(self, hard: bool = False) -> dict[str, Any]:
+        """Reboot the board with its reboot_command and time it until the probe answers again.
+
+        Every time is counted on this machine from the moment the command is sent: `down_ns` when
+        the board went away (its side closed our master connection, or it stopped answering through
+        it), `login_ns` at the first new ssh login, `total_ns` when the probe (copied again if the
+        reboot emptied its directory) answered `--version`. The board's /proc/uptime read with that
+        answer places the start of its new kernel's clock: `to_kernel_ns` and `from_kernel_ns`, only
+        where that lies between going down and the login (else the clocks do not line up). The
+        boot_id read before and after tells a reboot from a connection that merely dropped."""
+        p = self.params
+        if p.reboot_command is None:
+            return super().power_cycle(hard)
+        if hard:
+            raise TargetError(f"environment {self.name} is an ssh target, rebooted by its reboot_command: it "
+                              'cannot be killed as a crash would; use action = "reboot".')
+        timeout_s = p.boot_timeout_s or BOOT_TIMEOUT_S
+        probe_path = self._probe_path or self.deploy_probe()
+        before = self.boot_id()
+        master = self._master_pid()
+        with tempfile.TemporaryFile() as err:
+            t0 = time.monotonic_ns()
+            deadline = t0 / 1e9 + timeout_s
+            reboot = subprocess.Popen(self._client_argv(p.reboot_command), stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            try:
+                down = self._wait_down(reboot, err, master, before, deadline, timeout_s)
+                # A master stuck on a board that vanished without closing it goes the hard way.
+                self._stop_master()
+                return self.come_back(
+                    t0, down, before, probe_path, deadline,
+                    f"boot_timeout_s ({timeout_s:g} s) of its reboot_command (which took it down in "
+                    f"{(down - t0) / 1e9:.1f} s)",
+                    f"its connection dropped {(down - t0) / 1e9:.1f} s after the reboot_command "
+                    f"`{p.reboot_command}`, but it answered again with the same boot_id ({before}), so the "
+                    "command ended the ssh connection without rebooting the board")
+            finally:
+                if reboot.poll() is None:
+                    reboot.kill()       # its session went with the old boot; ssh may not know yet
+                reboot.wait()
+
+    def forget_connection(self) -> None:
+        """Drop the master connection to a board that was switched off (killed if it hangs on the
+        dead peer), keeping what is known of it: the probe's path, its facts."""
+        self._stop_master()
+
+    def come_back(self, sent: int, down: int, before: str, probe_path: str, deadline: float,
+                  within: str, not_rebooted: str) -> dict[str, Any]:
+        """The second half of a timed boot, once the board went down (monotonic ns `sent` and
+        `down`; its master connection stopped): log in again as soon as it lets us (by `deadline`,
+        else "did not come back within <within>"), check that its boot_id is new (else "did not
+        reboot: <not_rebooted>"), copy the probe back if the boot removed it, and the phases once
+        it answers."""
+        login = self._wait_login(deadline, within)
+        # One session for both: every session counts in the boot time.
+        r = self._exec(f"cat {BOOT_ID} && {{ test -x {shlex.quote(probe_path)} || echo missing; }}")
+        after, _, missing = r.stdout.decode(errors="replace").strip().partition("\n")
+        if after == before:
+            raise TargetError(f"environment {self.name} ({self.params.host}) did not reboot: {not_rebooted}.")
+        if missing:
+            # The reboot emptied its directory (a /tmp on tmpfs): back to the same path, which the
+            # runner's command line names.
+            self._copy_probe(probe.probe_for_arch(self._remote_facts()["arch"]), probe_path)
+        r = self._exec(f"{shlex.quote(probe_path)} --version >/dev/null && cat /proc/uptime")
+        ready = time.monotonic_ns()
+        words = r.stdout.decode(errors="replace").split()
+        if r.returncode != 0 or not words:
+            raise TargetError(f"the probe {probe_path} does not run in environment {self.name} "
+                              f"({self.params.host}) after its reboot: "
+                              f"{_last_line(r.stderr.decode(errors='replace'))}.")
+        return boot_phases(sent, down, login, ready, float(words[0])) | {"probe_redeployed": bool(missing)}
+
+    def boot_id(self) -> str:
+        """The board's boot_id: a new one at every boot."""
+        r = self._exec(f"cat {BOOT_ID}")
+        boot_id = r.stdout.decode(errors="replace").strip()
+        if r.returncode != 0 or not boot_id:
+            raise TargetError(f"environment {self.name} ({self.params.host}) has no readable {BOOT_ID} "
+                              f"({_last_line(r.stderr.decode(errors='replace'))}), by which rtvbench tells "
+                              "that it rebooted; its boot cannot be timed.")
+        return boot_id
+
+    def _ask_boot_id(self, patience_s: float) -> str | None:
+        """The boot_id through the master connection, or None when it does not answer in time."""
+        try:
+            r = subprocess.run(self._client_argv(f"cat {BOOT_ID}"), stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=patience_s, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return None
+        return r.stdout.decode(errors="replace").strip() if r.returncode == 0 else None
+
+    def _wait_down(self, reboot: subprocess.Popen, err: IO[bytes], master: int | None, before: str,
+                   deadline: float, timeout_s: float) -> int:
+        """When the board went away: monotonic ns at which its master connection was found closed
+        (a rebooting system stops sshd and its sessions), or at which a boot_id request through it
+        went unanswered (a board that vanished without closing it: the connection stays open on
+        our side until ServerAlive gives up)."""
+        p = self.params
+        next_ask = time.monotonic() + BOOT_ID_EVERY_S
+        while True:
+            now = time.monotonic_ns()
+            if master is None or not _alive(master):
+                return now
+            status = reboot.poll()
+            if status not in (None, 0, 255) and _alive(master):
+                raise TargetError(f"the reboot_command of environment {self.name} ({p.host}), "
+                                  f"`{p.reboot_command}`, exited with status {status} "
+                                  f"({_last_line(_tail(err))}) and the board stays up; run it there by hand "
+                                  "(sudo must be allowed to run it without a password).")
+            if time.monotonic() >= deadline:
+                raise TargetError(f"environment {self.name} ({p.host}) did not reboot: it stayed connected, "
+                                  f"with the same boot_id, for boot_timeout_s ({timeout_s:g} s) after its "
+                                  f"reboot_command `{p.reboot_command}`; run that command there by hand to "
+                                  "see why it does not reboot the board.")
+            if time.monotonic() >= next_ask:
+                answer = self._ask_boot_id(BOOT_ID_ANSWER_S)
+                if answer is None or answer != before:
+                    return now
+                next_ask = time.monotonic() + BOOT_ID_EVERY_S
+            time.sleep(DOWN_CHECK_S)
+
+    def _wait_login(self, deadline: float, within: str) -> int:
+        """Monotonic ns of the first ssh login that works again (a new master connection)."""
+        while True:
+            try:
+                self._connect(timeout=max(1.0, deadline - time.monotonic()))
+                return time.monotonic_ns()
+            except TargetError as e:
+                last = str(e).rstrip(".")
+            if time.monotonic() >= deadline:
+                raise TargetError(f"environment {self.name} ({self.params.host}) did not come back within "
+                                  f"{within}: no ssh login has worked since (the last attempt: {last}).")
+            time.sleep(LOGIN_RETRY_S)
+
     def resolved_host_address(self) -> str:
         """The numeric address of the host as ssh connects to it from here: `HostName` and
         `AddressFamily` of its effective settings, resolved on this machine."""
@@ -613,6 +785,21 @@ class SshTarget(Target):
         self._control_dir = None
         self._remote_dir = self._probe_path = None
         _live_targets.discard(self)
+
+
+def boot_phases(sent: int, down: int, login: int, ready: int, uptime_s: float) -> dict[str, float]:
+    """A board's reboot in ns from the monotonic times (ns, this machine) at which the reboot command
+    was sent, the board went down, a login worked and the probe answered, and the board's uptime
+    read with that answer. Its kernel's clock started uptime before the answer: that splits the
+    boot where it lies between going down and the login; else (a clock that kept running, a board
+    that did not really power off) the split is left out rather than made up."""
+    out = {"total_ns": ready - sent, "down_ns": down - sent, "login_ns": login - sent,
+           "uptime_ns": uptime_s * 1e9}
+    kernel_at = ready - uptime_s * 1e9
+    if down <= kernel_at <= login:
+        out["to_kernel_ns"] = kernel_at - sent
+        out["from_kernel_ns"] = ready - kernel_at
+    return out
 
 
 #: a runner's local directory of its master connection: rtvb-ssh-<pid>-XXXXXXXX

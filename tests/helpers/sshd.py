@@ -79,8 +79,9 @@ def available() -> str | None:
 
 
 class Sshd:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra_config: str = "") -> None:
         self.root = root
+        self.extra_config = extra_config        # more sshd_config lines (e.g. a ForceCommand)
         self.port = _free_port()
         self.user = getpass.getuser()
         self.host_key = root / "host_ed25519"
@@ -107,7 +108,7 @@ class Sshd:
             # The key files are under a test's temporary directory, not the user's home.
             "StrictModes no\nUsePAM no\n"
             # Many test connections, some at once: no throttling of unauthenticated ones.
-            "MaxStartups 100\nMaxSessions 100\nLogLevel VERBOSE\n")
+            "MaxStartups 100\nMaxSessions 100\nLogLevel VERBOSE\n" + self.extra_config)
         self.write_client_config(self.config)
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)     # sshd's privilege separation dir

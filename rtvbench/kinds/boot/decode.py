@@ -1,9 +1,17 @@
 """The `boot` kind's figures: one cold boot per measurement, in ns (`_us` and `_ms` too).
 
+A qemu guest:
   `total`      QEMU started -> the guest's probe said `ready`
   `to_kernel`  QEMU started -> the guest kernel's clock started (QEMU, firmware, kernel loading)
   `kernel`     the kernel's clock started -> /init started
   `init`       /init started -> `ready` (mounts, modules, the host channel)
+
+A board reached over ssh, rebooted by its reboot_command (times on this machine from sending it):
+  `total`        -> the probe answered again over a new ssh login
+  `down`         -> the board went away (closed the connection, or stopped answering)
+  `login`        -> the first ssh login that worked again
+  `to_kernel`    -> the new kernel's clock started (the board's uptime read with the probe's answer)
+  `from_kernel`  the kernel's clock started -> the probe answered (kernel, userland, ssh, the probe)
 
 Repetitions are boots: the report's average (min, max) over them is the usual way boot times are
 given."""
@@ -16,9 +24,11 @@ from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import TIME, QuantityKind, number
 from rtvbench.results import Measurement
 
-PHASES = ("total", "to_kernel", "kernel", "init")
-_LABELS = {"total": "boot, QEMU start to probe ready", "to_kernel": "QEMU and firmware, to the kernel's clock",
-           "kernel": "kernel, to /init", "init": "init, to probe ready"}
+PHASES = ("total", "to_kernel", "kernel", "init", "down", "login", "from_kernel")
+_LABELS = {"total": "boot, start to probe ready", "to_kernel": "to the new kernel's clock",
+           "kernel": "kernel, to /init", "init": "init, to probe ready",
+           "down": "reboot command to the board gone", "login": "reboot command to a new ssh login",
+           "from_kernel": "the new kernel's clock to probe ready"}
 
 
 class BootKind(QuantityKind):
@@ -44,12 +54,16 @@ class BootKind(QuantityKind):
         return _LABELS.get(parts[0], figure) if parts else figure
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
-        return ("Each repetition switches the measured guest off and boots it again from a fresh QEMU "
-                "process, until its probe answers and runs again: the boot from QEMU's start to the probe's "
-                "`ready`, split where the guest kernel's clock starts (before it: QEMU, firmware, loading "
-                "and decompressing the kernel) and where /init starts (before it: the kernel; after it: "
-                "mounts, modules and the host channel). Under TCG every phase is emulated: the figures "
-                "describe the emulator as much as the guest.")
+        return ("Each repetition switches the measured environment off and boots it again, until its probe "
+                "answers and runs again. A qemu guest boots from a fresh QEMU process: the boot from QEMU's "
+                "start to the probe's `ready`, split where the guest kernel's clock starts (before it: QEMU, "
+                "firmware, loading and decompressing the kernel) and where /init starts (before it: the "
+                "kernel; after it: mounts, modules and the host channel); under TCG every phase is emulated, "
+                "so the figures describe the emulator as much as the guest. A board reached over ssh runs its "
+                "reboot_command: times count from sending it, to the board going away (`down`), the first "
+                "ssh login again (`login`) and the probe answering (`total`); the board's uptime then places "
+                "its new kernel's start (`to_kernel`: shutdown, firmware and boot loader; `from_kernel`: "
+                "kernel, userland, ssh and the probe).")
 
 
 register(BootKind())

@@ -2,8 +2,9 @@
 
 Not a probe subcommand: the target switches the environment off and on (Target.power_cycle), and
 the probe's `sysinfo` must then run there (the probe works again, not only the kernel). The boot's
-phases come from the host's clock (QEMU started, `ready` received) and the guest's CLOCK_BOOTTIME
-(when its clock started, when /init started, when the probe said `ready`); docs/campaign.md.
+phases come from the host's clock (QEMU started or the reboot command sent, `ready` received or the
+probe answered) and the environment's own boot clock (for a guest: when its clock started, when /init
+started, when the probe said `ready`; for a board: its uptime); docs/campaign.md.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from rtvbench.targets.base import Completed
 
 #: a TCG boot of Debian's kernel takes 5-15 s here; the ETA only needs the order of magnitude
 _EXPECTED_S = 10.0
+
+
+#: what keeps an environment of these kinds from being power-cycled
+_WITHOUT = {"ssh": " without reboot_command", "labgrid": ' with power_cycle = false or connection = "serial"'}
 
 
 class BootParams(StrictModel):
@@ -43,8 +48,9 @@ class BootBenchmark(Benchmark):
             if target is not None and not target.can_power_cycle:
                 out.append((("benchmarks", self.name, "kind"),
                             f'"boot" power-cycles every environment, and environment "{env_name}" is a '
-                            f"{target.kind} target, which rtvbench cannot power-cycle; measure boot times "
-                            "in a campaign of qemu environments"))
+                            f"{target.kind} target{_WITHOUT.get(target.kind, '')}, which rtvbench cannot "
+                            "power-cycle; measure boot times in qemu environments, ssh environments with a "
+                            "reboot_command, or labgrid ones reached over ssh"))
                 break
         for load_name, load in loads.items():
             parts = getattr(load, "parts", None) or [load]
