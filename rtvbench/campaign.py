@@ -504,7 +504,8 @@ class _Validator:
         """Environments that name one shm region share one file: they agree on its size."""
         sizes: dict[str, tuple[str, int]] = {}
         for name, target in envs.items():
-            region = target and target.shm_region()
+            # A stored run's target of a kind this rtvbench does not know (an imported run's) has none.
+            region = target.shm_region() if isinstance(target, Target) else None
             if region is None:
                 continue
             size = target.params.shm_size_mb
@@ -542,7 +543,8 @@ class _Validator:
         """Every size of a shm benchmark fits the regions of the guests it runs in."""
         largest = bench.largest_size()
         for env, target in envs.items():
-            region = target and target.shm_region()
+            # A stored run's target of a kind this rtvbench does not know (an imported run's) has none.
+            region = target.shm_region() if isinstance(target, Target) else None
             if region is None:
                 continue
             size_mb = target.params.shm_size_mb

@@ -164,7 +164,7 @@ CASES = [
      "name the environment the round trips' server runs in"),
     ("ipc peer over a local-only transport", ('count = 200', 'count = 200\npeer = "native"'),
      'campaign.toml:42: benchmarks.ipc.transports: transport "pipe" does not cross between environments; '
-     'with a peer use ["tcp"] or ["udp"] (got ["pipe", "unix"])'),
+     'with a peer use ["tcp"], ["udp"] or ["shm"] (got ["pipe", "unix"])'),
     ("ipc both limits", ('count = 200', 'count = 200\nduration_s = 1'),
      "campaign.toml:40: benchmarks.ipc: set count or duration_s, not both"),
     ("ipc message too small", ('sizes = [16, "1K"]', 'sizes = [8, "1K"]'),
