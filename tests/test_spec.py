@@ -250,7 +250,7 @@ AGREEMENT = {
     "work": ({"size": "small"}, ["work", "--size", "small"], {
         "kernels": ("kernels", list), "repetitions": ("repetitions", int), "seed": ("seed", int),
         "expect": ("expect", dict),
-    }, {"size"}),
+    }, {"size", "copies", "rounds", "cpus"}),      # the last three: only `--copies` runs (their own records)
 }
 
 
