@@ -87,13 +87,18 @@ def test_injected_stall_is_measured_and_missed_periods_counted(probe, mode):
     # The stalled wake-up alone misses max // interval periods: about 50.
     from_stall = res["max_ns"] // MS
     assert abs(from_stall - 50) <= 3, from_stall
-    # Exactly one sample is beyond 10 ms (the stalled one), none beyond 100 ms.
-    over_1ms, over_10ms, over_100ms = (res["over"][k] for k in ("1000000", "10000000", "100000000"))
-    assert (over_10ms, over_100ms) == (1, 0), res["over"]
-    # Any other late wake-up (a busy shared machine) is between 1 and 10 ms
-    # late, so it adds 1 to 9 missed periods: on a quiet machine, none.
-    others = over_1ms - 1
-    assert from_stall + others <= res["missed"] <= from_stall + 9 * others, (res["missed"], res["over"])
+    # The stalled sample is beyond 10 ms, none beyond 100 ms.
+    over_10ms, over_100ms = (res["over"][k] for k in ("10000000", "100000000"))
+    assert over_10ms >= 1 and over_100ms == 0, res["over"]
+    # Every wake-up L late skipped floor(L / interval) periods: the stall's about 50, and any other
+    # late one's (this VM descheduled now and then, 1 ms to tens of ms) as many as its lateness holds.
+    # The histogram bounds each sample's lateness to its bucket, so the missed periods to a range; the
+    # periods are counted when the activation ends, a few microseconds after its timestamp (200 us allowed).
+    buckets = res["histogram"]["buckets"]
+    fewest = sum(c * (lo // MS) for lo, hi, c in buckets)
+    most = sum(c * ((hi - 1 + 200_000) // MS) for lo, hi, c in buckets)
+    assert fewest <= res["missed"] <= most, (res["missed"], fewest, most, res["over"])
+    assert res["missed"] >= from_stall          # the stall alone, as above
     # Activations measured + missed cover the run: 1.2 s at 1 ms.
     assert res["count"] + res["missed"] <= 1205
     if mode == "abstime":
