@@ -24,20 +24,10 @@ class Benchmark(ABC):
     #: False for a kind that runs a program of its own instead of the probe; such a kind also has
     #: output_path(), command_argv(output) and parse(text), which the runner calls instead
     runs_probe: ClassVar[bool] = True
-    #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind
+    #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind; such a
+    #: kind also has the classmethods import_keys(fmt, source) (its campaign keys) and
+    #: parse_import(fmt, text) (the stored `result` record), which store/importer.py calls
     import_formats: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def import_keys(cls, fmt: str, source: str) -> dict[str, str]:
-        """The campaign keys (besides `kind`) of a benchmark that recorded results in format `fmt`
-        imported from `source`; for kinds with import_formats."""
-        raise NotImplementedError
-
-    @classmethod
-    def parse_import(cls, fmt: str, text: str) -> dict:
-        """The stored `result` record of imported results; ValueError (one sentence) when the text
-        is not in format `fmt`. For kinds with import_formats."""
-        raise NotImplementedError
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name

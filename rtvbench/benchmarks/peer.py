@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,7 @@ class PeerServer:
             self.leftover.unlink(missing_ok=True)   # the server removes it, unless it was killed
 
 
-class PeerEnds:
+class PeerEnds(ABC):
     """The two-environment machinery of a benchmark with a `peer` (a mixin of Benchmark)."""
 
     name: str
@@ -74,11 +75,13 @@ class PeerEnds:
         """The environment the server runs in, or None (both ends in the measured environment)."""
         return self.params.peer
 
+    @abstractmethod
     def server_args(self) -> list[str]:
-        raise NotImplementedError
+        """The server's probe command line after the binary."""
 
+    @abstractmethod
     def client_args(self, address: str, port: int) -> list[str]:
-        raise NotImplementedError
+        """The client's probe command line after the binary, pointed at ADDR:PORT."""
 
     def meeting(self, client: "Target", server: "Target") -> Meeting:
         """How the ends meet for one measurement: by default at the address the client reaches the
