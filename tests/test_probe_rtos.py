@@ -120,8 +120,8 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
 
     Futex: the waker is the running thread, not the loop, and the scheduler often lets the woken one
     preempt it under OTHER too (EEVDF's wake-up preemption), so the two differ in the tail only: the
-    wake-ups the scheduler does not favour wait for the loop's slice. OTHER's p99, the larger of the
-    two rounds, is at least 3 times FIFO's.
+    wake-ups the scheduler does not favour wait for the loop's slice. OTHER's p99 is at least 3 times
+    FIFO's, each side's less disturbed round compared.
 
     Measured on this 2-vCPU VM: timer p99 FIFO 20-39 us, OTHER 2.5-2.9 ms; futex_wake p99 FIFO
     0.78-1.05 us, OTHER 5.2 us-8 ms."""
@@ -137,7 +137,8 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
             assert other["timer"]["p99_ns"] >= 5 * fifo["timer"]["p99_ns"]
             futex["fifo"].append(fifo["futex_wake"]["p99_ns"])
             futex["other"].append(other["futex_wake"]["p99_ns"])
-    assert max(futex["other"]) >= 3 * max(futex["fifo"]), futex
+    # Each side's least disturbed round: a VM hiccup in one FIFO round (1.6 us seen) is not the policy.
+    assert min(futex["other"]) >= 3 * min(futex["fifo"]), futex
 
 
 def test_sigint_ends_the_run_as_interrupted_with_the_results_so_far(probe):
