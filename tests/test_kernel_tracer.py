@@ -202,8 +202,11 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     # some of its own).
     assert _above(burst[1], "irq", 5_000_000) <= _above(idle[1], "irq", 2_000_000) + 5, burst[1]["irq"]
     assert _above(burst[0], "thread", 5_000_000) < late / 2
-    # The periods a burst swallowed are missing: about a fifth of CPU 1's activations.
-    assert burst[1]["irq"]["count"] <= 0.92 * idle[1]["irq"]["count"], (burst[1]["count"], idle[1]["count"])
+    # The periods a burst swallowed are missing: about a fifth of CPU 1's activations. Held to CPU 0 of the
+    # same run, which the host's load slows alike (0.82 to 0.84 seen; without the load the CPUs agree
+    # within 1 %), not to the idle run's count: the emulated guest loses 2 to 13 % of its periods to the
+    # host, differently from one measurement to the next.
+    assert burst[1]["irq"]["count"] <= 0.92 * burst[0]["irq"]["count"], (burst[1]["irq"]["count"], burst[0]["irq"]["count"])
 
 
 def test_osnoise_counts_the_real_time_bursts_as_noise_on_their_cpu(rt_run):
