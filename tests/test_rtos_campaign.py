@@ -72,7 +72,9 @@ def test_json_report_has_every_primitives_figures(reports):
     rows = {(p["environment"], p["load"], p["primitive"]): p for p in doc["primitives"]["prim"]}
     assert {r[2] for r in rows} == set(RTOS_TESTS) | {f"sem_pingpong.{p}" for p in ("half", "forward", "back")}
     futex = rows[("native", "idle", "futex_wake")]
-    assert futex["min_ns"] <= futex["avg_ns"] <= futex["p99_ns"] <= futex["max_ns"]
+    # The mean may pass p99: fewer than 1 % of the samples, if long enough (a vCPU descheduled), lift it.
+    assert futex["min_ns"] <= futex["avg_ns"] <= futex["max_ns"]
+    assert futex["min_ns"] <= futex["p99_ns"] <= futex["max_ns"]
     (v,) = doc["verdicts"]
     assert v["status"] == "PASS", v
 
