@@ -102,13 +102,16 @@ kernels: setup
 	.venv/bin/rtvbench kernel fetch --arch x86_64 --rt --dest kernels
 	.venv/bin/rtvbench kernel fetch --arch aarch64 --dest kernels
 
-# The unit tests measure nothing, so they run in parallel first; the others measure, or run
-# guests and loads that would disturb a measurement beside them, so they run one at a time.
+# The unit tests measure nothing, so they run in parallel first. The functional ones (marked by
+# their authors: nothing they assert depends on time or a quiet machine) run two at a time, a
+# module per worker so that module fixtures and the resources a module's tests share are not
+# doubled. The rest measure, so they run one at a time on a machine nothing else of ours uses.
 test: setup kernels
 	@$(MAKE) -q probe-cross || { echo "test: building the probes for $(CROSS_ARCHES)"; $(MAKE) -s probe-cross; }
 	$(MAKE) probe-test
 	$(PY) -m pytest -q -m unit -n auto
-	$(PY) -m pytest -q -m "not unit"
+	$(PY) -m pytest -q -m "functional and not unit" -n 2 --dist loadfile
+	$(PY) -m pytest -q -m "not unit and not functional"
 
 # Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.
 test-fast: setup

@@ -76,9 +76,19 @@ _NEEDS = {"probe": {"probe", "cross_probes", "ubsan_probe"}}
 _STARTS = (("qemu", ("guest", "qemu", "kernel")), ("ssh", ("ssh", "sshd")), ("postgres", ("postgres",)))
 
 
+# Unlike the markers above, this one is a judgement about what a test asserts, so its author sets it
+# (on the test, or on a module whose tests all qualify): nothing in it depends on time, rates, CPU
+# shares or a quiet machine. `make test` runs these two at a time, and every other non-unit test
+# alone afterwards.
+FUNCTIONAL = ("functional: asserts nothing that depends on time, rates, CPU shares or a quiet machine "
+              "(outputs, messages, exit codes, stored contents, checksums, clean-up), so it may run beside "
+              "another such test")
+
+
 def pytest_configure(config) -> None:
     for name, text in _MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    config.addinivalue_line("markers", FUNCTIONAL)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

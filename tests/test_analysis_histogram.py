@@ -13,6 +13,8 @@ from synthetic_runs import bucket_bounds, histogram_record, nearest_rank
 from rtvbench.analysis.histogram import Histogram, HistogramError, merge_all
 from rtvbench.bucket_table import compact_histograms
 
+pytestmark = pytest.mark.functional
+
 PERCENTS = (0, 1, 50, 90, 99, 99.9, 99.99, 100)
 
 

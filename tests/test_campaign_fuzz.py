@@ -25,6 +25,8 @@ from rtvbench.loads.probe_load import KINDS as LOAD_KINDS
 from rtvbench.loads.probe_load import ProbeLoad
 from rtvbench.plan import plan
 
+pytestmark = pytest.mark.functional
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1123
 CASES = 360

@@ -26,6 +26,8 @@ from rtvbench.cli import main
 from rtvbench.kinds.command.formats import FormatError, parse
 from rtvbench.store import load_run, open_store
 
+pytestmark = pytest.mark.functional
+
 FIXTURES = Path(__file__).parent / "fixtures" / "command"
 STORE = "sqlite:///s.db"
 

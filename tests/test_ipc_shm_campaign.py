@@ -21,6 +21,8 @@ import pytest
 from host_helpers import cli_env, run_cli
 from rtvbench.store import load_run, open_store
 
+pytestmark = pytest.mark.functional
+
 REPO = Path(__file__).resolve().parent.parent
 KERNEL = REPO / "kernels" / "x86_64" / "vmlinuz"
 SHM = Path("/dev/shm")

@@ -18,8 +18,9 @@ import pytest
 from host_helpers import REPO, cli_env, run_cli
 from rtvbench.targets.qemu.kernels import _prune, fetch
 
-pytestmark = pytest.mark.skipif(shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None,
-                                reason="kernel fetch needs apt-get and dpkg-deb (a Debian host)")
+pytestmark = [pytest.mark.skipif(shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None,
+                                 reason="kernel fetch needs apt-get and dpkg-deb (a Debian host)"),
+              pytest.mark.functional]
 
 
 @pytest.fixture(scope="session")

@@ -139,6 +139,7 @@ def test_a_campaign_on_a_labgrid_place_powers_measures_recovers_and_releases(lab
 
 @pytest.mark.parametrize("sig, when", [(signal.SIGINT, "measuring"), (signal.SIGTERM, "booting")],
                          ids=["SIGINT-measuring", "SIGTERM-booting"])
+@pytest.mark.functional
 def test_the_place_is_released_when_the_run_is_stopped(lab, place, tmp_path, probe, sig, when):
     """SIGINT during a measurement; SIGTERM while rtvbench waits for a board that does not boot
     (before any measurement, where the runner's own interrupt handling did not reach before)."""
@@ -171,6 +172,7 @@ def test_the_place_is_released_when_the_run_is_stopped(lab, place, tmp_path, pro
         assert m.status == "interrupted"
 
 
+@pytest.mark.functional
 def test_a_place_taken_by_someone_else_or_missing_or_no_coordinator_is_one_clear_sentence(lab, place, tmp_path, probe):
     lab.client("-p", place, "acquire", user="alice")
     try:

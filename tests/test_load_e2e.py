@@ -188,6 +188,7 @@ def seed_with_all_first(text: str) -> int:
                 if plan(parse_campaign(text.format(seed=s, iodir="/tmp", duration=1)))[0].load == "all")
 
 
+@pytest.mark.functional
 def test_no_load_process_or_file_remains(tmp_path, own_probe):
     """After a campaign, after SIGINT and after SIGKILL to the runner: no load process (nor a
     fork load's child), the io load's directory removed, and the leak load held its limit."""
@@ -271,6 +272,7 @@ cpus = [0]
 """
 
 
+@pytest.mark.functional
 def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     """A 100 % cpu load pinned to CPU 1 (started in the neighbouring environment, here another
     local one) shows in the measured environment's /proc/stat accounting as CPU 1 busy above

@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from host_helpers import cli_env, run_cli, run_report
 from rtvbench.units import significant
+
+pytestmark = pytest.mark.functional
 
 CAMPAIGN = """
 name = "alloc-cycles"

@@ -14,6 +14,8 @@ from rtvbench.cpulist import parse_cpu_list
 from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges
 from rtvbench.results import Measurement
 
+pytestmark = pytest.mark.functional
+
 SYSINFO = {
     "type": "sysinfo", "hostname": "board", "kernel_release": "6.6.0-rt15", "machine": "aarch64",
     "preempt_model": "rt", "preempt_source": "/sys/kernel/realtime",

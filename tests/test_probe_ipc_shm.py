@@ -16,6 +16,8 @@ from probe_records import records
 from test_probe_ipc import check_distribution, client_results, run_ipc
 from test_probe_os import assert_usage_error
 
+pytestmark = pytest.mark.functional
+
 SIZES = [16, 64, 1024, 4096, 65536]
 
 

@@ -22,6 +22,8 @@ from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.loads.probe_load import KINDS, ProbeLoadParams
 from rtvbench.params import StrictModel
 
+pytestmark = pytest.mark.functional
+
 #: probe options with a range that no campaign key sets, and why
 NOT_CAMPAIGN_KEYS = {
     ("latency", "histogram-us"): "only for the cyclictest output formats, which rtvbench does not read",

@@ -22,6 +22,8 @@ from rtvbench.errors import ProbeOutputError
 from rtvbench.probe import ProbeStream
 from rtvbench.results import Measurement
 
+pytestmark = pytest.mark.functional
+
 SEED = 20261123
 CASES = 400
 HOSTILE = ["20", 10**400, -5, -(2**70), 1.5e308 * 10, [], {}, {"type": ["result"]}, "x", None, True,

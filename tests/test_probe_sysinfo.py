@@ -20,6 +20,8 @@ import pytest
 
 from probe_records import records
 
+pytestmark = pytest.mark.functional
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 
 

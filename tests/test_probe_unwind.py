@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.functional
+
 UNWINDERS = {"pthread_cancel", "pthread_exit", "backtrace", "__backtrace"}
 NM = {"aarch64": "aarch64-linux-gnu-nm", "armhf": "arm-linux-gnueabihf-nm", "riscv64": "riscv64-linux-gnu-nm"}
 

@@ -27,6 +27,8 @@ import pytest
 
 from probe_records import records
 
+pytestmark = pytest.mark.functional
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     try:

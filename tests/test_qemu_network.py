@@ -28,6 +28,8 @@ from rtvbench.campaign import parse_campaign
 from rtvbench.errors import RtvbenchError, TargetError
 from rtvbench.targets.qemu import netns
 
+pytestmark = pytest.mark.functional
+
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"
 COUNT = 200

@@ -537,6 +537,7 @@ def test_boot_failure_names_the_cause(probe, tmp_path):
     assert t._guests[0].proc is None
 
 
+@pytest.mark.functional
 def test_native_vs_guest_campaign(probe, tmp_path):
     _needs_qemu("x86_64")
     kernel = _kernel("x86_64")
@@ -572,6 +573,7 @@ duration_s = 0.5
     assert run.fingerprints["guest"]["machine"] == "x86_64"
 
 
+@pytest.mark.functional
 def test_a_guest_killed_mid_campaign_is_recorded_and_the_campaign_goes_on(probe, tmp_path):
     """SIGKILL of the guest's QEMU while it measures: that attempt is stored as failed with the
     guest's console, the guest is booted afresh, the measurement retried, and the run finishes."""

@@ -12,7 +12,7 @@ from synthetic_runs import HOSTILE_ENV, hostile_run, typical_run
 
 from rtvbench.report import render
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.functional]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

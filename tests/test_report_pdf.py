@@ -23,6 +23,8 @@ from rtvbench.report import render_evaluation
 from rtvbench.report.model import build
 from rtvbench.results import CampaignRun, Measurement
 
+pytestmark = pytest.mark.functional
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ENVIRONMENTS = ["native", "guest-kvm", "guest-kvm-rt", "guest-tcg", "board-a", "board-b"]
 LOADS = ["idle", "stress"]

@@ -14,6 +14,8 @@ import pytest
 
 from host_helpers import cli_argv, cli_env, run_cli
 
+pytestmark = pytest.mark.functional
+
 CAMPAIGN = 'name = "r"\n[environments.native]\ntarget = "local"\n[benchmarks.w]\nkind = "latency"\nloops = 20\n'
 
 

@@ -16,6 +16,8 @@ from host_helpers import busy_command, cli_env, kill_all, latency_campaign, run_
 from rtvbench.store import list_runs, open_store
 from rtvbench.store.lease import HEARTBEAT_STALE_S
 
+pytestmark = pytest.mark.functional
+
 
 @pytest.fixture
 def marker():

@@ -15,6 +15,8 @@ from rtvbench.store import load_run, open_store
 from rtvbench.targets.base import TARGETS
 from rtvbench.targets.local import LocalTarget
 
+pytestmark = pytest.mark.functional
+
 CONSOLE = "[    0.000000] Linux version 6.1.0\nKernel panic - not syncing: test\n"
 
 

@@ -22,6 +22,8 @@ from rtvbench.store import RunRecorder, load_run, open_store
 from rtvbench.store.db import _alembic_config
 from rtvbench.store.schema import runs
 
+pytestmark = pytest.mark.functional
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 TEXT = """

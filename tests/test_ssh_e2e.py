@@ -37,6 +37,7 @@ ssh_config = "ssh_config"
 '''
 
 
+@pytest.mark.functional
 def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, probe):
     shutil.copy(sshd.config, tmp_path / "ssh_config")      # found beside the campaign file
     (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-e2e", '[environments.native]\ntarget = "local"\n'
@@ -127,6 +128,7 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
         assert "rtvb-probe" not in verdict["reason"].split("limit")[1]
 
 
+@pytest.mark.functional
 def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):
     shutil.copy(sshd.config, tmp_path / "ssh_config")
     (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-drop", SSH_ENV, 2, 1))

@@ -113,6 +113,7 @@ def test_campaign_keys_are_validated(tmp_path):
         assert message in str(e.value), (keys, str(e.value))
 
 
+@pytest.mark.functional
 def test_the_probe_build_follows_the_remote_architecture(cross_probes, probe, tmp_path, monkeypatch):
     monkeypatch.delenv("RTVBENCH_PROBE", raising=False)
     for arch, build in (("aarch64", "aarch64"), ("arm64", "aarch64"), ("armv7l", "armhf"),
@@ -157,6 +158,7 @@ def _shell(shell: str, tmp_path: Path) -> tuple[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("shell", ["dash", "busybox"])
+@pytest.mark.functional
 def test_the_wrapper_forwards_signals_and_kills_the_group_when_the_host_goes(shell, tmp_path, probe):
     sh, env = _shell(shell, tmp_path)
     marker = f"rtvb-wrap-{uuid.uuid4().hex}"
@@ -224,6 +226,7 @@ def test_exit_status_is_read_from_the_wrappers_last_line():
 # -- through a real sshd --------------------------------------------------------------------
 
 
+@pytest.mark.functional
 def test_deploy_run_stream_and_close(target, sshd, probe):
     assert target.describe() == {"target": "ssh", "host": ALIAS, "arch": platform.machine(),
                                  "hostname": socket.gethostname()}
@@ -275,6 +278,7 @@ HOSTILE = ["two words", "it's", '"double"', "$(touch {d}/dollar)", "`touch {d}/b
            "> {d}/redirect", "'; touch {d}/quote; '", "$HOME", "*", "", "\\", "-n", "\t", "~"]
 
 
+@pytest.mark.functional
 def test_a_killed_runners_probe_copy_and_connection_are_removed_by_the_next_runner(target, sshd):
     """SIGKILL leaves a runner no time to clean up: the next runner of this machine removes the dead
     one's probe copy on the target, tells its lingering master connection to exit and removes its
@@ -304,6 +308,7 @@ def test_a_killed_runners_probe_copy_and_connection_are_removed_by_the_next_runn
     assert not Path(live_probe).parent.exists()
 
 
+@pytest.mark.functional
 def test_arguments_reach_the_command_verbatim(target, tmp_path):
     witness = tmp_path / "witness"
     witness.mkdir()
@@ -333,6 +338,7 @@ def test_arguments_reach_the_command_verbatim(target, tmp_path):
     assert list(workdir.iterdir()) == []                      # close() removed its directory
 
 
+@pytest.mark.functional
 def test_deploy_failures_name_the_workdir(sshd, tmp_path, monkeypatch):
     t = make_target(sshd.root, workdir="/proc")
     try:
@@ -362,6 +368,7 @@ def _target_with_known_hosts(sshd, tmp_path, known_hosts: str, **keys) -> tuple[
     return make_target(tmp_path, **keys), kh
 
 
+@pytest.mark.functional
 def test_an_unknown_host_key_is_a_clear_error_without_prompting(sshd, tmp_path):
     t, kh = _target_with_known_hosts(sshd, tmp_path, "")
     started = time.monotonic()
@@ -385,6 +392,7 @@ def test_an_unknown_host_key_is_a_clear_error_without_prompting(sshd, tmp_path):
         t.close()
 
 
+@pytest.mark.functional
 def test_a_changed_host_key_or_a_refused_key_is_a_clear_error(sshd, tmp_path):
     other = tmp_path / "other_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
@@ -428,6 +436,7 @@ def test_ctrl_c_reaches_the_remote_probe_which_prints_its_results(target):
     wait_for(lambda: processes_with(path) == [], 10, "the remote probe to end")
 
 
+@pytest.mark.functional
 def test_a_background_load_stops_with_its_last_lines_and_leaves_nothing(target, sshd):
     path = target.deploy_probe()
     records: list[dict] = []
@@ -468,6 +477,7 @@ def test_a_background_load_stops_with_its_last_lines_and_leaves_nothing(target, 
     bg.stop()
 
 
+@pytest.mark.functional
 def test_a_dropped_connection_is_target_lost_and_the_probe_does_not_survive(target, sshd):
     path = target.deploy_probe()
     dropped: list[int] = []

@@ -21,6 +21,8 @@ from rtvbench.store import RunRecorder, list_runs, load_run, open_store
 from rtvbench.store.db import SCHEMA_HEAD
 from rtvbench.store.schema import metadata
 
+pytestmark = pytest.mark.functional
+
 TEXT = """
 name = "store"
 [environments.native]

@@ -34,6 +34,7 @@ def test_without_the_driver_a_postgresql_url_names_the_extra(monkeypatch, capsys
         "not installed; install it with `pip install 'rtvbench[postgres]'`.")
 
 
+@pytest.mark.functional
 def test_a_plain_postgresql_url_is_psycopg(postgres_server):
     url = postgres_server.url(postgres_server.create_database(), driver="postgresql")
     engine = open_store(url)
@@ -42,6 +43,7 @@ def test_a_plain_postgresql_url_is_psycopg(postgres_server):
         assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == SCHEMA_HEAD
 
 
+@pytest.mark.functional
 def test_a_campaign_runs_into_postgresql_and_reports_from_it(tmp_path, probe, postgres_url):
     (tmp_path / "c.toml").write_text(latency_campaign("pg", None, repetitions=2, duration_s=0.5, interval_us=1000))
     env = cli_env(probe)
@@ -142,6 +144,7 @@ def test_sigkill_then_resume_on_postgresql(tmp_path, probe, marker, postgres_url
     watch.dispose()
 
 
+@pytest.mark.functional
 def test_two_runners_store_into_one_database_at_once(tmp_path, probe, postgres_url):
     """Started together on an empty database: one creates the schema while the other waits for it, then
     each stores its own run."""

@@ -18,6 +18,8 @@ from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.probe import ProbeStream
 from rtvbench.results import Measurement
 
+pytestmark = pytest.mark.functional
+
 
 def measure(probe, kind: str, table: dict, expect_rc: int = 0) -> Measurement:
     cls = BENCHMARKS.get(kind)

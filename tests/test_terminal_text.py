@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from host_helpers import cli_env, run_cli
 from rtvbench.terminal import plain
+
+pytestmark = pytest.mark.functional
 
 HOSTILE = "cannot open [/dev/cpu_dma_latency] [red]x[/red] [/]"
 ESCAPES = "a\x1b]0;owned\x07b\x1b[2Jc\x1b]52;c;ZXZpbA==\x1b\\d\x9b31me\x07f\x08g"

@@ -23,6 +23,8 @@ from probe_records import of_type, records
 from rtvbench.analysis.thermal import thermal_state
 from rtvbench.report.thermal import NO_DATA
 
+pytestmark = pytest.mark.functional
+
 
 def sample(seq: int, freq=None, throttle=None, temp=None, cooling=None, zones=None, devices=None) -> dict:
     s = {"type": "sample", "seq": seq, "t_ns": seq * 500_000_000, "temp_mC": temp or {}, "freq_khz": freq or {},

@@ -24,6 +24,8 @@ import pytest
 from rtvbench.probe import ARCH_BUILDS
 from rtvbench.store import load_run, open_store
 
+pytestmark = pytest.mark.functional
+
 REPO = Path(__file__).resolve().parent.parent
 # The wheel's builds and the ELF e_machine each must have.
 MACHINES = {"x86_64": 62, "aarch64": 183, "armhf": 40, "riscv64": 243}
