@@ -4,9 +4,9 @@ Ground truth: a SCHED_FIFO 90 hog of known shape (tests/helpers/named_rt_hog.py 
 CLOCK_MONOTONIC) on the measured CPU must be named, with its name, pid, policy and priority, as
 the cause of every traced breach that fell inside one of its bursts, and of no other; an
 interrupt-heavy load (loopback TCP on the other CPU, its packets steered to the measured CPU)
-must be classified as interrupt or softirq work. The machine is shared: other work may cause breaches too, so the assertions are
-about the breaches whose cause is known, and the traced + untraced breach counts are checked
-against the probe's own threshold count.
+must be classified as interrupt or softirq work. The machine is shared: other work may cause
+breaches too, so the assertions are about the breaches whose cause is known, and the traced +
+untraced breach counts are checked against the probe's own threshold count.
 """
 
 from __future__ import annotations
@@ -107,8 +107,8 @@ def test_the_rt_hog_is_named_as_the_cause_of_its_breaches(probe, tmp_path):
 
 @pytest.fixture
 def steered_namespace():
-    """A network namespace whose loopback hands every received packet to CPU (receive packet
-    steering): a net load running on the other CPU then puts its NET_RX softirq work, and nothing
+    """A network namespace whose loopback hands every received packet to the measured CPU (receive
+    packet steering): a net load running on the other CPU then puts its NET_RX softirq work, and nothing
     else of its own, on the measured CPU."""
     ns = f"rtvb-trace-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
