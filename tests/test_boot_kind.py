@@ -60,6 +60,7 @@ def test_boot_times_reach_the_report_as_average_min_max(booted):
     assert {"to_kernel_ms", "kernel_ms", "init_ms"} <= set(summaries)
 
 
+@pytest.mark.functional
 def test_validate_refuses_boot_where_it_cannot_power_cycle(tmp_path, probe):
     (tmp_path / "c.toml").write_text('name = "b"\n[environments.native]\ntarget = "local"\n'
                                      '[benchmarks.boot]\nkind = "boot"\n')
@@ -68,6 +69,7 @@ def test_validate_refuses_boot_where_it_cannot_power_cycle(tmp_path, probe):
         in r.stderr, r.stderr
 
 
+@pytest.mark.functional
 def test_validate_refuses_a_load_inside_the_guest_being_cycled(tmp_path, probe):
     (tmp_path / "vmlinuz").write_bytes(b"\0" * 64)
     (tmp_path / "c.toml").write_text('name = "b"\n[environments.guest]\ntarget = "qemu"\narch = "x86_64"\n'

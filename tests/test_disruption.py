@@ -97,6 +97,7 @@ def test_the_report_lists_the_events_beside_the_victim(disrupted):
     assert re.search(r"reboots@vms#2</code>: [1-9][0-9]* guest restarts? during the measurement", page), page
 
 
+@pytest.mark.functional
 def test_validate_refuses_disrupting_the_measured_guest(tmp_path, probe):
     (tmp_path / "c.toml").write_text('name = "d"\n[environments.native]\ntarget = "local"\n'
                                      '[loads.self]\nkind = "disrupt"\nwhere = "same"\n'

@@ -33,6 +33,7 @@ def _host_has(tracer: str) -> bool:
 
 
 @pytest.mark.skipif(_host_has("timerlat"), reason="this kernel has timerlat")
+@pytest.mark.functional
 def test_a_kernel_without_the_tracer_is_one_sentence_and_exit_3(probe):
     proc = subprocess.run([str(probe), "kernel-tracer", "--tracer", "timerlat", "--duration-s", "1"],
                           capture_output=True, text=True, timeout=30)
@@ -43,6 +44,7 @@ def test_a_kernel_without_the_tracer_is_one_sentence_and_exit_3(probe):
     assert "CONFIG_TIMERLAT_TRACER" in recs[-1]["error"] and not of_type(recs, "result")
 
 
+@pytest.mark.functional
 def test_options_are_checked(probe):
     for args, fragment in ((["--tracer", "hwlat", "--duration-s", "1"], "--tracer"),
                            (["--tracer", "osnoise"], "needs --duration-s"),

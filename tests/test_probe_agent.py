@@ -168,6 +168,7 @@ def test_ready_then_probe_subcommands_stream_intact_json(agent, probe):
     assert not agent.err[1]
 
 
+@pytest.mark.functional
 def test_concurrent_commands_stay_separated_by_id(agent):
     # Lines of 10 000 bytes reach the pipes in several pieces each, while the other command writes.
     script = 's=$(head -c 10000 /dev/zero | tr "\\0" "$1"); i=0; while [ $i -lt 20 ]; do ' \
@@ -182,12 +183,14 @@ def test_concurrent_commands_stay_separated_by_id(agent):
     assert sum(a != b for a, b in zip(ids, ids[1:])) >= 2, ids
 
 
+@pytest.mark.functional
 def test_long_line_and_final_unterminated_line_arrive_whole(agent):
     agent.run(1, "/bin/sh", "-c", "head -c 204800 /dev/zero | tr '\\0' x; echo; printf 'tail without newline'")
     assert agent.wait_exit(1) == 0
     assert agent.out[1] == [b"x" * 204800, b"tail without newline"]
 
 
+@pytest.mark.functional
 def test_slow_host_gets_all_output_in_order_and_before_exit(agent):
     # 10 MB while the host does not read: the agent's queue reaches its limit and it stops reading
     # the commands' pipes (command 1 blocks on its output). Command 2 writes its line and exits
@@ -202,6 +205,7 @@ def test_slow_host_gets_all_output_in_order_and_before_exit(agent):
     assert set(agent.out[1][:-1]) == {b"a" * 999}
 
 
+@pytest.mark.functional
 def test_sigint_stops_latency_with_its_results(agent, probe):
     agent.run(7, str(probe), "latency", "--interval-us", "1000", "--cpus", "0", "--window-s", "0.2")
     first = json.loads(agent.wait_out(7, 2)[1])   # meta, then the first window: it is measuring
@@ -213,6 +217,7 @@ def test_sigint_stops_latency_with_its_results(agent, probe):
     assert [r for r in of_type(recs, "result") if r["cpu"] == "all"][0]["count"] > 0
 
 
+@pytest.mark.functional
 def test_killed_command_exits_128_plus_signal(agent):
     agent.run(3, "/bin/sleep", "30")
     t0 = time.monotonic()
@@ -221,6 +226,7 @@ def test_killed_command_exits_128_plus_signal(agent):
     assert time.monotonic() - t0 < 20
 
 
+@pytest.mark.functional
 def test_exec_failure_is_an_err_line_and_127(agent):
     agent.run(4, "/nonexistent/command", "arg")
     assert agent.wait_exit(4) == 127
@@ -228,6 +234,7 @@ def test_exec_failure_is_an_err_line_and_127(agent):
     assert not agent.out[4]
 
 
+@pytest.mark.functional
 def test_hex_arguments_reach_argv_exactly(agent):
     args = ["a b", "line1\nline2", "q'uo\"te\\", "", "tab\there", "ünïcode €", "-", "  "]
     # Each argument printed back as hex by the command itself: nothing the line protocol could bend.
@@ -238,6 +245,7 @@ def test_hex_arguments_reach_argv_exactly(agent):
     assert [bytes.fromhex(h.decode()).decode() for h in agent.out[5]] == args
 
 
+@pytest.mark.functional
 def test_read_answers_like_a_command(agent, tmp_path):
     agent.send(f"read 1 {hexarg('/proc/self/status')}")
     assert agent.wait_exit(1) == 0
@@ -266,6 +274,7 @@ def test_ticks_every_second_while_a_command_is_quiet(agent):
     assert all(0 <= received - tick < 2e9 for tick, received in agent.ticks), agent.ticks
 
 
+@pytest.mark.functional
 def test_malformed_lines_are_logged_and_serving_goes_on(agent):
     bad = ["frobnicate 1", "run x 2f62696e2f74727565", "run 5 zz", "run 6", "signal 1",
            "signal 1 0", "run 7  2f", "read 8 2f6", "poweroff now", "run 9 2f00"]
@@ -281,6 +290,7 @@ def test_malformed_lines_are_logged_and_serving_goes_on(agent):
     assert set(agent.exits) == {10} and agent.proc.poll() is None
 
 
+@pytest.mark.functional
 def test_orphans_are_reaped_and_do_not_delay_exit(agent):
     agent.run(1, "/bin/sh", "-c", "sleep 2 & echo $!")
     orphan = int(agent.wait_out(1)[0])
@@ -291,6 +301,7 @@ def test_orphans_are_reaped_and_do_not_delay_exit(agent):
     assert wait_until(lambda: not os.path.exists(f"/proc/{orphan}"), 15)
 
 
+@pytest.mark.functional
 def test_poweroff_kills_running_command_groups_and_exits_0(agent):
     agent.run(1, "/bin/sh", "-c", "sleep 60 & echo $$ $!; wait")
     pids = [int(p) for p in agent.wait_out(1)[0].split()]
@@ -299,6 +310,7 @@ def test_poweroff_kills_running_command_groups_and_exits_0(agent):
     assert wait_until(lambda: all(pid_gone(p) for p in pids)), pids
 
 
+@pytest.mark.functional
 def test_host_closing_the_channel_ends_the_agent(probe):
     a = Agent(probe)
     a.run(1, "/bin/sh", "-c", "echo $$; exec sleep 60")
@@ -311,6 +323,7 @@ def test_host_closing_the_channel_ends_the_agent(probe):
     a.close()
 
 
+@pytest.mark.functional
 def test_usage_errors(probe):
     for args, phrase in ((["agent"], "exactly one of --fd"), (["agent", "--fd", "x"], "--fd must be a file descriptor number"),
                          (["agent", "--fd", "987"], "not an open file descriptor"),
@@ -335,6 +348,7 @@ def ubsan_probe(tmp_path_factory):
     return out
 
 
+@pytest.mark.functional
 def test_an_agent_session_has_no_undefined_behaviour(ubsan_probe):
     # Empty output frames, arguments and reads are where a NULL pointer met memcpy.
     a = Agent(ubsan_probe)

@@ -68,6 +68,7 @@ def test_local_round_trips_cover_every_size_verified_and_grow_with_size(probe):
 
 
 @pytest.mark.parametrize("hook,direction", [("--x-corrupt-reply", "reply"), ("--x-corrupt-request", "request")])
+@pytest.mark.functional
 def test_a_corrupted_byte_is_an_error_in_either_direction(probe, hook, direction):
     """The hidden test hooks flip the last byte of message 150 (counting warmup) of
     every size: the peer's reply, or the client's request. Either is found, named, and
@@ -83,6 +84,7 @@ def test_a_corrupted_byte_is_an_error_in_either_direction(probe, hook, direction
     assert end["status"] == "error" and "150" in end["error"] and "1024-byte" in end["error"]
 
 
+@pytest.mark.functional
 def test_the_corruption_check_passes_a_clean_run(probe):
     (res,) = client_results(run_ipc(probe, "--transport", "udp", "--sizes", "65536", "--count", "300"))
     assert res["verified"] is True and "corruption" not in res
@@ -116,6 +118,7 @@ def check_session(server: subprocess.Popen, client: list[dict], transport: str, 
 
 
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
+@pytest.mark.functional
 def test_serve_and_connect_across_two_processes_on_loopback(probe, transport):
     server, meta = serve(probe, "--transport", transport)
     port = meta["params"]["port"]
@@ -173,6 +176,7 @@ def peer_children(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.functional
 def test_a_signal_keeps_the_data_so_far_and_leaves_no_peer(probe, sig):
     proc = subprocess.Popen([str(probe), "ipc", "--transport", "tcp", "--sizes", "256", "--count", "100000000"],
                             stdout=subprocess.PIPE, text=True)
@@ -193,6 +197,7 @@ def test_a_signal_keeps_the_data_so_far_and_leaves_no_peer(probe, sig):
         assert not Path(f"/proc/{child}").exists(), f"peer {child} is still there"
 
 
+@pytest.mark.functional
 def test_vsock_runs_or_says_it_is_absent(probe):
     """Never a fake figure: either verified round trips over AF_VSOCK, or a warning."""
     recs = run_ipc(probe, "--transport", "vsock", "--sizes", "16", "--count", "100")
@@ -203,6 +208,7 @@ def test_vsock_runs_or_says_it_is_absent(probe):
         assert res[0]["verified"] is True
 
 
+@pytest.mark.functional
 def test_connect_to_nobody_is_an_environment_error(probe):
     recs = run_ipc(probe, "--connect", "127.0.0.1:1", "--count", "1", expect_rc=3)
     assert recs[-1]["status"] == "error" and "127.0.0.1" in recs[-1]["error"]
@@ -215,10 +221,12 @@ def test_connect_to_nobody_is_an_environment_error(probe):
     ["--port", "5000"], ["--cpus", "0,1,2"], ["--timeout-s", "-1"], ["--x-corrupt-reply", "x"], ["--nope"],
     ["stray"],
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_line_and_nothing_on_stdout(probe, args):
     assert_usage_error(probe, "ipc", args)
 
 
+@pytest.mark.functional
 def test_help_exits_0(probe):
     proc = subprocess.run([str(probe), "ipc", "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and "--connect" in proc.stdout and "--serve" in proc.stdout

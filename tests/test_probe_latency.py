@@ -119,6 +119,7 @@ def test_injected_stall_is_measured_and_missed_periods_counted(probe, mode):
     assert sum(x["count"] for x in windows) == res["count"]
 
 
+@pytest.mark.functional
 def test_record_stream_shape_and_histogram_consistency(probe):
     recs = run_latency(probe, "--interval-us", "500", "--loops", "400", "--window-s", "0.05",
                        "--threshold-us", "1")
@@ -231,6 +232,7 @@ def interrupted_after(probe: Path, seconds: float, *args: str) -> tuple[float, d
     return took, merged(recs)
 
 
+@pytest.mark.functional
 def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
     """With a 30 s interval the threads sleep most of a run; a SIGINT must end them at once (the host
     kills a probe that has not ended 5 s after it asked), and the samples measured so far are kept."""
@@ -239,6 +241,7 @@ def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
     assert res["count"] == 0 and res["missed"] == 0     # no deadline came, none was missed
 
 
+@pytest.mark.functional
 def test_a_stop_does_not_wait_for_a_long_work_budget(probe):
     """A 30 s work budget after the first wake-up: the stop ends the work where it is, keeps the
     wake-up measured before it and records no response time for the work it cut short."""
@@ -256,6 +259,7 @@ def _as_nobody(*cmd: str, memlock: int | None = None, rtprio: str = "0") -> list
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.functional
 def test_unprivileged_run_warns_and_still_measures(probe, tmp_path):
     exe = tmp_path / "rtvb-probe"
     shutil.copy(probe, exe)
@@ -277,6 +281,7 @@ def test_unprivileged_run_warns_and_still_measures(probe, tmp_path):
     ["latency", "--loops", "20", "--cpus", "0"],
     ["load", "--kind", "timer", "--policy", "fifo", "--priority", "80", "--duration-s", "0.2", "--window-s", "0"],
 ], ids=["latency", "load"])
+@pytest.mark.functional
 def test_unprivileged_rt_raises_the_soft_rtprio_limit_up_to_the_hard_one(probe, tmp_path, rtprio, granted, args):
     """Soft RLIMIT_RTPRIO 0 does not stop a user whose hard limit allows the priority (as
     cyclictest, the probe raises the soft limit); hard 0 does, with the no_rt_policy warning."""
@@ -306,6 +311,7 @@ def test_unprivileged_rt_raises_the_soft_rtprio_limit_up_to_the_hard_one(probe, 
     assert len(warned) == (0 if granted else 1), warned
 
 
+@pytest.mark.functional
 def test_root_run_is_granted_rt_without_warnings(probe):
     if os.geteuid() != 0:
         pytest.skip("needs root")
@@ -329,6 +335,7 @@ def test_root_run_is_granted_rt_without_warnings(probe):
     (["--policy", "other", "--priority", "50"], "--policy other"),
     (["extra"], "extra"),
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
     proc = subprocess.run([str(probe), "latency", *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2
@@ -337,6 +344,7 @@ def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
     assert len(lines) == 1 and fragment in lines[0] and lines[0].endswith(".")
 
 
+@pytest.mark.functional
 def test_unknown_subcommand_exits_2(probe):
     proc = subprocess.run([str(probe), "frobnicate"], capture_output=True, text=True)
     assert proc.returncode == 2 and "frobnicate" in proc.stderr
@@ -346,6 +354,7 @@ STATUS_LINE = re.compile(
     r"^T:\s*(\d+) \(\s*(\d+)\) P:\s*(\d+) I:(\d+) C:\s*(\d+) Min:\s*(\d+) Act:\s*(\d+) Avg:\s*(\d+) Max:\s*(\d+)$")
 
 
+@pytest.mark.functional
 def test_cyclictest_status_lines(probe):
     out = subprocess.run([str(probe), "latency", "--format", "cyclictest", "--loops", "200", "--interval-us", "500"],
                          capture_output=True, text=True, check=True).stdout
@@ -369,6 +378,7 @@ def parse_cyclictest_histogram(text: str) -> dict:
     return {"rows": rows, "summary": summary}
 
 
+@pytest.mark.functional
 def test_cyclictest_histogram_text_matches_jsonl_counts(probe):
     out = subprocess.run([str(probe), "latency", "--format", "cyclictest", "--histogram-us", "1000",
                           "--loops", "300", "--cpus", "0"], capture_output=True, text=True, check=True).stdout
@@ -383,6 +393,7 @@ def test_cyclictest_histogram_text_matches_jsonl_counts(probe):
 
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="rt-tests is installed by make setup")
+@pytest.mark.functional
 def test_cyclictest_json_layout_matches_cyclictest(probe, tmp_path):
     js = tmp_path / "ct.json"
     subprocess.run(["cyclictest", "-q", "-m", "-p80", "-i1000", "-l50", "-t1", "-h100", f"--json={js}"],

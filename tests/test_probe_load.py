@@ -180,6 +180,7 @@ def test_cpu_100_percent_duty_cycle_takes_all_the_cpu_left(probe):
     assert abs(m["own"] - m["proc"]) <= 3, (m["own"], m["proc"])
 
 
+@pytest.mark.functional
 def test_cpu_load_workers_are_pinned_round_robin_with_the_policy_asked(probe):
     cpus = sorted(os.sched_getaffinity(0))
     policy = ("--policy", "rr", "--priority", "7") if ROOT else ("--policy", "batch", "--nice", "5")
@@ -254,6 +255,7 @@ def test_leak_grows_at_its_rate_then_holds_at_its_limit(probe):
 
 # --- io --------------------------------------------------------------------------------------------
 
+@pytest.mark.functional
 def test_io_load_files_are_removed_after_its_duration(probe, tmp_path):
     recs = run_load(probe, "--kind", "io", "--dir", str(tmp_path), "--file-size", "1M", "--block-size", "256K",
                     "--duration-s", "1.3", "--window-s", "0.5", "--workers", "2")
@@ -272,6 +274,7 @@ def test_io_load_files_are_removed_after_its_duration(probe, tmp_path):
         assert w["achieved_bps"] == pytest.approx(w["bytes"] * 1e9 / (w["t_end_ns"] - w["t_start_ns"]), rel=1e-6)
 
 
+@pytest.mark.functional
 def test_io_load_files_are_removed_after_sigterm_in_the_default_tmpdir(probe, tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     run = Running(probe, "--kind", "io", "--file-size", "2M", "--window-s", "0.2", env=env)
@@ -309,6 +312,7 @@ def wait_for(pred, timeout: float = 3.0):
         time.sleep(0.05)
 
 
+@pytest.mark.functional
 def test_fork_load_leaves_no_child_after_sigterm(probe):
     run = Running(probe, "--kind", "fork", "--workers", "2", "--window-s", "0.3")
     run.until(lambda r: r["type"] == "window")
@@ -322,6 +326,7 @@ def test_fork_load_leaves_no_child_after_sigterm(probe):
     assert result(recs)["ops"] > 0
 
 
+@pytest.mark.functional
 def test_fork_load_leaves_no_running_child_after_sigkill(probe):
     """Children of a SIGKILLed probe die with it (PR_SET_PDEATHSIG); their zombies belong
     to init then (this container's init does not reap: at most one per worker may stay)."""
@@ -355,6 +360,7 @@ def check_rates(recs: list[dict]) -> dict:
     return res
 
 
+@pytest.mark.functional
 def test_mem_load_reports_bandwidth_consistent_with_its_passes(probe):
     recs = run_load(probe, "--kind", "mem", "--buffer-size", "16M", "--workers", "2", "--duration-s", "1.3",
                     "--window-s", "0.5")
@@ -372,6 +378,7 @@ def test_mem_load_bps_limit_holds(probe):
     assert 0.9 * 200 * MiB <= res["achieved_bps"] <= 1.1 * 200 * MiB, res["achieved_bps"]
 
 
+@pytest.mark.functional
 def test_net_load_delivers_what_it_sends_over_loopback(probe):
     recs = run_load(probe, "--kind", "net", "--workers", "2", "--duration-s", "1.3", "--window-s", "0.5")
     res = check_rates(recs)
@@ -406,6 +413,7 @@ def sysfs_llc(cpu: int = 0) -> int | None:
     return best[1]
 
 
+@pytest.mark.functional
 def test_cache_load_buffer_is_twice_the_llc(probe):
     recs = run_load(probe, "--kind", "cache", "--duration-s", "0.6", "--window-s", "0.2")
     p = recs[0]["params"]
@@ -461,6 +469,7 @@ def test_timer_load_holds_a_modest_rate(probe):
     (["--kind", "cpu", "--frobnicate"], "--frobnicate"),
     (["--kind", "cpu", "extra"], "extra"),
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
     proc = subprocess.run([str(probe), "load", *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2, proc.stderr
@@ -470,6 +479,7 @@ def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
         and lines[0].endswith("."), lines
 
 
+@pytest.mark.functional
 def test_unwritable_io_dir_is_an_environment_error_with_records(probe, tmp_path):
     if ROOT:
         pytest.skip("root can write anywhere")

@@ -65,6 +65,7 @@ def test_prefetched_sequential_chain_beats_random_chain_in_dram(probe):
     assert seq * 3 < rnd, (seq, rnd)
 
 
+@pytest.mark.functional
 def test_mem_lat_record_shape_and_params(probe):
     recs = run(probe, "mem-lat", "--sizes", "512-2K", "--stride", "128", "--repetitions", "3", "--quick",
                "--seed", "7")
@@ -88,6 +89,7 @@ def test_mem_lat_record_shape_and_params(probe):
         assert r["samples"] >= 3 * 5 and isinstance(r["converged"], bool) and 0 < r["cpu_share"] <= 1
 
 
+@pytest.mark.functional
 def test_mem_lat_sigint_ends_with_interrupted_and_keeps_results(probe):
     proc = subprocess.Popen([str(probe), "mem-lat", "--sizes", "4K-256M", "--mode", "random"],
                             stdout=subprocess.PIPE, text=True)
@@ -117,6 +119,7 @@ def test_cache_resident_buffer_reads_faster_than_dram(probe):
     assert big > 100 * MiB     # a DRAM figure, not a broken timer
 
 
+@pytest.mark.functional
 def test_mem_bw_threads_and_aggregate(probe):
     recs = run(probe, "mem-bw", "--ops", "memcpy,copyloop", "--sizes", "64K", "--threads", "2", "--quick")
     meta = recs[0]
@@ -324,6 +327,7 @@ def test_tlb_chain_is_slower_than_the_same_lines_in_few_pages(probe):
     (["mem-alloc", "--iterations", "5000"], "--iterations must be an integer"),
     (["mem-alloc", "extra"], "unexpected argument 'extra'"),
 ])
+@pytest.mark.functional
 def test_bad_option_is_one_sentence_and_exit_2(probe, args, message):
     proc = subprocess.run([str(probe), *args], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and proc.stdout == ""
@@ -332,6 +336,7 @@ def test_bad_option_is_one_sentence_and_exit_2(probe, args, message):
 
 
 @pytest.mark.parametrize("sub", ["mem-lat", "mem-bw", "mem-alloc"])
+@pytest.mark.functional
 def test_help(probe, sub):
     proc = subprocess.run([str(probe), sub, "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: rtvb-probe {sub}")
@@ -339,6 +344,7 @@ def test_help(probe, sub):
 
 # --- cross build ---------------------------------------------------------------------------------
 
+@pytest.mark.functional
 def test_cross_built_mem_lat_runs_under_qemu_aarch64(cross_probes):
     if shutil.which("qemu-aarch64-static") is None:
         pytest.skip("qemu-aarch64-static is installed by make setup")

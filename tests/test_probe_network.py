@@ -73,6 +73,7 @@ def stream(probe: Path, *args: str, expect_rc: int = 0) -> tuple[dict, dict, lis
     return s, r, sent, got
 
 
+@pytest.mark.functional
 def test_tcp_every_byte_sent_arrives_checked(probe):
     s, r, sent, got = stream(probe, "--duration-s", "1", "--size", "64K")
     assert sent[-1]["status"] == got[-1]["status"] == "ok"
@@ -107,6 +108,7 @@ def test_udp_at_10_mbit_arrives_at_10_mbit_without_loss(probe):
 
 
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
+@pytest.mark.functional
 def test_a_corrupted_byte_is_found_by_the_receiver(probe, transport):
     pace = ["--rate-bps", "5000000"] if transport == "udp" else []
     s, r, sent, got = stream(probe, "--transport", transport, *pace, "--duration-s", "0.3", "--size", "4096",
@@ -122,6 +124,7 @@ def test_a_corrupted_byte_is_found_by_the_receiver(probe, transport):
     assert clean["verified"] is True and clean["corrupt_messages"] == 0
 
 
+@pytest.mark.functional
 def test_an_interrupted_sender_reports_what_arrived(probe):
     server, meta = serve(probe)
     proc = subprocess.Popen([str(probe), "network", "--connect", f"127.0.0.1:{meta['params']['port']}",
@@ -140,6 +143,7 @@ def test_an_interrupted_sender_reports_what_arrived(probe):
     assert s["received_messages"] <= s["sent_messages"]
 
 
+@pytest.mark.functional
 def test_connect_to_nobody_is_an_environment_error(probe):
     proc = subprocess.run([str(probe), "network", "--connect", "127.0.0.1:1", "--duration-s", "1"],
                           capture_output=True, text=True, timeout=30)
@@ -155,10 +159,12 @@ def test_connect_to_nobody_is_an_environment_error(probe):
     ["--serve", "--size", "1024"], ["--serve", "--duration-s", "1"], ["--connect", "127.0.0.1:5", "--port", "9"],
     ["--transport", "sctp"], ["--connect", "127.0.0.1:5", "--duration-s", "0"], ["--nope"], ["stray"],
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_line_and_nothing_on_stdout(probe, args):
     assert_usage_error(probe, "network", args)
 
 
+@pytest.mark.functional
 def test_help_exits_0(probe):
     proc = subprocess.run([str(probe), "network", "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and "--connect" in proc.stdout and "--rate-bps" in proc.stdout

@@ -221,6 +221,7 @@ def test_record_stream_shape_and_defaults(probe):
     assert res["min_ns"] == min(r["min_ns"] for r in per_cpu)
 
 
+@pytest.mark.functional
 def test_threshold_sets_what_counts_as_an_interruption(probe):
     recs = run_noise(probe, "--duration-s", "0.1", "--cpus", "0", "--policy", "other", "--threshold-us", "0.001")
     res = merged(recs)
@@ -267,6 +268,7 @@ def test_a_signal_ends_a_run_on_every_cpu_at_once_with_results(probe, sig):
     (["--bogus", "1"], "unknown or incomplete option '--bogus'"),
     (["extra"], "unexpected argument 'extra'"),
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
     proc = subprocess.run([str(probe), "noise", *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2 and proc.stdout == ""
@@ -275,6 +277,7 @@ def test_bad_options_exit_2_with_one_sentence(probe, args, fragment):
     assert fragment in lines[0], lines[0]
 
 
+@pytest.mark.functional
 def test_check_args_and_describe_options(probe):
     ok = subprocess.run([str(probe), "--check-args", "noise", "--duration-s", "1e7", "--cpus", "1023",
                          "--threshold-us", "3.6e9", "--priority", "99"], capture_output=True, text=True, timeout=10)

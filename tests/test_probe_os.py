@@ -50,6 +50,7 @@ def one(recs: list[dict], test: str) -> dict:
     return res
 
 
+@pytest.mark.functional
 def test_meta_lists_every_parameter_and_results_carry_the_harness_fields(probe):
     recs = run_os(probe, "--tests", "null,select", "--fds", "10", "--quick")
     params = recs[0]["params"]
@@ -306,6 +307,7 @@ def test_pipe_round_trip_beats_a_python_ping_pong_and_is_in_a_sane_band(probe):
     assert 500 < min(ours) < 200_000
 
 
+@pytest.mark.functional
 def test_transport_tests_report_latency_and_bandwidth(probe):
     recs = run_os(probe, "--tests", "unix_lat,tcp_lat,udp_lat,unix_bw,tcp_bw", "--quick")
     for test in ("unix_lat", "tcp_lat", "udp_lat"):
@@ -393,6 +395,7 @@ def test_open_to_close_passes_cost_the_open_and_close_on_top_of_the_read(probe, 
     assert files["open2close"]["bandwidth_bps"] < files["io_only"]["bandwidth_bps"]
 
 
+@pytest.mark.functional
 def test_missing_loopback_skips_socket_tests_with_a_warning(probe):
     """In a fresh network namespace the loopback interface is down: tcp and udp cannot
     run, and say so instead of printing a figure; pipes still work."""
@@ -407,6 +410,7 @@ def test_missing_loopback_skips_socket_tests_with_a_warning(probe):
 QEMU = "qemu-aarch64-static"
 
 
+@pytest.mark.functional
 def test_cross_built_os_runs_under_qemu_user(cross_probes):
     if shutil.which(QEMU) is None:
         pytest.skip(f"{QEMU} is installed by make setup")
@@ -423,10 +427,12 @@ def test_cross_built_os_runs_under_qemu_user(cross_probes):
     ["--bw-chunk", "x"], ["--dir", "/nonexistent/dir"], ["--max-time-s", "0"], ["--target-error", "2"],
     ["--pair-cpus", "0,"], ["--bogus"], ["extra"],
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_line_and_nothing_on_stdout(probe, args):
     assert_usage_error(probe, "os", args)
 
 
+@pytest.mark.functional
 def test_help_exits_0(probe):
     proc = subprocess.run([str(probe), "os", "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and "--tests" in proc.stdout and "mmap_reread" in proc.stdout

@@ -167,11 +167,13 @@ def test_sigint_ends_the_run_as_interrupted_with_the_results_so_far(probe):
     (["--policy", "deadline"], "--policy must be fifo, rr or other, got 'deadline'."),
     (["extra"], "unexpected argument 'extra'; run 'rtvb-probe rtos --help'."),
 ])
+@pytest.mark.functional
 def test_bad_options_exit_2_with_one_sentence(probe, args, sentence):
     proc = subprocess.run([str(probe), "rtos", *args], capture_output=True, text=True, timeout=10)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"rtvb-probe rtos: {sentence}\n")
 
 
+@pytest.mark.functional
 def test_help_lists_every_test(probe):
     proc = subprocess.run([str(probe), "rtos", "--help"], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 0
@@ -187,6 +189,7 @@ def _unprivileged() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming an unprivileged user needs root")
+@pytest.mark.functional
 def test_refused_fifo_warns_and_measures_under_other(probe):
     """As user nobody with RLIMIT_RTPRIO 0 (so the probe cannot raise it): a no_rt_policy warning, meta's
     privileges say other, and every result says it asked for fifo and got other."""
@@ -211,6 +214,7 @@ def test_refused_fifo_warns_and_measures_under_other(probe):
     assert recs[-1]["status"] == "ok"
 
 
+@pytest.mark.functional
 def test_records_pass_the_hosts_checks(probe):
     """The host's record checks (rtvbench/probe_schema.py) accept every line the probe prints."""
     proc = subprocess.run([str(probe), "rtos", "--count", "20", "--cpus", str(CPU)], capture_output=True,
@@ -220,6 +224,7 @@ def test_records_pass_the_hosts_checks(probe):
     assert [parse_record(line)["type"] for line in lines] == ["meta"] + ["result"] * len(RTOS_TESTS) + ["end"]
 
 
+@pytest.mark.functional
 def test_host_defaults_are_the_probes(probe):
     """The campaign's defaults (policy, priority, count, tests) are what the probe does when not told."""
     from rtvbench.benchmarks import BENCHMARKS

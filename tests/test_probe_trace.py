@@ -176,6 +176,7 @@ def test_the_instance_is_removed_and_a_killed_probes_is_cleaned_up(probe):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.functional
 def test_without_tracefs_access_it_says_so_and_still_measures(probe, tmp_path):
     exe = tmp_path / "rtvb-probe"
     exe.write_bytes(probe.read_bytes())
@@ -195,6 +196,7 @@ def test_without_tracefs_access_it_says_so_and_still_measures(probe, tmp_path):
     assert merged["breaches_traced"] == 0
 
 
+@pytest.mark.functional
 def test_trace_options_are_checked(probe):
     for args, fragment in ((["--trace-threshold-us", "0"], "--trace-threshold-us"),
                            (["--trace-threshold-us", "10", "--trace-breaches", "0"], "--trace-breaches"),

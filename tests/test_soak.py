@@ -112,6 +112,7 @@ def test_a_quiet_soak_is_stable(probe, tmp_path):
     assert "stable" in r.stdout
 
 
+@pytest.mark.functional
 def test_a_duration_that_is_not_one_is_refused(probe, tmp_path):
     (tmp_path / "c.toml").write_text('name = "q"\n[environments.native]\ntarget = "local"\n'
                                      '[benchmarks.w]\nkind = "latency"\nduration_s = 1\n')

@@ -104,6 +104,7 @@ def test_scaling_on_one_cpu_and_on_two(probe):
     print(f"scaling efficiency of 2 copies: on 1 CPU {eff1:.3f}, on 2 CPUs {eff2:.3f}")
 
 
+@pytest.mark.functional
 def test_default_cpus_are_the_allowed_ones_round_robin(probe):
     allowed = sorted(os.sched_getaffinity(0))
     rc, recs, err = run(probe, "work", "--kernels", "crc32", "--size", "small", "--repetitions", "2",
@@ -115,6 +116,7 @@ def test_default_cpus_are_the_allowed_ones_round_robin(probe):
     assert all(c["verified"] for x in r["copy_rounds"] for c in x["per_copy"])
 
 
+@pytest.mark.functional
 def test_a_wrong_checksum_fails_every_copy(probe):
     rc, recs, _ = run(probe, "work", "--kernels", "crc32", "--size", "small", "--repetitions", "2", "--copies", "2",
                       "--rounds", "1", "--expect", "crc32.small=1234")
@@ -131,11 +133,13 @@ def test_a_wrong_checksum_fails_every_copy(probe):
     (["--rounds", "2"], "--rounds and --cpus apply to copies"),
     (["--copies", "0"], "--copies must be an integer from 1 to 256"),
 ])
+@pytest.mark.functional
 def test_copies_options(probe, args, message):
     rc, _, err = run(probe, "work", "--kernels", "crc32", "--size", "small", *args)
     assert rc == 2 and message in err
 
 
+@pytest.mark.functional
 def test_campaign_figures_and_report_table(probe, tmp_path):
     (tmp_path / "c.toml").write_text(work_campaign("copies", 2, repetitions=300, copies=2, rounds=1, cpus="0"))
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path,
@@ -159,6 +163,7 @@ def test_campaign_figures_and_report_table(probe, tmp_path):
     assert cells[5] == f"{statistics.median(manys) / statistics.median(ones):.2f}x", cells
 
 
+@pytest.mark.functional
 def test_sigterm_reaches_the_copies(probe):
     """SIGTERM to the probe alone (as the runner sends it) stops its copies after their current run:
     the probe ends at once, interrupted, leaving no copy behind and no failure."""
