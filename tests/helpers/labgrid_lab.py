@@ -108,10 +108,12 @@ class SerialBoard:
                                       stderr=open(self.log, "ab"), start_new_session=True)
 
     def halt(self) -> None:
-        """Power gone: the agent and every command it runs die at once."""
+        """Power gone: the agent and every command it runs die at once. The agent goes first: killed
+        after its probe, it could still send the probe's exit status (137) up the line, which a
+        board without power never does (seen once in a full test run)."""
         if self.agent is None:
             return
-        for pid in [*descendants(self.agent.pid), self.agent.pid]:
+        for pid in [self.agent.pid, *descendants(self.agent.pid)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
