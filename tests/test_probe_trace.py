@@ -355,7 +355,10 @@ def test_the_report_explains_the_spikes_and_what_a_load_added(probe, tmp_path):
     # 10 bursts of 5 ms in 2 s: each one a breach of about 4 ms, traced or counted.
     assert hog["traced"] + hog["untraced"] >= 8, hog
     named = [s for s in hog["spikes"] if "SCHED_FIFO 90" in s["culprit"] and s["culprit"].startswith("rtvb-probe")]
-    assert len(named) >= 0.75 * hog["traced"] and named, [(s["cause"], s["culprit"]) for s in hog["spikes"]]
+    # A breach while the CPU sat idle is this VM's own stall (8 of 10 once, in a full run), never the
+    # busy hog's: the hog must be named in most of the others.
+    busy = [s for s in hog["spikes"] if s["cause"] not in ("idle-exit", "hypervisor")]
+    assert len(named) >= 0.75 * len(busy) and named, [(s["cause"], s["culprit"]) for s in hog["spikes"]]
     assert all(s["cause"] in ("task", "irq-off") for s in named)
     assert all(s["excerpt"] and s["repetition"] == 1 and s["cpu"] == CPU for s in hog["spikes"])
     html = (tmp_path / "r.html").read_text()
