@@ -7,8 +7,9 @@
   at the wrong point, e.g. before the wait instead of after it, moves one step by the whole switch,
   about 50 %).
 - FIFO beats OTHER under a competing SCHED_OTHER load: a busy loop at nice -15 pinned to the measured
-  CPU. A real-time thread preempts it at once; an ordinary one waits for its slice whenever the
-  scheduler does not favour the wake-up. Runs alternate FIFO, OTHER, FIFO, OTHER, so that a machine
+  CPU. A real-time thread preempts it (or its waker) at once; an ordinary one waits whenever the
+  scheduler does not favour the wake-up: the timer's tail is the loop's slice, and the futex's share
+  of slow wake-ups (over twice FIFO's median) is several times FIFO's. Runs alternate FIFO, OTHER, FIFO, OTHER, so that a machine
   that changes changes both; FIFO runs at priority 99, above the real-time loads other tests start.
 - Every test measures exactly --count operations, and attempted = count + missed.
 """
@@ -110,6 +111,12 @@ class NiceBusyLoop:
         self.proc.wait()
 
 
+def slow_share(result: dict, threshold_ns: float) -> tuple[int, int]:
+    """(samples at or above threshold_ns, all samples) from a result's histogram."""
+    slow = sum(c for lo, _hi, c in result["histogram"]["buckets"] if lo >= threshold_ns)
+    return slow, result["count"]
+
+
 @needs_root
 def test_fifo_activation_beats_other_under_a_competing_load(probe):
     """With the busy loop on the CPU, in two alternating rounds.
@@ -118,27 +125,41 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
     once; an ordinary one waits until the scheduler picks it over a loop of 29 times its weight (and
     has 50 us of timer slack). OTHER's p99 is at least 5 times FIFO's in every round.
 
-    Futex: the waker is the running thread, not the loop, and the scheduler often lets the woken one
-    preempt it under OTHER too (EEVDF's wake-up preemption), so the two differ in the tail only: the
-    wake-ups the scheduler does not favour wait for the loop's slice. OTHER's p99 is at least 3 times
-    FIFO's, each side's less disturbed round compared.
+    Futex: the waker is the running thread, not the loop. A FIFO waiter above it preempts it at the
+    wake, every time. Under OTHER the scheduler often lets the woken thread preempt too (EEVDF's
+    wake-up preemption), but not always: then the waiter runs only after the waker has returned from
+    the wake and yielded, at least one more system call and switch, so that wake-up takes at least
+    twice the direct one. The share of wake-ups slower than twice FIFO's median is the policy's
+    signature: a few % under OTHER, and under FIFO only this VM's own stalls, which hit both alike.
+    Over both rounds, OTHER's share is at least 4 times FIFO's (and FIFO's counts as at least one
+    sample). A p99 ratio is not used: how long the slow path takes depends on the machine (2.5 us
+    on one, 6-9 us on this one), and p99 sits on that path only when more than 1 % of wake-ups take it.
 
-    Measured on this 2-vCPU VM: timer p99 FIFO 20-39 us, OTHER 2.5-2.9 ms; futex_wake p99 FIFO
-    0.78-1.05 us, OTHER 5.2 us-8 ms."""
-    args = ("--tests", "futex_wake,timer", "--count", "200", "--cpus", str(CPU))
+    Measured on this 2-vCPU VM over 2000 wake-ups: timer p99 FIFO 20-39 us, OTHER 2.5-2.9 ms;
+    futex_wake slower than twice FIFO's median FIFO 0.05-0.6 %, OTHER 5.5-8.4 % (also under
+    stress-ng --cpu 2)."""
+    timer_args = ("--tests", "timer", "--count", "200", "--cpus", str(CPU))
+    futex_args = ("--tests", "futex_wake", "--count", "2000", "--cpus", str(CPU))
+    fifo_args = ("--policy", "fifo", "--priority", "99")
     futex = {"fifo": [], "other": []}
     with NiceBusyLoop():
         time.sleep(0.1)
         for _ in range(2):
-            fifo = results(run_rtos(probe, *args, "--policy", "fifo", "--priority", "99"))
-            other = results(run_rtos(probe, *args, "--policy", "other"))
-            print({t: (fifo[t]["p99_ns"], fifo[t]["max_ns"], other[t]["p99_ns"], other[t]["max_ns"]) for t in fifo})
-            assert fifo["timer"]["policy_granted"] == "fifo" and other["timer"]["policy_granted"] == "other"
-            assert other["timer"]["p99_ns"] >= 5 * fifo["timer"]["p99_ns"]
-            futex["fifo"].append(fifo["futex_wake"]["p99_ns"])
-            futex["other"].append(other["futex_wake"]["p99_ns"])
-    # Each side's least disturbed round: a VM hiccup in one FIFO round (1.6 us seen) is not the policy.
-    assert min(futex["other"]) >= 3 * min(futex["fifo"]), futex
+            fifo = results(run_rtos(probe, *timer_args, *fifo_args))["timer"]
+            other = results(run_rtos(probe, *timer_args, "--policy", "other"))["timer"]
+            print("timer p99", fifo["p99_ns"], other["p99_ns"])
+            assert fifo["policy_granted"] == "fifo" and other["policy_granted"] == "other"
+            assert other["p99_ns"] >= 5 * fifo["p99_ns"]
+            futex["fifo"].append(results(run_rtos(probe, *futex_args, *fifo_args))["futex_wake"])
+            futex["other"].append(results(run_rtos(probe, *futex_args, "--policy", "other"))["futex_wake"])
+    threshold = 2 * min(r["p50_ns"] for r in futex["fifo"])
+    shares = {}
+    for policy, rounds in futex.items():
+        slow, total = (sum(x) for x in zip(*(slow_share(r, threshold) for r in rounds)))
+        shares[policy] = (slow, total)
+    print("futex_wake slower than", threshold, "ns:", shares)
+    (other_slow, other_n), (fifo_slow, fifo_n) = shares["other"], shares["fifo"]
+    assert other_slow / other_n >= 4 * max(fifo_slow, 1) / fifo_n, shares
 
 
 def test_sigint_ends_the_run_as_interrupted_with_the_results_so_far(probe):
