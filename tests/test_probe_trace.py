@@ -81,28 +81,45 @@ def test_the_rt_hog_is_named_as_the_cause_of_its_breaches(probe, tmp_path):
     # ... and capture costs no activation: every period is a sample or a counted miss.
     assert merged["count"] + merged["missed"] in range(2999, 3002)
 
-    hog_spikes, as_task = 0, 0
+    hog_spikes, as_task, vcpu_gaps = 0, 0, 0
     for rec in traces:
         spike = attribute(rec)
         assert spike is not None
         d, w = rec["deadline_ns"], rec["wake_ns"]
         inside = any(a <= w and b >= d and min(b, w) - max(a, d) >= (w - d) / 2 for a, b in bursts)
+        if inside and spike.cause in ("idle-exit", "hypervisor") and not hog_in_trace(rec):
+            # The trace shows the CPU idle through the breach while the hog's own clock says it spun:
+            # the virtual CPU was not running (seen once in a full run, 5 ms at the first burst). The
+            # attribution reads the trace right; the hog's log cannot be the ground truth there.
+            vcpu_gaps += 1
+            continue
         if inside:
             hog_spikes += 1
             assert spike.culprit.startswith("rtvb-hog (pid ") and "SCHED_FIFO 90" in spike.culprit, spike.explanation
-            # The hog ran for most of the wake-up's delay, after the timer had fired on time. (Once in
+            # The hog ran for most of the wake-up's delay, after the timer had fired on time: before the
+            # thread was switched in, or (when the hog woke just after it) by preempting it. (Once in
             # dozens of runs on a virtual machine the timer itself fired only at the end of a burst, an
             # interrupt held back outside the guest: then it is an irq-off stretch under the hog.)
             if spike.cause == "task":
                 as_task += 1
-                assert spike.phases_ns["scheduling"] > 0.8 * spike.latency_ns
+                assert max(spike.phases_ns["scheduling"], spike.phases_ns["return"]) > 0.8 * spike.latency_ns
             else:
                 assert spike.cause == "irq-off", spike.explanation
         elif not any(a <= w and b >= d for a, b in bursts):
             # Another task's breach (a shared machine): never blamed on the hog.
             assert "rtvb-hog" not in spike.culprit, spike.explanation
+    assert vcpu_gaps <= 1, [attribute(r).explanation for r in traces]
     assert hog_spikes >= 4, [attribute(r).explanation for r in traces]
     assert as_task >= 0.75 * hog_spikes, [attribute(r).explanation for r in traces]
+
+
+def hog_in_trace(rec: dict) -> bool:
+    """Whether any event of the breach CPU's saved trace between the deadline and the wake-up shows the
+    hog running or being switched in."""
+    shift = rec["clock_offset_ns"] if rec.get("clock") == "local" else 0
+    (lines,) = [c["lines"] for c in rec["cpus"] if c["cpu"] == rec["cpu"]]
+    return any(rec["deadline_ns"] <= e.t_ns - shift <= rec["wake_ns"] and "rtvb-hog" in e.line
+               for e in parse_lines(lines))
 
 
 @pytest.fixture
@@ -292,6 +309,31 @@ def test_attribution_of_a_lower_priority_task_holding_the_cpu_and_of_one_of_high
     lower = attribute(_record(_wake(1000.0, task="irq/9-acpi", pid=60) + _switch_in(1400, "irq/9-acpi", 60, 49),
                               999, 1403))
     assert lower.cause == "preempt-off" and lower.culprit == "irq/9-acpi (pid 60, real-time priority 50)"
+
+
+def test_attribution_of_a_higher_priority_task_that_preempts_the_thread_after_its_switch_in():
+    """The thread is switched in on time, then a FIFO 90 task wakes and preempts it before it reads the
+    clock: the delay is in the return phase and the task, entitled to preempt, is the cause. A task of
+    lower priority found there cannot have preempted the thread: preemption was disabled."""
+    def preempted_by(prio: int) -> list[str]:
+        return (_wake(1000.0) + [
+            _line("<idle>", 0, 1001, "sched_switch", "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> "
+                  "next_comm=rtvb-probe next_pid=500 next_prio=19"),
+            _line("rtvb-probe", 500, 1002, "sched_wakeup", f"comm=rtvb-hog pid=70 prio={prio} target_cpu=001"),
+            _line("rtvb-probe", 500, 1003, "sched_switch", f"prev_comm=rtvb-probe prev_pid=500 prev_prio=19 "
+                  f"prev_state=R+ ==> next_comm=rtvb-hog next_pid=70 next_prio={prio}"),
+            _line("rtvb-hog", 70, 6003, "sched_switch", f"prev_comm=rtvb-hog prev_pid=70 prev_prio={prio} "
+                  "prev_state=S ==> next_comm=rtvb-probe next_pid=500 next_prio=19"),
+            _line("rtvb-probe", 500, 6005, "tracing_mark_write", "rtvb-probe breach cycle=7 latency_ns=1")])
+    hog = [{"pid": 70, "comm": "rtvb-hog", "policy": "fifo", "rt_priority": 90, "nice": 0}]
+    s = attribute(_record(preempted_by(9), 999, 6006, tasks=hog))
+    assert s.phases_ns == {"timer": 1000, "scheduling": 1000, "return": 5005000}
+    assert (s.cause, s.culprit) == ("task", "rtvb-hog (pid 70, SCHED_FIFO 90)"), s.explanation
+    assert "preempted it and ran for 5000 us" in s.explanation
+    # Steal that rose meanwhile does not take the blame from it either.
+    assert attribute(_record(preempted_by(9), 999, 6006, steal_ns=4 * MS, tasks=hog)).cause == "task"
+    low = attribute(_record(preempted_by(120), 999, 6006))
+    assert low.cause == "preempt-off" and low.culprit.startswith("rtvb-hog (pid 70, SCHED_OTHER"), low.explanation
 
 
 def test_a_trace_that_does_not_reach_the_deadline_is_unknown_not_guessed():

@@ -16,8 +16,8 @@ sched_switch). The largest share names the cause:
 
   irq          an interrupt handler ran (which one)
   softirq      softirq processing ran (which vector: NET_RX, TIMER ...)
-  task         a task of higher or equal priority ran in the scheduling phase (name, pid, policy,
-               priority)
+  task         a task of higher or equal priority ran in the scheduling phase, or preempted the
+               thread after its switch-in (name, pid, policy, priority)
   preempt-off  a lower-priority task kept the CPU after the wake-up (preemption disabled)
   irq-off      the timer fired late while a task ran and no event explains it (interrupts
                disabled, or the CPU taken away without steal being accounted)
@@ -380,7 +380,10 @@ class Timeline:
         # A task entitled to the CPU explains the time it ran whatever the steal counter did (it
         # moves in whole ticks); a silent stretch nobody was entitled to is the hypervisor's when
         # steal rose.
-        entitled = phase == "scheduling" and task is not None and not idle and task.outranks_or_equals(me)
+        # After the switch-in, another task can only have run by preempting the measuring thread: one
+        # of higher priority is as entitled to that as to the CPU before the switch.
+        entitled = (phase in ("scheduling", "return") and task is not None and not idle and task.pid != self.tid
+                    and task.outranks_or_equals(me))
         if self.steal and (idle or silent) and not entitled:
             self._hypervisor(spike, lead, silence)
         elif idle:
@@ -398,8 +401,9 @@ class Timeline:
                                  "(or the CPU taken away without steal being accounted).")
         elif entitled:
             spike.cause, spike.culprit = "task", culprit
+            how = "preempted it and ran" if phase == "return" else "ran"
             spike.explanation = (f"{lead}: {culprit}, of higher or equal priority than the measuring thread, "
-                                 f"ran for {_us(took)} of it.")
+                                 f"{how} for {_us(took)} of it.")
         else:
             spike.cause, spike.culprit = "preempt-off", culprit
             spike.explanation = (f"{lead}: {culprit}, of lower priority, kept the CPU for {_us(took)} after the "
