@@ -379,7 +379,7 @@ static void *worker_main(void *arg)
                 else
                     w->untraced++;
             } else {
-                trace_mark(cycle, lat);
+                trace_mark(cycle, lat, now);
             }
         }
         hist_record(w->window, lat);

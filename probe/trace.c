@@ -282,9 +282,11 @@ static char *put_u64(char *p, uint64_t v)
     return p;
 }
 
-static void write_marker(const char *word, uint64_t cycle, uint64_t latency_ns)
+/* The wake-up time goes with every marker: each one then tells the offset
+ * between the trace's clock and CLOCK_MONOTONIC (trace_clock_offset). */
+static void write_marker(const char *word, uint64_t cycle, uint64_t latency_ns, uint64_t wake_ns)
 {
-    char buf[96], *p = buf;
+    char buf[128], *p = buf;
     size_t n = strlen(word);
     memcpy(p, word, n);
     p += n;
@@ -292,13 +294,15 @@ static void write_marker(const char *word, uint64_t cycle, uint64_t latency_ns)
     p = put_u64(p + 7, cycle);
     memcpy(p, " latency_ns=", 12);
     p = put_u64(p + 12, latency_ns);
+    memcpy(p, " wake_ns=", 9);
+    p = put_u64(p + 9, wake_ns);
     (void)!write(T.marker_fd, buf, (size_t)(p - buf));
 }
 
-void trace_mark(uint64_t cycle, uint64_t latency_ns)
+void trace_mark(uint64_t cycle, uint64_t latency_ns, uint64_t wake_ns)
 {
     if (atomic_load_explicit(&T.state, memory_order_relaxed) == ARMED)
-        write_marker("rtvb-probe wake", cycle, latency_ns);
+        write_marker("rtvb-probe wake", cycle, latency_ns, wake_ns);
 }
 
 int trace_breach(int cpu, pid_t tid, uint64_t cycle, uint64_t deadline_ns, uint64_t wake_ns, uint64_t origin_ns)
@@ -311,7 +315,7 @@ int trace_breach(int cpu, pid_t tid, uint64_t cycle, uint64_t deadline_ns, uint6
     int armed = ARMED;
     if (!atomic_compare_exchange_strong(&T.state, &armed, SAVING))
         return 0;
-    write_marker("rtvb-probe breach", cycle, wake_ns - deadline_ns);
+    write_marker("rtvb-probe breach", cycle, wake_ns - deadline_ns, wake_ns);
     (void)!write(T.on_fd, "0", 1);
     T.b = (struct breach){.cpu = cpu, .tid = tid, .cycle = cycle, .deadline_ns = deadline_ns, .wake_ns = wake_ns,
                          .origin_ns = origin_ns};
@@ -547,28 +551,45 @@ static void write_tasks(struct jw *w, struct span *lines, size_t n)
     jw_end(w);
 }
 
-/* trace time - CLOCK_MONOTONIC, from the breach marker on the breach CPU:
- * its thread wrote it right after reading the clock (wake_ns), so their
- * difference is the offset between the clocks, within the microsecond the
- * write takes. 0 with *found = 0 when the marker is not in the text. */
-static int64_t clock_offset(const char *text, size_t len, const struct breach *b, int *found)
+/* trace time - CLOCK_MONOTONIC on the CPU whose buffer `text` is. A thread
+ * writes each marker right after reading the clock (the marker's wake_ns),
+ * so marker time - wake_ns is the offset plus however long the write came
+ * after the read. That delay is about a microsecond, but it is never
+ * negative and sometimes long: the thread preempted, or a virtual CPU
+ * stopped, between the two (5 ms seen). The smallest over every marker in
+ * the buffer is the offset; a single marker could misplace every event of
+ * the breach by the whole delay. 0 with *found = 0 when there is none. */
+int64_t trace_clock_offset(const char *text, size_t len, int *found)
 {
-    char marker[64];
-    int n = snprintf(marker, sizeof marker, "rtvb-probe breach cycle=%llu ", (unsigned long long)b->cycle);
-    const char *hit = NULL;
-    for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), marker, (size_t)n)); p += n)
-        hit = p;
+    static const char tag[] = "rtvb-probe ", key[] = " wake_ns=";
+    const char *end = text + len;
+    int64_t best = 0;
     *found = 0;
-    if (!hit)
-        return 0;
-    const char *line = hit;
-    while (line > text && line[-1] != '\n')
-        line--;
-    uint64_t t = line_time_ns(line, hit);
-    if (!t)
-        return 0;
-    *found = 1;
-    return (int64_t)(t - b->wake_ns);
+    for (const char *hit = text; (hit = memmem(hit, (size_t)(end - hit), tag, sizeof tag - 1)); hit += sizeof tag - 1) {
+        const char *eol = memchr(hit, '\n', (size_t)(end - hit));
+        if (!eol)
+            eol = end;
+        const char *w = memmem(hit, (size_t)(eol - hit), key, sizeof key - 1);
+        if (!w)
+            continue;
+        uint64_t wake = 0;
+        const char *d = w + sizeof key - 1;
+        if (d >= eol || *d < '0' || *d > '9')
+            continue;
+        while (d < eol && *d >= '0' && *d <= '9')
+            wake = wake * 10 + (uint64_t)(*d++ - '0');
+        const char *line = hit;
+        while (line > text && line[-1] != '\n')
+            line--;
+        uint64_t t = line_time_ns(line, hit);
+        if (!t)
+            continue;
+        int64_t offset = (int64_t)(t - wake);
+        if (!*found || offset < best)
+            best = offset;
+        *found = 1;
+    }
+    return best;
 }
 
 static void save_breach(void)
@@ -578,7 +599,7 @@ static void save_breach(void)
     uint64_t steal_from_ns = T.steal_at_ns, now = mono_ns();
     int have_steal = steal_now && T.steal_at_ns && read_steal(steal_now) == 0;
 
-    /* Every CPU's text first: the breach CPU's marker gives the clock offset
+    /* Every CPU's text first: the breach CPU's markers give the clock offset
      * the others are cut with. */
     char **texts = calloc((size_t)T.ncpus, sizeof *texts);
     size_t *lens = calloc((size_t)T.ncpus, sizeof *lens);
@@ -589,7 +610,7 @@ static void save_breach(void)
         snprintf(path, sizeof path, "%s/per_cpu/cpu%d/trace", T.dir, T.cpus[i]);
         texts[i] = read_all(path, &lens[i]);
         if (texts[i] && T.cpus[i] == b.cpu)
-            offset = clock_offset(texts[i], lens[i], &b, &aligned);
+            offset = trace_clock_offset(texts[i], lens[i], &aligned);
     }
     /* Without the offset nothing can be cut by time: the newest lines are kept. */
     uint64_t from = 0;

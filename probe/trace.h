@@ -40,8 +40,13 @@ void trace_write_events(struct jw *w, const char *key);
  * this breach will be saved, 0 if it was not (a save in progress, or the
  * limit of saved traces reached): the caller counts those. `origin_ns` is the
  * run's start, so that the record says when in the run the breach was. */
-void trace_mark(uint64_t cycle, uint64_t latency_ns);
+void trace_mark(uint64_t cycle, uint64_t latency_ns, uint64_t wake_ns);
 int trace_breach(int cpu, pid_t tid, uint64_t cycle, uint64_t deadline_ns, uint64_t wake_ns, uint64_t origin_ns);
+
+/* trace clock - CLOCK_MONOTONIC from the markers in one CPU's trace text
+ * (each carries the wake_ns its thread read just before writing it): the
+ * smallest difference. *found = 0 when the text has no marker. */
+int64_t trace_clock_offset(const char *text, size_t len, int *found);
 
 /* Main thread, every few milliseconds: saves a stopped buffer as `trace`
  * records and re-arms it. */

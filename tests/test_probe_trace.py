@@ -81,21 +81,22 @@ def test_the_rt_hog_is_named_as_the_cause_of_its_breaches(probe, tmp_path):
     # ... and capture costs no activation: every period is a sample or a counted miss.
     assert merged["count"] + merged["missed"] in range(2999, 3002)
 
-    hog_spikes, as_task, vcpu_gaps = 0, 0, 0
+    # The trace clock's offset to CLOCK_MONOTONIC is one constant for the run: every breach's, taken
+    # from its own buffer's markers, agrees within 50 us (1-2.3 us here; a breach aligned by one
+    # marker written late would be off by the delay).
+    offsets = [rec["clock_offset_ns"] for rec in traces]
+    assert max(offsets) - min(offsets) <= 50_000, offsets
+
+    hog_spikes, as_task = 0, 0
     for rec in traces:
         spike = attribute(rec)
         assert spike is not None
         d, w = rec["deadline_ns"], rec["wake_ns"]
         inside = any(a <= w and b >= d and min(b, w) - max(a, d) >= (w - d) / 2 for a, b in bursts)
-        if inside and spike.cause in ("idle-exit", "hypervisor") and not hog_in_trace(rec):
-            # The trace shows the CPU idle through the breach while the hog's own clock says it spun:
-            # the virtual CPU was not running (seen once in a full run, 5 ms at the first burst). The
-            # attribution reads the trace right; the hog's log cannot be the ground truth there.
-            vcpu_gaps += 1
-            continue
         if inside:
             hog_spikes += 1
-            assert spike.culprit.startswith("rtvb-hog (pid ") and "SCHED_FIFO 90" in spike.culprit, spike.explanation
+            assert spike.culprit.startswith("rtvb-hog (pid ") and "SCHED_FIFO 90" in spike.culprit, \
+                "\n".join([spike.explanation, *spike.excerpt])
             # The hog ran for most of the wake-up's delay, after the timer had fired on time: before the
             # thread was switched in, or (when the hog woke just after it) by preempting it. (Once in
             # dozens of runs on a virtual machine the timer itself fired only at the end of a burst, an
@@ -108,18 +109,8 @@ def test_the_rt_hog_is_named_as_the_cause_of_its_breaches(probe, tmp_path):
         elif not any(a <= w and b >= d for a, b in bursts):
             # Another task's breach (a shared machine): never blamed on the hog.
             assert "rtvb-hog" not in spike.culprit, spike.explanation
-    assert vcpu_gaps <= 1, [attribute(r).explanation for r in traces]
     assert hog_spikes >= 4, [attribute(r).explanation for r in traces]
     assert as_task >= 0.75 * hog_spikes, [attribute(r).explanation for r in traces]
-
-
-def hog_in_trace(rec: dict) -> bool:
-    """Whether any event of the breach CPU's saved trace between the deadline and the wake-up shows the
-    hog running or being switched in."""
-    shift = rec["clock_offset_ns"] if rec.get("clock") == "local" else 0
-    (lines,) = [c["lines"] for c in rec["cpus"] if c["cpu"] == rec["cpu"]]
-    return any(rec["deadline_ns"] <= e.t_ns - shift <= rec["wake_ns"] and "rtvb-hog" in e.line
-               for e in parse_lines(lines))
 
 
 @pytest.fixture
