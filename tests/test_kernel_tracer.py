@@ -203,7 +203,10 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     # The interrupt is not held back: no more late interrupts than without the load (an emulated CPU has
     # some of its own).
     assert _above(burst[1], "irq", 5_000_000) <= _above(idle[1], "irq", 2_000_000) + 5, burst[1]["irq"]
-    assert _above(burst[0], "thread", 5_000_000) < late / 2
+    # CPU 0 shares the host's stalls but not the load: CPU 1 has about a late activation per burst more.
+    # (Not a ratio: a host that stalls this VM for over 5 ms 40 times in 2 s, seen once, gives CPU 0 as
+    # many late activations as the bursts give CPU 1; a stall inside a burst adds none to CPU 1.)
+    assert late - _above(burst[0], "thread", 5_000_000) >= 0.5 * bursts, (late, _above(burst[0], "thread", 5_000_000))
     # The periods a burst swallowed are missing: about a fifth of CPU 1's activations. Held to CPU 0 of the
     # same run, which the host's load slows alike (0.82 to 0.84 seen; without the load the CPUs agree
     # within 1 %), not to the idle run's count: the emulated guest loses 2 to 13 % of its periods to the
