@@ -555,8 +555,8 @@ static void write_tasks(struct jw *w, struct span *lines, size_t n)
  * writes each marker right after reading the clock (the marker's wake_ns),
  * so marker time - wake_ns is the offset plus however long the write came
  * after the read. That delay is about a microsecond, but it is never
- * negative and sometimes long: the thread preempted, or a virtual CPU
- * stopped, between the two (5 ms seen). The smallest over every marker in
+ * negative and can be long: the thread preempted, or a virtual CPU
+ * stopped, between the two. The smallest over every marker in
  * the buffer is the offset; a single marker could misplace every event of
  * the breach by the whole delay. 0 with *found = 0 when there is none. */
 int64_t trace_clock_offset(const char *text, size_t len, int *found)

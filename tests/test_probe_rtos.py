@@ -9,8 +9,9 @@
 - FIFO beats OTHER under a competing SCHED_OTHER load: a busy loop at nice -15 pinned to the measured
   CPU. A real-time thread preempts it (or its waker) at once; an ordinary one waits whenever the
   scheduler does not favour the wake-up: the timer's tail is the loop's slice, and the futex's share
-  of slow wake-ups (over twice FIFO's median) is several times FIFO's. Runs alternate FIFO, OTHER, FIFO, OTHER, so that a machine
-  that changes changes both; FIFO runs at priority 99, above the real-time loads other tests start.
+  of slow wake-ups (over twice FIFO's median) is several times FIFO's. Runs alternate FIFO, OTHER,
+  FIFO, OTHER, so that a machine that changes changes both; FIFO runs at priority 99, above the
+  real-time loads other tests start.
 - Every test measures exactly --count operations, and attempted = count + missed.
 """
 
@@ -111,10 +112,9 @@ class NiceBusyLoop:
         self.proc.wait()
 
 
-def slow_share(result: dict, threshold_ns: float) -> tuple[int, int]:
-    """(samples at or above threshold_ns, all samples) from a result's histogram."""
-    slow = sum(c for lo, _hi, c in result["histogram"]["buckets"] if lo >= threshold_ns)
-    return slow, result["count"]
+def count_at_or_above(result: dict, threshold_ns: float) -> int:
+    """A result's samples at or above threshold_ns, from its histogram."""
+    return sum(c for lo, _hi, c in result["histogram"]["buckets"] if lo >= threshold_ns)
 
 
 @needs_root
@@ -153,13 +153,10 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
             futex["fifo"].append(results(run_rtos(probe, *futex_args, *fifo_args))["futex_wake"])
             futex["other"].append(results(run_rtos(probe, *futex_args, "--policy", "other"))["futex_wake"])
     threshold = 2 * min(r["p50_ns"] for r in futex["fifo"])
-    shares = {}
-    for policy, rounds in futex.items():
-        slow, total = (sum(x) for x in zip(*(slow_share(r, threshold) for r in rounds)))
-        shares[policy] = (slow, total)
-    print("futex_wake slower than", threshold, "ns:", shares)
-    (other_slow, other_n), (fifo_slow, fifo_n) = shares["other"], shares["fifo"]
-    assert other_slow / other_n >= 4 * max(fifo_slow, 1) / fifo_n, shares
+    slow = {p: sum(count_at_or_above(r, threshold) for r in rounds) for p, rounds in futex.items()}
+    total = {p: sum(r["count"] for r in rounds) for p, rounds in futex.items()}
+    print("futex_wake slower than", threshold, "ns:", slow, "of", total)
+    assert slow["other"] / total["other"] >= 4 * max(slow["fifo"], 1) / total["fifo"], (slow, total)
 
 
 def test_sigint_ends_the_run_as_interrupted_with_the_results_so_far(probe):
