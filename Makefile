@@ -84,6 +84,8 @@ $(BUILD)/test-%: probe/tests/test_%.c $(PROBE_SRC) $(PROBE_HDR) Makefile
 	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@.tmp $< $(PROBE_SRC) -pthread -lm
 	mv -f $@.tmp $@
 
+PROBE_TESTS := $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
+
 probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
 	@for t in $^; do echo "== $$t"; $$t || exit 1; done
 
@@ -102,16 +104,14 @@ kernels: setup
 	.venv/bin/rtvbench kernel fetch --arch x86_64 --rt --dest kernels
 	.venv/bin/rtvbench kernel fetch --arch aarch64 --dest kernels
 
-# The unit tests measure nothing, so they run in parallel first. The functional ones (marked by
-# their authors: nothing they assert depends on time or a quiet machine) run two at a time, a
-# module per worker so that module fixtures and the resources a module's tests share are not
-# doubled. The rest measure, so they run one at a time on a machine nothing else of ours uses.
+# Every test, in three phases that all run whatever an earlier one did (tests/phases.py): the unit
+# tests in parallel; the functional ones (marked by their authors: nothing they assert depends on
+# time or a quiet machine) two at a time, a module per worker; then every test that measures, alone.
+# A measuring test that fails is run once more, alone, at the end; the summary names each one that
+# passed only then. The probe's C unit tests run as tests of their own (tests/test_probe_c_units.py).
 test: setup kernels
 	@$(MAKE) -q probe-cross || { echo "test: building the probes for $(CROSS_ARCHES)"; $(MAKE) -s probe-cross; }
-	$(MAKE) probe-test
-	$(PY) -m pytest -q -m unit -n auto
-	$(PY) -m pytest -q -m "functional and not unit" -n 2 --dist loadfile
-	$(PY) -m pytest -q -m "not unit and not functional"
+	$(PY) tests/phases.py
 
 # Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.
 test-fast: setup

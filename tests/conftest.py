@@ -103,3 +103,17 @@ def pytest_collection_modifyitems(config, items) -> None:
             kinds.add("probe")
         for kind in kinds or {"unit"}:
             item.add_marker(getattr(pytest.mark, kind))
+
+
+# tests/phases.py (what `make test` runs) reads every test's outcome from the file this names, to
+# count each phase and to run a failed measuring test once more. Only the process that reports
+# writes: under xdist that is the controller, which receives its workers' reports.
+_OUTCOMES = os.environ.get("RTVBENCH_TEST_OUTCOMES")
+
+
+def pytest_runtest_logreport(report) -> None:
+    if not _OUTCOMES or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import json
+    with open(_OUTCOMES, "a") as out:
+        out.write(json.dumps({"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome}) + "\n")
