@@ -6,6 +6,7 @@ diagnostics, then retried successfully."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.stored_so_far import stored_records
 from helpers.sshd import ALIAS, Sshd
-from host_helpers import cli_env, processes_with, run_cli, wakeup_campaign
+from host_helpers import cli_env, processes_with, run_cli, wait_for, wakeup_campaign
 from rtvbench.store import load_run, open_store
 
 REPS = 3
@@ -65,10 +67,12 @@ def test_local_and_ssh_environments_are_measured_and_compared(sshd, tmp_path, pr
     assert len(deployed) == 1
     assert sum(m.environment == "board" for m in run.measurements) == REPS
 
-    # The run closed its target: the deployed probe is removed, no ssh connection is left.
+    # The run closed its target: the deployed probe is removed, no ssh connection is left. The
+    # connection's processes end asynchronously (the master is killed if it does not exit at once):
+    # the waits are hang guards.
     assert not any(d.exists() for d in deployed)
-    assert processes_with(str(tmp_path / "ssh_config")) == []
-    assert sshd.connection_processes() == []
+    wait_for(lambda: processes_with(str(tmp_path / "ssh_config")) == [], 60, "the ssh client processes to end")
+    wait_for(lambda: sshd.connection_processes() == [], 60, "the server side of the connection to end")
 
     out = tmp_path / "report.json"
     doc = json.loads(out.read_text())
@@ -128,17 +132,39 @@ def test_a_busy_board_is_judged_and_its_busiest_process_named(sshd, tmp_path, pr
         assert "rtvb-probe" not in verdict["reason"].split("limit")[1]
 
 
+def held_probe(tmp_path: Path, probe: Path) -> Path:
+    """rtvb-probe, except that its first `latency` runs until something stops it: its --duration-s
+    becomes 600. The board is this machine, so the copy rtvbench deploys runs the real probe by its
+    path here. Everything else, the retry of that measurement included, runs as asked."""
+    wrapper = tmp_path / "rtvb-probe"
+    wrapper.write_text(f"""#!/bin/sh
+if [ "$1" = latency ] && mkdir {shlex.quote(str(tmp_path / "held"))} 2>/dev/null; then
+    prev=
+    for a do
+        shift
+        if [ "$prev" = --duration-s ]; then set -- "$@" 600; else set -- "$@" "$a"; fi
+        prev=$a
+    done
+fi
+exec {shlex.quote(str(probe))} "$@"
+""")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 @pytest.mark.functional
+@pytest.mark.timeout(600)           # a hang guard
 def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_path, probe):
     shutil.copy(sshd.config, tmp_path / "ssh_config")
     (tmp_path / "c.toml").write_text(wakeup_campaign("ssh-drop", SSH_ENV, 2, 1))
     dropped: list[float] = []
 
     def drop_during_the_first_measurement() -> None:
-        deadline = time.monotonic() + 120
+        # The first attempt measures until its connection is dropped (held_probe): a window of it
+        # in the store means it runs, and it still runs when the connection is dropped.
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
-            if any("latency" in cmd for cmd in sshd.probe_commands()):
-                time.sleep(0.5)             # a few windows into it
+            if stored_records(tmp_path / "s.db", "window"):
                 sshd.drop_connections()
                 dropped.append(time.monotonic())
                 return
@@ -146,9 +172,11 @@ def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_
 
     watcher = threading.Thread(target=drop_during_the_first_measurement, daemon=True)
     watcher.start()
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path,
+                env=cli_env(held_probe(tmp_path, probe)), timeout=480)
     watcher.join(5)
-    assert dropped, "the latency probe was never seen running"
+    assert dropped, "the first measurement was never seen storing a window"
+    assert (tmp_path / "held").is_dir(), "the first measurement was not the held one"
     assert r.returncode == 0, r.stderr
     assert "target lost" in r.stderr and "retrying" in r.stderr
     assert "Run 1 of ssh-drop finished: 1 of 1 measurements ok." in r.stdout
@@ -160,5 +188,5 @@ def test_a_dropped_connection_is_recorded_and_the_measurement_retried(sshd, tmp_
     [failed] = run.failed_attempts
     assert failed.attempt == 1 and "was lost while" in failed.error
     assert failed.target_log.startswith("ssh exited with status 255")
-    assert processes_with(str(tmp_path / "ssh_config")) == []
+    wait_for(lambda: processes_with(str(tmp_path / "ssh_config")) == [], 60, "the ssh client processes to end")
 

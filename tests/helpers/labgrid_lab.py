@@ -189,7 +189,7 @@ class Lab:
                                            stderr=subprocess.STDOUT, start_new_session=True))
 
     def _wait(self, ready, what: str) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             for proc in self.procs:
                 if proc.poll() is not None:
@@ -205,7 +205,7 @@ class Lab:
     def client(self, *args: str, user: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         env = dict(os.environ, LG_USERNAME=user) if user else None
         r = subprocess.run([str(BIN / "labgrid-client"), "-x", self.address, *args], env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
         if check and r.returncode != 0:
             raise RuntimeError(f"labgrid-client {' '.join(args)} failed: {r.stderr}")
         return r
