@@ -372,7 +372,13 @@ class SshTarget(Target):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
-            pass
+            return
+        # Gone before we return: a caller may reconnect at once, and a master still answering on
+        # its socket would be taken for the new one.
+        for _ in range(500):
+            if not _alive(pid):
+                return
+            threading.Event().wait(0.02)
 
     def _connect(self, timeout: float = CONNECT_TIMEOUT_S + 60) -> None:
         """Make sure the master connection is up; (re)establish it when not (giving up after
