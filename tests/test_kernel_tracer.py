@@ -198,7 +198,11 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     idle, burst = _results(run, "timerlat"), _results(run, "timerlat", "rt_burst")
     bursts = 40
     late = _above(burst[1], "thread", 5_000_000)
-    assert 0.6 * bursts <= late <= bursts + _above(idle[1], "thread", 5_000_000) + 5, late
+    # Beyond the bursts, CPU 1 may have as many late activations as the host's stalls of this VM give
+    # one CPU: seen on CPU 1 in the idle run or on CPU 0 in this one, whichever host was busier (the
+    # host's load moves between the two measurements: once 36 late ones idle against 83 under the bursts).
+    host_stalls = max(_above(idle[1], "thread", 5_000_000), _above(burst[0], "thread", 5_000_000))
+    assert 0.6 * bursts <= late <= bursts + host_stalls + 5, (late, host_stalls)
     assert burst[1]["thread"]["max_ns"] >= 5_000_000
     # The interrupt is not held back: no more late interrupts than without the load (an emulated CPU has
     # some of its own).

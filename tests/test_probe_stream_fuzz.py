@@ -117,20 +117,23 @@ def test_real_output_of_every_subcommand_is_accepted(streams):
 
 def test_fuzzed_streams_are_accepted_and_decoded_or_refused_with_the_line(streams):
     rng = random.Random(SEED)
-    start = time.monotonic()
+    # This process's CPU time, not the wall clock: other processes on the machine stretch the latter,
+    # while a pathological case (a quadratic parse of the enormous line, say) shows in both. About 1 s
+    # for the 400 streams here.
+    start = time.process_time()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     outcome = {"accepted": 0, "refused": 0}
     worst = 0.0
     for _ in range(CASES):
         kind = rng.choice(sorted(streams))
-        one = time.monotonic()
+        one = time.process_time()
         outcome[_consume(kind, _mutate(rng, streams[kind]))] += 1
-        worst = max(worst, time.monotonic() - one)
+        worst = max(worst, time.process_time() - one)
     assert outcome["refused"] > CASES // 2 and outcome["accepted"] > 0, outcome
-    assert time.monotonic() - start < 60
+    assert time.process_time() - start < 60
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     assert grown_mb < 500, grown_mb
-    print(f"probe stream fuzz: {CASES} streams, {outcome}, worst {worst:.3f} s, "
+    print(f"probe stream fuzz: {CASES} streams, {outcome}, worst {worst:.3f} s of CPU, "
           f"peak memory grown by {grown_mb:.0f} MB")
 
 

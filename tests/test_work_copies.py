@@ -20,7 +20,7 @@ import re
 import signal
 import statistics
 import subprocess
-import time
+from pathlib import Path
 
 import pytest
 
@@ -163,6 +163,16 @@ def test_campaign_figures_and_report_table(probe, tmp_path):
     assert cells[5] == f"{statistics.median(manys) / statistics.median(ones):.2f}x", cells
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (/proc/PID/stat); an ended one fails the test."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        raise AssertionError(f"process {pid} ended before it had run long enough") from None
+    utime, stime = stat[stat.rindex(")") + 2:].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.functional
 def test_sigterm_reaches_the_copies(probe):
     """SIGTERM to the probe alone (as the runner sends it) stops its copies after their current run:
@@ -172,10 +182,14 @@ def test_sigterm_reaches_the_copies(probe):
     marker = " ".join(argv[1:])
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: len(processes_with(marker)) == 2, 10, "the first copy to start")   # the probe, a copy
-        time.sleep(0.2)
+        (copy,) = wait_for(lambda: [pid for pid in processes_with(marker) if pid != p.pid], 60,
+                           "the first copy to start")
+        # Signalled once the copy has run 0.1 s on a CPU: some 2000 of its 100000 runs (about 40 us
+        # each with their checks, 4 s in all) are done however long other processes kept it waiting,
+        # and most are still to come.
+        wait_for(lambda: cpu_seconds(copy) >= 0.1, 60, "the copy to run for 0.1 s of CPU time")
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=10)
+        out, err = p.communicate(timeout=60)
     finally:
         p.kill()
     assert p.returncode == 0, err
