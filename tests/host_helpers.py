@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -93,6 +94,27 @@ def busy_command(marker: str, log: Path) -> str:
     return f"{sys.executable} {BUSY_LOAD} {marker} {log} 2"
 
 
+def waiting_benchmark(name: str, wait_while: str, tag: str = "") -> str:
+    """TOML of a `command` benchmark `name` that polls the shell condition `wait_while` every 50 ms and
+    ends once it is false (figure `waited` = 1). It holds a measurement, and so the run, until something
+    the test controls has happened, however fast or slow the machine is. `tag` goes on its command
+    line, to find its processes in /proc."""
+    script = f"while {wait_while}; do sleep 0.05; done; echo waited: 1"
+    command = f"sh -c {shlex.quote(script)}" + (f" {shlex.quote(tag)}" if tag else "")
+    return (f"[benchmarks.{name}]\nkind = \"command\"\ncommand = {json.dumps(command)}\nformat = \"mapping\"\n"
+            f"[[benchmarks.{name}.figures]]\nname = \"waited\"\nregex = \"waited: ([0-9]+)\"\n")
+
+
+def load_running(command_part: str) -> str:
+    """A shell condition, true while the local load whose command line matches `command_part` (an
+    extended regular expression; a path is one) runs: while the runner's supervisor of it
+    (rtvbench/targets/local_supervisor.py) has not ended. The runner reads the load's exit status from
+    that supervisor right after the benchmark, so a benchmark that waits on this finds the load judged
+    ended if it ended. An ended supervisor that is not reaped yet is a zombie, whose command line is
+    empty: pgrep no longer finds it. "[l]" keeps the pattern from matching the waiting command's own line."""
+    return f"pgrep -f {shlex.quote('[l]ocal_supervisor.py .*' + command_part)} >/dev/null"
+
+
 def latency_campaign(name: str, command: str | None, *, repetitions: int = 3,
                      duration_s: float = 1, interval_us: int = 500, seed: int = 1) -> str:
     """1 environment, loads idle + `command` (the load "busy"; None: idle alone), a short latency
@@ -100,8 +122,10 @@ def latency_campaign(name: str, command: str | None, *, repetitions: int = 3,
     busy = "" if command is None else f'''
 [loads.busy]
 command = "{command}"
-# Long enough for the load's Python to be running before the probe starts, even on a loaded
-# machine: test_run_e2e checks that the load covered every busy measurement.
+# Time for the load's Python to start before the probe does: test_run_e2e checks that the load
+# covered every busy measurement. A guess, not a guarantee: the runner cannot tell when a command
+# load is up, and a busy machine can take longer. So only tests that run alone (not `functional`)
+# may rely on it; the functional ones that use this load assert nothing about its timing.
 settle_s = 0.6
 '''
     return f'''

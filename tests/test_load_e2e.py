@@ -139,7 +139,7 @@ file_size = "1M"
 
 [loads.leak]
 kind = "leak"
-rate_mbps = 64
+rate_mbps = 0
 limit = "16M"
 
 [loads.forks]
@@ -172,14 +172,16 @@ def load_records(db: Path, load: str) -> list[list[dict]]:
 
 
 def running_all(db: Path) -> bool:
+    """The newest measurement is the combined load's, and each of its three loads has sent a window:
+    every one of them is running (the io load in the directory it made)."""
     with sqlite3.connect(db) as conn:
         try:
-            row = conn.execute("select m.load, m.status, (select count(*) from load_records l where "
+            row = conn.execute("select m.load, m.status, (select count(distinct l.load) from load_records l where "
                                "l.measurement_id = m.id and l.type = 'window') from measurements m "
                                "order by m.id desc limit 1").fetchone()
         except sqlite3.OperationalError:
             return False
-    return bool(row) and row[0] == "all" and row[1] == "running" and row[2] >= 3
+    return bool(row) and row[0] == "all" and row[1] == "running" and row[2] == 3
 
 
 def seed_with_all_first(text: str) -> int:
@@ -211,7 +213,9 @@ def test_no_load_process_or_file_remains(tmp_path, own_probe):
     for records in leak_runs:
         windows = [r for r in records if r["type"] == "window"]
         holding = [w for w in windows if w["holding"]]
-        assert holding and windows[-1]["holding"], windows     # 16 MiB at 64 MiB/s: reached in 0.25 s
+        # All at once (rate_mbps = 0): the limit is reached before the first window, however slow the
+        # machine; a paced leak would have to reach it within the measurement.
+        assert windows and all(w["holding"] for w in windows), windows
         for w in holding:
             assert w["leaked_bytes"] == LIMIT
             # The resident set stays at the limit (plus the probe itself, ~1.5 MiB) and does not grow.
@@ -221,15 +225,17 @@ def test_no_load_process_or_file_remains(tmp_path, own_probe):
         assert result["rss_peak_bytes"] <= LIMIT + (4 << 20)
 
     for sig, db in ((signal.SIGINT, "int.db"), (signal.SIGKILL, "kill.db")):
-        text = CLEANUP.format(seed=seed_with_all_first(CLEANUP), iodir=iodir, duration=4)
+        # An hour-long measurement: the combined load is still the one running when the signal comes,
+        # however long this machine takes to get there (the signal ends it).
+        text = CLEANUP.format(seed=seed_with_all_first(CLEANUP), iodir=iodir, duration=3600)
         (tmp_path / "c.toml").write_text(text)
         runner = start_cli("run", "c.toml", "--store", f"sqlite:///{db}", cwd=tmp_path, env=cli_env(own_probe))
         try:
-            wait_for(lambda: running_all(tmp_path / db), 30, "the combined load to run")
+            wait_for(lambda: running_all(tmp_path / db), 120, "the combined load to run")
             assert len(processes_with(f"{own_probe} load")) >= 3
             assert len(os.listdir(iodir)) == 1                # the io load's own directory
             runner.send_signal(sig)
-            runner.wait(20)
+            runner.wait(60)
         finally:
             if runner.poll() is None:
                 runner.kill()
@@ -243,8 +249,8 @@ def test_no_load_process_or_file_remains(tmp_path, own_probe):
         else:
             # Nothing cleans up in the runner: the supervisor sees its pipe close and stops the
             # group; the io load removes its directory on the way out (its stdout is gone too).
-            wait_for(lambda: not processes_with(marker), 10, "the load processes to end")
-        wait_for(lambda: os.listdir(iodir) == [], 5, "the io load's directory to be removed")
+            wait_for(lambda: not processes_with(marker), 60, "the load processes to end")
+        wait_for(lambda: os.listdir(iodir) == [], 60, "the io load's directory to be removed")
 
 
 ACCOUNTING = """
@@ -283,8 +289,13 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them);
     # beside them the thermal sampler's series (rtvbench.sampler).
     assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after", "loadavg_after", "thermal"}
-    with open("/proc/loadavg") as f:       # read after the run: the 1-minute average moves slowly
-        assert abs(m.cpu_stat["loadavg_after"]["1"] - float(f.read().split()[0])) < 3
+    # Read after the run, the 15-minute average is still about what was stored: it moves by 0.5 % of the
+    # gap to the number of runnable processes every 5 s (the 1-minute one by 8 %, too fast to compare
+    # with on a machine whose load comes and goes).
+    loadavg = m.cpu_stat["loadavg_after"]
+    assert set(loadavg) == {"1", "5", "15"} and all(v >= 0 for v in loadavg.values()), loadavg
+    with open("/proc/loadavg") as f:
+        assert abs(loadavg["15"] - float(f.read().split()[2])) < 3
     procs = m.cpu_stat["processes_after"]
     assert procs and all(isinstance(n, str) and ticks >= 0 and cpu >= 0 and own in (0, 1)
                          for n, ticks, cpu, own in procs.values())

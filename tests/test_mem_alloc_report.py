@@ -37,7 +37,7 @@ quick = true
 def test_alloc_cycles_table_shows_ave_min_max_over_every_cycle(probe, tmp_path):
     (tmp_path / "c.toml").write_text(CAMPAIGN)
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path,
-                env=cli_env(probe), timeout=60)
+                env=cli_env(probe), timeout=300)
     assert r.returncode == 0, r.stderr
     html = run_report(r)
     doc = json.loads((tmp_path / "r.json").read_text())

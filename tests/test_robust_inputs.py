@@ -25,7 +25,7 @@ def test_a_campaign_that_is_not_a_regular_file(tmp_path, what):
     if what == "fifo":
         path = str(tmp_path / "c.toml")
         os.mkfifo(path)
-    r = run_cli("validate", path, cwd=tmp_path, env=cli_env(), timeout=30)
+    r = run_cli("validate", path, cwd=tmp_path, env=cli_env())
     assert r.returncode == 2
     assert r.stderr.strip() == f"rtvbench: {path} is not a regular file; name the campaign's .toml file."
 
@@ -33,7 +33,7 @@ def test_a_campaign_that_is_not_a_regular_file(tmp_path, what):
 def test_a_campaign_too_big_to_be_one(tmp_path):
     (tmp_path / "c.toml").write_text(CAMPAIGN + "# " + "x" * (2 << 20) + "\n")
     size = (tmp_path / "c.toml").stat().st_size
-    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(), timeout=30)
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
     assert r.returncode == 2
     assert r.stderr.strip() == (f"rtvbench: c.toml is {size:,} bytes, more than a campaign file has "
                                 "(1,048,576); name the campaign's .toml file.")
@@ -41,7 +41,7 @@ def test_a_campaign_too_big_to_be_one(tmp_path):
 
 def test_toml_nested_thousands_deep_is_a_campaign_error(tmp_path):
     (tmp_path / "c.toml").write_text("name = " + "[" * 5000 + "]" * 5000 + "\n")
-    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(), timeout=30)
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[0] == "c.toml: invalid TOML: nested too deeply"
 

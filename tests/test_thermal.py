@@ -9,16 +9,18 @@ rtvbench.sampler, rtvbench.analysis.thermal, the report's table).
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import json
 import os
+import struct
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
-from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
+from host_helpers import cli_env, run_cli, run_report, wait_for, waiting_benchmark, work_campaign
 from probe_records import of_type, records
 from rtvbench.analysis.thermal import thermal_state
 from rtvbench.report.thermal import NO_DATA
@@ -103,7 +105,7 @@ def fake_sysfs(root: Path) -> dict[str, Path]:
 def test_sampler_reads_a_fake_tree(probe, tmp_path):
     fake_sysfs(tmp_path)
     p = subprocess.run([str(probe), "sample", "--root", str(tmp_path), "--count", "2", "--interval-ms", "10"],
-                       capture_output=True, text=True, timeout=10)
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     recs = records(p.stdout)
     first, second = of_type(recs, "sample")
@@ -118,7 +120,7 @@ def test_sampler_reads_a_fake_tree(probe, tmp_path):
 
 def test_what_this_machine_has(probe):
     """Whatever this machine exposes is sampled, and nothing missing is an error."""
-    p = subprocess.run([str(probe), "sample", "--count", "1"], capture_output=True, text=True, timeout=10)
+    p = subprocess.run([str(probe), "sample", "--count", "1"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     (s,) = of_type(records(p.stdout), "sample")
     zones = glob.glob("/sys/class/thermal/thermal_zone*/temp")
@@ -132,27 +134,91 @@ def test_what_this_machine_has(probe):
 
 # -- end to end -----------------------------------------------------------------
 
-MARKER = "work --kernels crc32 --size small --repetitions 40000"   # the measurement's probe, ~1.3 s
+class _Opens:
+    """The files of some directories opened by anyone, counted per path (inotify IN_OPEN): which reads
+    the sampler has made, without a clock."""
+
+    IN_OPEN = 0x20
+
+    def __init__(self, *dirs: Path) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        self.dirs: dict[int, Path] = {}
+        for d in dirs:
+            wd = libc.inotify_add_watch(self.fd, os.fsencode(d), self.IN_OPEN)
+            assert wd >= 0, os.strerror(ctypes.get_errno())
+            self.dirs[wd] = d
+        self.counts: dict[Path, int] = {}
+
+    def drain(self) -> None:
+        """Count every open that has happened until now (the kernel queues each as it happens)."""
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            at = 0
+            while at < len(buf):
+                wd, _, _, size = struct.unpack_from("iIII", buf, at)
+                if wd in self.dirs:          # not the queue's overflow (-1): it is drained far below that
+                    path = self.dirs[wd] / buf[at + 16:at + 16 + size].rstrip(b"\0").decode()
+                    self.counts[path] = self.counts.get(path, 0) + 1
+                at += 16 + size
+
+    def count(self, path: Path) -> int:
+        self.drain()
+        return self.counts.get(path, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def test_a_throttle_during_a_measurement_is_stored_and_flagged(probe, tmp_path):
     root = tmp_path / "sysfs"
     files = fake_sysfs(root)
-    (tmp_path / "c.toml").write_text(work_campaign("thermal", 1, repetitions=40000))
+    freq, throttle = files["freq1"], files["throttle1"]
+    # The measurement lasts until the test says: after the sampler has read the changed files.
+    done = tmp_path / "done"
+    (tmp_path / "c.toml").write_text('name = "thermal"\n[environments.native]\ntarget = "local"\n\n'
+                                     + waiting_benchmark("hold", f"[ ! -e {done} ]"))
+    opens = _Opens(freq.parent, throttle.parent)
+    failed: list[BaseException] = []
+
+    def opened(want: dict[Path, int]) -> bool:
+        if done.exists():
+            raise AssertionError("the measurement ended before the sampler read the files")
+        return all(opens.count(path) >= n for path, n in want.items())
 
     def bump():
-        # Once the measured probe runs (the sampler's first sample is taken before it starts):
-        # the CPU throttles, its frequency drops.
-        wait_for(lambda: processes_with(MARKER), 30, "the measurement to start", interval=0.01)
-        for name, value in (("throttle1", "4\n"), ("freq1", "1600000\n")):
-            tmp = files[name].with_suffix(".new")
-            tmp.write_text(value)
-            os.replace(tmp, files[name])        # whole: the sampler never reads a half-written file
+        try:
+            # The sampler's first sample (the "before" one) has read both files: its start read the
+            # frequency file once to find it, the sample once more.
+            wait_for(lambda: opened({freq: 2, throttle: 1}), 120, "the sampler's first sample")
+            # Then the CPU throttles, its frequency drops.
+            for path, value in ((throttle, "4\n"), (freq, "1600000\n")):
+                tmp = path.with_suffix(".new")
+                tmp.write_text(value)
+                os.replace(tmp, path)        # whole: the sampler never reads a half-written file
+            # Every open counted from here on came after the change: a sample during the measurement
+            # has read the new values (the last one, at its end, reads them again).
+            after = {freq: opens.count(freq) + 1, throttle: opens.count(throttle) + 1}
+            wait_for(lambda: opened(after), 120, "a sample of the changed files")
+        except BaseException as e:       # said by the test, after the run
+            failed.append(e)
+        finally:
+            done.touch()
+
     t = threading.Thread(target=bump, daemon=True)
     t.start()
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path,
-                env=cli_env(probe, RTVBENCH_SYSFS_ROOT=str(root)), timeout=60)
-    t.join(1)
+    try:
+        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp_path,
+                    env=cli_env(probe, RTVBENCH_SYSFS_ROOT=str(root)), timeout=300)
+    finally:
+        done.touch()
+        t.join(10)
+        opens.close()
+    assert not failed, failed
     assert r.returncode == 0, r.stderr
 
     from sqlalchemy import create_engine, text
@@ -185,7 +251,7 @@ def test_a_throttle_during_a_measurement_is_stored_and_flagged(probe, tmp_path):
                     reason="this machine has thermal or frequency data")
 def test_a_target_without_data_is_said_once(probe, tmp_path):
     (tmp_path / "c.toml").write_text(work_campaign("thermal", 2, repetitions=10))
-    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=60)
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
     assert r.returncode == 0, r.stderr
     html = run_report(r)
     assert html.count(NO_DATA) == 1 and "FLAGGED" not in html
