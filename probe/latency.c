@@ -541,10 +541,14 @@ int cmd_latency(int argc, char **argv)
         if (sig == SIGINT || sig == SIGTERM) {
             interrupted = 1;
             atomic_store(&stop_requested, 1);
+        }
+        /* Again on every turn until all are done: a worker that read the flag just
+         * before it was set and went to sleep after the signal would otherwise sleep
+         * until its deadline, which may be seconds away. */
+        if (atomic_load(&stop_requested))
             for (int i = 0; i < o.ncpus; i++)
                 if (!atomic_load(&workers[i].done))
                     pthread_kill(workers[i].thread, WAKE_SIGNAL);
-        }
         if (o.format == FORMAT_JSONL)
             drain_windows(workers, o.ncpus);
         trace_poll();
