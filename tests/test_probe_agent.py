@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.proc_state import poll_nfds, wait_until as wait_for
 from probe_records import of_type, records
 
 REPO = Path(__file__).resolve().parent.parent
@@ -169,17 +170,24 @@ def test_ready_then_probe_subcommands_stream_intact_json(agent, probe):
 
 
 @pytest.mark.functional
-def test_concurrent_commands_stay_separated_by_id(agent):
-    # Lines of 10 000 bytes reach the pipes in several pieces each, while the other command writes.
-    script = 's=$(head -c 10000 /dev/zero | tr "\\0" "$1"); i=0; while [ $i -lt 20 ]; do ' \
-             'echo "$i $s"; i=$((i+1)); sleep 0.02; done'
-    agent.run(1, "/bin/sh", "-c", script, "x", "A")
-    agent.run(2, "/bin/sh", "-c", script, "x", "B")
-    assert agent.wait_exit(1) == 0 and agent.wait_exit(2) == 0
+def test_concurrent_commands_stay_separated_by_id(agent, tmp_path):
+    # Each command writes lines of 10 000 bytes in two halves, and the two take turns half by half
+    # (each half waits for a marker file the other touches after its previous half): while a line of
+    # one stands half written in its pipe, the other writes, whatever the scheduler does.
+    script = ('me=$1; other=$2; lag=$3; dir=$4; half=$(head -c 5000 /dev/zero | tr "\\0" "$me"); k=0; '
+              'while [ $k -lt 40 ]; do j=$((k - lag)); '
+              'if [ $j -ge 0 ]; then while [ ! -e "$dir/$other$j" ]; do sleep 0.01; done; fi; '
+              'if [ $((k % 2)) -eq 0 ]; then printf "%d %s" $((k / 2)) "$half"; else printf "%s\\n" "$half"; fi; '
+              ': > "$dir/$me$k"; k=$((k + 1)); done')
+    agent.run(1, "/bin/sh", "-c", script, "x", "A", "B", "1", str(tmp_path))
+    agent.run(2, "/bin/sh", "-c", script, "x", "B", "A", "0", str(tmp_path))
+    assert agent.wait_exit(1) == 0 and agent.wait_exit(2) == 0, (agent.err[1], agent.err[2])
     for cid, ch in ((1, b"A"), (2, b"B")):
         assert agent.out[cid] == [b"%d %s" % (i, ch * 10000) for i in range(20)]
     ids = [cid for cid, kind, _ in agent.order if kind == "out"]
-    # Both ran at once: the arrival order switches between them more than once.
+    # Both ran at once: the arrival order switches between them more than once. (A pipe holds at
+    # most 6 such lines, and neither command can get more than one half ahead of the other, so
+    # neither's 20 lines can all arrive before the other's first.)
     assert sum(a != b for a, b in zip(ids, ids[1:])) >= 2, ids
 
 
@@ -191,13 +199,20 @@ def test_long_line_and_final_unterminated_line_arrive_whole(agent):
 
 
 @pytest.mark.functional
-def test_slow_host_gets_all_output_in_order_and_before_exit(agent):
+def test_slow_host_gets_all_output_in_order_and_before_exit(agent, tmp_path):
     # 10 MB while the host does not read: the agent's queue reaches its limit and it stops reading
     # the commands' pipes (command 1 blocks on its output). Command 2 writes its line and exits
     # while its pipe is not being read: the line must still come, and before its `exit`.
     agent.run(1, "/bin/sh", "-c", 'yes "$(head -c 999 /dev/zero | tr "\\0" a)" | head -n 10000; echo done')
-    agent.run(2, "/bin/sh", "-c", "sleep 1; echo last")
-    time.sleep(2.5)
+    go, pid_file = tmp_path / "go", tmp_path / "pid"
+    agent.run(2, "/bin/sh", "-c", f'echo $$ > {pid_file}; while [ ! -e {go} ]; do sleep 0.01; done; echo last')
+    # Command 2 is only let go once the agent has stopped reading pipes: it then polls nothing but
+    # its channel and its signals (2 descriptors) while both commands still run. Its pid file is
+    # written after the agent started it, so a poll from before the commands cannot be mistaken.
+    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 60, "command 2 to start"))
+    wait_for(lambda: poll_nfds(agent.proc.pid) == 2, 60, "the agent to stop reading the commands' pipes")
+    go.touch()
+    wait_for(lambda: pid_gone(pid), 60, "command 2 to end")
     assert agent.wait_exit(2) == 0 and agent.wait_exit(1) == 0
     assert agent.out[2] == [b"last"]
     assert agent.order.index((2, "out", b"last")) < agent.order.index((2, "exit", b"0"))
@@ -208,8 +223,11 @@ def test_slow_host_gets_all_output_in_order_and_before_exit(agent):
 @pytest.mark.functional
 def test_sigint_stops_latency_with_its_results(agent, probe):
     agent.run(7, str(probe), "latency", "--interval-us", "1000", "--cpus", "0", "--window-s", "0.2")
-    first = json.loads(agent.wait_out(7, 2)[1])   # meta, then the first window: it is measuring
-    assert first["type"] in ("window", "warning")
+    # Signalled once a window with a wake-up in it is out: it is measuring, and has measured.
+    n = 0
+    while not ((rec := json.loads(agent.wait_out(7, n + 1)[n]))["type"] == "window" and rec["count"] > 0):
+        assert rec["type"] in ("meta", "warning", "window"), rec
+        n += 1
     agent.send("signal 7 2")
     assert agent.wait_exit(7) == 0
     recs = records(b"\n".join(agent.out[7]).decode())
@@ -291,14 +309,17 @@ def test_malformed_lines_are_logged_and_serving_goes_on(agent):
 
 
 @pytest.mark.functional
-def test_orphans_are_reaped_and_do_not_delay_exit(agent):
-    agent.run(1, "/bin/sh", "-c", "sleep 2 & echo $!")
+def test_orphans_are_reaped_and_do_not_delay_exit(agent, tmp_path):
+    # The orphan runs until the test creates its file, however long the exit line takes to come.
+    hold = tmp_path / "hold"
+    agent.run(1, "/bin/sh", "-c", f"(while [ ! -e {hold} ]; do sleep 0.05; done) & echo $!")
     orphan = int(agent.wait_out(1)[0])
     assert agent.wait_exit(1) == 0
     # The exit came while the orphan, which still holds the stdout pipe, was running ...
     assert os.path.exists(f"/proc/{orphan}") and not pid_gone(orphan)
+    hold.touch()
     # ... and the agent, its reaper now, collects it: not even a zombie is left.
-    assert wait_until(lambda: not os.path.exists(f"/proc/{orphan}"), 15)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{orphan}"), 60)
 
 
 @pytest.mark.functional

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.proc_state import asleep_on_a_timer, read_to_end, thread_cpu_ns, threads, wait_until
 from probe_records import of_type, records
 
 MS = 1_000_000
@@ -62,7 +63,7 @@ def stall_running_probe(cmd: list[str], stall_s: float) -> tuple[list[dict], int
         time.sleep(0.0005)
     os.kill(proc.pid, signal.SIGCONT)
     stall_ns = time.monotonic_ns() - t_stop
-    out, _ = proc.communicate(timeout=60)
+    out = read_to_end(proc, 60)     # not communicate(): it would skip what the loop above read ahead
     assert proc.returncode == 0
     return records("".join(lines) + out), stall_ns
 
@@ -218,26 +219,43 @@ def test_signal_ends_run_with_full_result(probe, sig):
     assert sum(b[2] for b in res["histogram"]["buckets"]) == res["count"]
 
 
-def interrupted_after(probe: Path, seconds: float, *args: str) -> tuple[float, dict]:
-    """Run `latency ARGS`, SIGINT it after `seconds`: (seconds it took to end after the signal, its
-    merged result), checking that it ended cleanly as interrupted."""
+def interrupted_when(probe: Path, ready, what: str, *args: str) -> tuple[float, dict]:
+    """Run `latency ARGS`, SIGINT it once ready(pid, worker tids) holds: (seconds it took to end after
+    the signal, its merged result), checking that it ended cleanly as interrupted."""
     proc = subprocess.Popen([str(probe), "latency", *args], stdout=subprocess.PIPE, text=True)
-    time.sleep(seconds)
+    # meta is printed after SIGINT is blocked for the main thread's sigtimedwait: from here on a
+    # SIGINT is a stop request, never the default death.
+    meta = proc.stdout.readline()
+    workers = len(json.loads(meta)["params"]["cpus"])
+
+    def started() -> list[int] | None:
+        tids = threads(proc.pid)[1:]
+        return tids if len(tids) == workers and ready(proc.pid, tids) else None
+
+    wait_until(started, 60, what)
     asked = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    out = read_to_end(proc, 60)
     took = time.monotonic() - asked
-    recs = records(out)
+    recs = records(meta + out)
     assert proc.returncode == 0 and recs[-1]["status"] == "interrupted"
     return took, merged(recs)
+
+
+#: what the two tests below allow a stop to take: the host's grace before it kills a probe, 5 s,
+#: far from the 30 s the probe would take if it waited for its deadline or its work.
+STOP_GRACE_S = 5.0
 
 
 @pytest.mark.functional
 def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
     """With a 30 s interval the threads sleep most of a run; a SIGINT must end them at once (the host
     kills a probe that has not ended 5 s after it asked), and the samples measured so far are kept."""
-    took, res = interrupted_after(probe, 1.0, "--interval-us", "30000000", "--policy", "other")
-    assert took < 2.0
+    # Signalled once every worker sleeps on its first deadline (not while it starts, before it has).
+    took, res = interrupted_when(probe, lambda pid, tids: all(asleep_on_a_timer(pid, t) for t in tids),
+                                 "the workers to sleep on their first deadline",
+                                 "--interval-us", "30000000", "--policy", "other")
+    assert took < STOP_GRACE_S
     assert res["count"] == 0 and res["missed"] == 0     # no deadline came, none was missed
 
 
@@ -245,9 +263,12 @@ def test_a_stop_does_not_wait_for_a_deadline_seconds_away(probe):
 def test_a_stop_does_not_wait_for_a_long_work_budget(probe):
     """A 30 s work budget after the first wake-up: the stop ends the work where it is, keeps the
     wake-up measured before it and records no response time for the work it cut short."""
-    took, res = interrupted_after(probe, 1.0, "--interval-us", "1000", "--work-us", "30000000", "--cpus", "0",
-                                  "--policy", "other")
-    assert took < 2.0
+    # Signalled once the worker has used 0.2 s of CPU: calibrating the work takes about 1 ms of it,
+    # so it is in the work that follows its first wake-up.
+    took, res = interrupted_when(probe, lambda pid, tids: thread_cpu_ns(pid, tids[0]) > 200_000_000,
+                                 "the worker to be in its work", "--interval-us", "1000", "--work-us", "30000000",
+                                 "--cpus", "0", "--policy", "other")
+    assert took < STOP_GRACE_S
     assert res["count"] == 1 and res["deadline_misses"] == 0, res
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.proc_state import read_to_end
 from probe_records import of_type, records
 
 MiB = 1 << 20
@@ -36,7 +37,11 @@ def run_load(probe: Path, *args: str, prefix: tuple[str, ...] = (), env=None, st
     """Run a load to its end; check the exit code and the meta ... end frame."""
     proc = subprocess.run([*prefix, str(probe), "load", *args], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
-    recs = records(proc.stdout)
+    return check_frame(records(proc.stdout), status)
+
+
+def check_frame(recs: list[dict], status: str) -> list[dict]:
+    """The meta ... end frame of a load's records."""
     assert recs[0]["type"] == "meta" and recs[0]["subcommand"] == "load" and recs[0]["schema"] == 1
     assert recs[-1]["type"] == "end" and recs[-1]["status"] == status, recs[-1]
     assert all(r["type"] in ("warning", "started", "window", "result") for r in recs[1:-1])
@@ -89,8 +94,20 @@ class Running:
     def finish(self, sig: int | None = None) -> list[dict]:
         if sig is not None:
             os.kill(self.pid, sig)
-        out, _ = self.proc.communicate(timeout=30)
+        # Through the file object the records were read with: what it read ahead is not lost.
+        out = read_to_end(self.proc, 60)
         return records("".join(self.lines) + out)
+
+
+def run_load_until(probe: Path, pred, *args: str) -> list[dict]:
+    """Run a load until it prints a window that pred accepts, then stop it with SIGTERM, as the host
+    does; check the exit code and the frame. What the load did is then seen, not hoped for within a
+    duration."""
+    run = Running(probe, *args)
+    run.until(lambda r: r["type"] == "window" and pred(r))
+    recs = run.finish(signal.SIGTERM)
+    assert run.proc.returncode == 0
+    return check_frame(recs, "interrupted")
 
 
 def proc_stat(pid: int, tid: int | None = None) -> list[str]:
@@ -198,6 +215,7 @@ def test_cpu_load_workers_are_pinned_round_robin_with_the_policy_asked(probe):
             assert (sched_policy, rt_priority) == (2, 7)      # SCHED_RR
         else:
             assert (sched_policy, nice) == (3, 5)             # SCHED_BATCH
+    run.until(lambda r: r["type"] == "window" and r["ops"] > 0)     # it has computed: ops > 0 below
     recs = run.finish(signal.SIGTERM)
     assert run.proc.returncode == 0 and recs[-1]["status"] == "interrupted"
     p = meta["params"]
@@ -264,9 +282,12 @@ def test_io_load_files_are_removed_after_its_duration(probe, tmp_path):
     assert (p["file_size_bytes"], p["block_size_bytes"], p["fsync"], p["drop_cache"]) == (MiB, 256 << 10, True, False)
     assert list(tmp_path.iterdir()) == []
     res = result(recs)
-    assert res["ops"] > 0 and res["fsyncs"] >= res["ops"]
+    # How many cycles fit in 1.3 s is the machine's business (that cycles are made is seen in the
+    # SIGTERM test below); their counters agree whatever their number. Every cycle writes the whole
+    # file, fsyncs it and reads it back; the stop may cut each worker's last cycle short.
     assert res["bytes"] == res["bytes_written"] + res["bytes_read"]
-    # Every cycle writes and reads the whole file; a stop may cut the last one short.
+    assert res["ops"] <= res["fsyncs"] <= res["ops"] + 2
+    assert res["fsyncs"] * MiB <= res["bytes_written"] <= (res["fsyncs"] + 2) * MiB
     assert res["ops"] * MiB <= res["bytes_read"] < (res["ops"] + 2) * MiB
     wins = of_type(recs, "window")
     assert res["bytes"] == sum(w["bytes"] for w in wins)
@@ -280,11 +301,13 @@ def test_io_load_files_are_removed_after_sigterm_in_the_default_tmpdir(probe, tm
     run = Running(probe, "--kind", "io", "--file-size", "2M", "--window-s", "0.2", env=env)
     meta = run.next_record()
     d = Path(meta["params"]["dir"])
-    run.until(lambda r: r["type"] == "window")
+    run.until(lambda r: r["type"] == "window" and r["ops"] > 0)   # a whole cycle is done
     assert d.parent == tmp_path and sorted(x.name for x in d.iterdir()) == ["worker-0.dat"]
     recs = run.finish(signal.SIGTERM)
     assert run.proc.returncode == 0 and recs[-1]["status"] == "interrupted"
     assert not d.exists() and list(tmp_path.iterdir()) == []
+    res = result(recs)
+    assert res["ops"] > 0 and res["ops"] * 2 * MiB <= res["bytes_read"] < (res["ops"] + 1) * 2 * MiB
 
 
 # --- fork ------------------------------------------------------------------------------------------
@@ -315,14 +338,14 @@ def wait_for(pred, timeout: float = 3.0):
 @pytest.mark.functional
 def test_fork_load_leaves_no_child_after_sigterm(probe):
     run = Running(probe, "--kind", "fork", "--workers", "2", "--window-s", "0.3")
-    run.until(lambda r: r["type"] == "window")
-    win = run.until(lambda r: r["type"] == "window")
-    assert win["achieved_ops_per_s"] > 100 and win["fork_failures"] == 0
+    win = run.until(lambda r: r["type"] == "window" and r["ops"] > 0)     # it is forking
+    assert win["fork_failures"] == 0
+    assert win["achieved_ops_per_s"] == pytest.approx(win["ops"] * 1e9 / (win["t_end_ns"] - win["t_start_ns"]))
     # Children are reaped as they go: never more than one per worker at a time.
     assert len([p for p, _ in group_members(run.pid) if p != run.pid]) <= 2
     recs = run.finish(signal.SIGTERM)
     assert run.proc.returncode == 0 and recs[-1]["status"] == "interrupted"
-    assert wait_for(lambda: group_members(run.pid) == [], 1.0), group_members(run.pid)
+    assert wait_for(lambda: group_members(run.pid) == [], 30), group_members(run.pid)
     assert result(recs)["ops"] > 0
 
 
@@ -334,7 +357,7 @@ def test_fork_load_leaves_no_running_child_after_sigkill(probe):
     run.until(lambda r: r["type"] == "window")
     os.kill(run.pid, signal.SIGKILL)
     run.proc.wait(timeout=10)
-    live = wait_for(lambda: not [p for p, s in group_members(run.pid) if s not in "ZX"], 1.0)
+    live = wait_for(lambda: not [p for p, s in group_members(run.pid) if s not in "ZX"], 30)
     assert live, group_members(run.pid)
     assert len(group_members(run.pid)) <= 2
 
@@ -348,13 +371,14 @@ def test_fork_load_holds_its_rate(probe):
 # --- mem, cache, net, timer ------------------------------------------------------------------------
 
 def check_rates(recs: list[dict]) -> dict:
-    """Windows tile the run; rates are their counters over their spans; the result sums them."""
+    """Windows tile the run; rates are their counters over their spans; the result sums them. (A window
+    may hold no bytes: one its workers were kept off the CPU for, or the short last one.)"""
     res = result(recs)
     wins = of_type(recs, "window")
     assert wins and res["bytes"] == sum(w["bytes"] for w in wins) > 0
     for w in wins + [res]:
         span = w["t_end_ns"] - w["t_start_ns"] if w["type"] == "window" else w["elapsed_ns"]
-        assert w["achieved_bps"] > 0
+        assert w["achieved_bps"] >= 0
         assert w["achieved_bps"] == pytest.approx(w["bytes"] * 1e9 / span, rel=1e-6)
         assert w["bytes"] == sum(t["bytes"] for t in w["workers"])
     return res
@@ -362,14 +386,22 @@ def check_rates(recs: list[dict]) -> dict:
 
 @pytest.mark.functional
 def test_mem_load_reports_bandwidth_consistent_with_its_passes(probe):
-    recs = run_load(probe, "--kind", "mem", "--buffer-size", "16M", "--workers", "2", "--duration-s", "1.3",
-                    "--window-s", "0.5")
+    # Stopped once both workers have made a pass: the figures below are checked against each
+    # other, not against a bandwidth (test_mem_load_bps_limit_holds holds one to its limit).
+    passes: dict[int, int] = {}
+
+    def both_passed(win: dict) -> bool:
+        for t in win["workers"]:
+            passes[t["worker"]] = passes.get(t["worker"], 0) + t["passes"]
+        return len(passes) == 2 and all(passes.values())
+
+    recs = run_load_until(probe, both_passed, "--kind", "mem", "--buffer-size", "16M", "--workers", "2",
+                          "--window-s", "0.5")
     res = check_rates(recs)
     assert recs[0]["params"]["op"] == "copy" and recs[0]["params"]["buffer_size_bytes"] == 16 * MiB
     # copy: each pass reads one half and writes the other, 16 MiB of traffic per pass.
     for w in res["workers"]:
-        assert w["passes"] == w["bytes"] // (16 * MiB), w
-    assert res["achieved_bps"] > 100 * MiB   # any machine that runs this suite copies faster
+        assert w["passes"] == w["bytes"] // (16 * MiB) > 0, w
 
 
 def test_mem_load_bps_limit_holds(probe):
@@ -380,7 +412,7 @@ def test_mem_load_bps_limit_holds(probe):
 
 @pytest.mark.functional
 def test_net_load_delivers_what_it_sends_over_loopback(probe):
-    recs = run_load(probe, "--kind", "net", "--workers", "2", "--duration-s", "1.3", "--window-s", "0.5")
+    recs = run_load_until(probe, lambda w: w["bytes"] > 0, "--kind", "net", "--workers", "2", "--window-s", "0.5")
     res = check_rates(recs)
     p = recs[0]["params"]
     assert p["address"] == "127.0.0.1" and 0 < p["port"] < 65536
@@ -415,7 +447,7 @@ def sysfs_llc(cpu: int = 0) -> int | None:
 
 @pytest.mark.functional
 def test_cache_load_buffer_is_twice_the_llc(probe):
-    recs = run_load(probe, "--kind", "cache", "--duration-s", "0.6", "--window-s", "0.2")
+    recs = run_load_until(probe, lambda w: w["bytes"] > 0, "--kind", "cache", "--window-s", "0.2")
     p = recs[0]["params"]
     llc = sysfs_llc()
     if llc is None:
