@@ -86,6 +86,13 @@ FUNCTIONAL = ("functional: asserts nothing that depends on time, rates, CPU shar
 
 
 def pytest_configure(config) -> None:
+    # A shell starts a background job with SIGINT ignored, and an ignored signal stays ignored
+    # through exec: every CLI a test starts would then ignore the SIGINT the test sends it. Python
+    # installs its Ctrl-C handling only where SIGINT was not ignored, so restore it here: the
+    # processes the tests start inherit the default disposition (a handler is reset by exec).
+    import signal
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     for name, text in _MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.addinivalue_line("markers", FUNCTIONAL)
