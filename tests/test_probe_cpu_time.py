@@ -33,7 +33,10 @@ def test_the_end_record_holds_the_cpu_time_the_kernel_charged(probe, what):
     assert end["cpu_time_ns"] <= kernel_ns + 1e6
     assert end["cpu_time_ns"] >= kernel_ns - max(5e6, 0.05 * kernel_ns), (end, kernel_ns)
     share = end["cpu_time_ns"] / end["elapsed_ns"]
+    # A CPU-bound run has as much of a CPU as the machine's other runnable tasks leave it (0.60-0.68
+    # beside stress-ng --cpu 2 on 2 CPUs, over 0.9 quiet); a mostly sleeping one stays low however
+    # idle the machine is.
     if what == "cpu-bound":
-        assert share > 0.8, share
+        assert share > 0.4, share
     elif what == "sleeping":
         assert share < 0.2, share

@@ -89,8 +89,11 @@ def test_pagefault_faults_exactly_the_pages_it_touches(probe):
     assert set(by_kind) == {("anon", "write"), ("file", "write"), ("file", "read")}
     for kind, res in by_kind.items():
         assert res["pages_touched"] >= 1024, kind
-        # The region's replacement, timed apart and subtracted, is cheaper than the faults.
-        assert 0 < res["release_ns_per_page"] < res["ns_per_op"], (kind, res)
+        # The region's replacement, timed apart and subtracted, is not the faults themselves: a release
+        # timing that took them in would leave next to nothing per fault. Quiet, it costs 0.16-0.37 of
+        # a fault; beside stress-ng --cpu 2 its mean rose sevenfold (the unmapping's shootdown waits
+        # for the busy other CPU, it seems), to 1.3-1.7 of a fault: hence a factor of 3, not 1.
+        assert 0 < res["release_ns_per_page"] < 3 * res["ns_per_op"], (kind, res)
         assert 5 < res["ns_per_op"] < 1_000_000
     for kind in (("anon", "write"), ("file", "write")):
         assert abs(by_kind[kind]["faults_per_page"] - 1.0) < 0.002, (kind, by_kind[kind]["faults_per_page"])
