@@ -210,16 +210,22 @@ def test_context_switch_with_64k_working_sets_converges_or_says_why(probe):
     its 64 KiB each time: it costs more than the same hop with nothing to read."""
     recs = run_os(probe, "--tests", "ctx", "--ctx", "2p/0k,2p/64k,8p/64k")
     target = recs[0]["params"]["timing"]["target_rel_error"]
+    max_time_ns = recs[0]["params"]["timing"]["max_time_ns"]
     ctx = {r["label"]: r for r in results(recs, "ctx")}
     assert set(ctx) == {"2p/0k", "2p/64k", "8p/64k"}
     for label, c in ctx.items():
         assert_ctx_derived_from_its_ring(c, target)
         assert c["ws_bytes"] == (65536 if label.endswith("64k") else 0)
     assert ctx["2p/64k"]["overhead"]["min_ns"] > ctx["2p/0k"]["overhead"]["min_ns"]
-    # Converged or not, a 64 KiB row takes the samples its difference needs, not the ring's 5.
+    # Converged or not, a 64 KiB row takes the samples its difference needs, not the ring's 5, unless
+    # the time limit (over the ring and the hop together) ended it there: on a busy machine their
+    # samples can fill it (seen beside stress-ng --cpu 2), where the stop this guards against had
+    # sampled for a few tens of milliseconds.
     for label in ("2p/64k", "8p/64k"):
         c = ctx[label]
-        assert c["converged"] or c["ring"]["samples"] > 5, (label, c["ring"]["samples"])
+        sampled_ns = sum(part["n_per_sample"] * sum(part["values_ns"]) for part in (c["ring"], c["overhead"]))
+        assert c["converged"] or c["ring"]["samples"] > 5 or sampled_ns >= 0.25 * max_time_ns, (
+            label, c["ring"]["samples"], sampled_ns)
 
 
 PEER_C = r"""
