@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.proc_state import poll_nfds, wait_until as wait_for
+from helpers.proc_state import poll_nfds
+from host_helpers import wait_for
 from probe_records import of_type, records
 
 REPO = Path(__file__).resolve().parent.parent

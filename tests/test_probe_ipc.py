@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.proc_state import tcp_bytes_received, wait_until
+from helpers.proc_state import tcp_bytes_received
+from host_helpers import wait_for
 from probe_records import records
 from test_probe_os import CPU, assert_usage_error
 
@@ -182,11 +183,11 @@ def test_a_signal_keeps_the_data_so_far_and_leaves_no_peer(probe, sig):
         pytest.skip("needs ss (iproute2) to see the round trips so far")
     proc = subprocess.Popen([str(probe), "ipc", "--transport", "tcp", "--sizes", "256", "--count", "100000000"],
                             stdout=subprocess.PIPE, text=True)
-    children = wait_until(lambda: peer_children(proc.pid), 60, "the local peer to start")
+    children = wait_for(lambda: peer_children(proc.pid), 60, "the local peer to start")
     # Signalled once its socket has received 1000 replies' worth of bytes: a reply comes only after
     # the request it answers, which the client sends after reading the reply before, so at least
     # 1000 - 100 (warmup) - a few (the phase's control messages) measured round trips are done.
-    wait_until(lambda: tcp_bytes_received(proc.pid) >= 1000 * 256, 60, "1000 round trips", interval=0.05)
+    wait_for(lambda: tcp_bytes_received(proc.pid) >= 1000 * 256, 60, "1000 round trips", interval=0.05)
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.proc_state import asleep_on_a_timer, read_to_end, thread_cpu_ns, threads, wait_until
+from helpers.proc_state import asleep_on_a_timer, read_to_end, thread_cpu_ns, threads
+from host_helpers import wait_for
 from probe_records import of_type, records
 
 MS = 1_000_000
@@ -232,7 +233,7 @@ def interrupted_when(probe: Path, ready, what: str, *args: str) -> tuple[float, 
         tids = threads(proc.pid)[1:]
         return tids if len(tids) == workers and ready(proc.pid, tids) else None
 
-    wait_until(started, 60, what)
+    wait_for(started, 60, what)
     asked = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out = read_to_end(proc, 60)

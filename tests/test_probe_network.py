@@ -37,7 +37,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.proc_state import asleep_on_a_timer, wait_until
+from helpers.proc_state import asleep_on_a_timer
+from host_helpers import wait_for
 from probe_records import of_type, records
 from test_probe_os import assert_usage_error
 
@@ -143,7 +144,7 @@ def test_an_interrupted_sender_reports_what_arrived(probe):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Signalled once it sleeps until its next datagram is due: it sends its first at once, and the
     # pacing sleep is the only one it has, so it is streaming and has sent.
-    wait_until(lambda: asleep_on_a_timer(proc.pid), 60, "the sender to stream")
+    wait_for(lambda: asleep_on_a_timer(proc.pid), 60, "the sender to stream")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     server.communicate(timeout=20)

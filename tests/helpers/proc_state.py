@@ -7,20 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
-
-
-def wait_until(cond, timeout: float, what: str, interval: float = 0.01):
-    """cond()'s first true value; an AssertionError naming `what` after `timeout` s (a hang guard)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def _read(path: str) -> str:
