@@ -29,7 +29,9 @@ STAGE_OF_PREFIX = {
     "rtvbench.benchmarks": "benchmarks",
     "rtvbench.campaign": "campaign",
     "rtvbench.plan": "campaign",
-    "rtvbench.preflight": "campaign",
+    # A pure check of the resolved spec against the fingerprints: the runner prints it before a run, the
+    # evaluation repeats it with what the measurements observed.
+    "rtvbench.preflight": "base",
     "rtvbench.store": "store",
     "rtvbench.migrations": "store",
     "rtvbench.runner": "runner",
@@ -58,7 +60,8 @@ ALLOWED = {
     "store": {"base", "probe", "targets", "loads", "benchmarks", "campaign"},
     "runner": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store"},
     "analysis": {"base"},
-    "report": {"base", "analysis", "campaign"},
+    # The report reads the evaluation only (test_the_report_computes_no_analysis).
+    "report": {"base", "analysis"},
     "cli": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store", "runner", "analysis", "report"},
 }
 DYNAMIC_IMPORT_ALLOWED = {"rtvbench.kinds"}      # discovery of rtvbench/kinds/<kind>/ folders
@@ -125,6 +128,47 @@ def test_no_stage_imports_one_it_may_not():
             a, b = stage(m), stage(target)
             if a != b and b not in ALLOWED[a]:
                 wrong.append(f"{MODULES[m].relative_to(ROOT)}:{line}: {a} stage imports {target} ({b} stage)")
+    assert not wrong, "\n".join(wrong)
+
+
+# What the report stage may take from analysis modules besides the evaluation: their types (classes)
+# and constants, and these functions, which word or name a figure rather than compute one.
+REPORT_WORDING = {"describe_all", "busy_text", "cpu_figure", "split_cpu", "figure_unit"}
+
+
+def _definitions(module: str) -> dict[str, str]:
+    """Each top-level name of a module: "class", "function" or "constant"."""
+    out = {}
+    for node in ast.parse(MODULES[module].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef):
+            out[node.name] = "class"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = "function"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.update({t.id: "constant" for t in targets if isinstance(t, ast.Name)})
+    return out
+
+
+def test_the_report_computes_no_analysis():
+    """Every format renders the one Evaluation, so no two formats can disagree: the report stage calls no
+    analysis function (evaluate_run computes everything once), it only reads the evaluation and words it."""
+    wrong = []
+    for m in MODULES:
+        if stage(m) != "report":
+            continue
+        for node in ast.walk(ast.parse(MODULES[m].read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtvbench.analysis")):
+                continue
+            if node.module == "rtvbench.analysis":
+                names = [a.name for a in node.names]        # whole modules
+            elif node.module == "rtvbench.analysis.evaluation":
+                names = [a.name for a in node.names if a.name == "evaluate_run" and m != "rtvbench.report"]
+            else:
+                kinds = _definitions(node.module)
+                names = [a.name for a in node.names
+                         if kinds.get(a.name) == "function" and a.name not in REPORT_WORDING]
+            wrong += [f"{MODULES[m].relative_to(ROOT)}:{node.lineno}: calls {node.module}.{n}" for n in names]
     assert not wrong, "\n".join(wrong)
 
 

@@ -1,18 +1,73 @@
-"""Everything the analysis says about one campaign run, computed once for all report formats."""
+"""Everything the analysis says about one campaign run, computed once for all report formats.
+
+Every report format (HTML, Markdown, JSON, CSV, JUnit, PDF) renders this object and computes nothing
+itself, so that no two formats can disagree: what surrounded each measurement (the loads it ran
+under, CPU usage, conditions, the guests' cost to the host, a neighbour's restarts, thermal state),
+the same averaged per cell, the fingerprints side by side, the preflight warnings and a soak's verdict
+are all parts of it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from rtvbench.analysis.across_runs import AcrossRuns
 from rtvbench.analysis.compare import Comparison, comparisons
+from rtvbench.analysis.conditions import CellConditions, Conditions, cell_conditions, measurement_conditions
+from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.analysis.conditions import CellConditions, cell_conditions
+from rtvbench.analysis.disruption import Disruption, measurement_disruption
 from rtvbench.analysis.findings import WARNING, Finding, considerations
+from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
 from rtvbench.analysis.histogram import Histogram, merge_all
+from rtvbench.analysis.host_usage import GuestUsage, cell_host_usage, host_scaling, measurement_host_usage
+from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order, mean_achieved, measurement_achieved
 from rtvbench.analysis.requirements import Verdict, evaluate_one
+from rtvbench.analysis.soak import SoakVerdict, soak_verdict
 from rtvbench.analysis.stats import CellSummary, summaries
-from rtvbench.results import CampaignRun
+from rtvbench.analysis.thermal import ThermalState, combined, measurement_thermal
+from rtvbench.analysis.vm_scaling import ScalingSeries, scaling_series
+from rtvbench.preflight import PreflightWarning, check as preflight_check, observed_privileges
+from rtvbench.results import CampaignRun, Measurement
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What one measurement ran under and beside, apart from its own figures."""
+    loads_achieved: list[Achieved]          # each probe load's figures of itself, in the load's order
+    cpu_usage: list[CpuUsage]               # /proc/stat around the probe: all CPUs, then each
+    host_usage: list[GuestUsage]            # what a qemu environment's guests cost the host
+    disruption: Disruption | None           # a disrupt load's events and the victim around them
+    conditions: Conditions | None           # whether the measured CPUs belonged to the measurement
+    thermal: ThermalState | None            # None: no sampler ran beside it
+
+
+@dataclass(frozen=True)
+class CellSurroundings:
+    """The same over a cell's completed repetitions (means, or medians for the host's usage)."""
+    loads_achieved: list[Achieved]
+    cpu_usage: list[CpuUsage]
+    host_usage: list[GuestUsage]
+    conditions: CellConditions
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """The parts of the evaluation that concern the whole run rather than one benchmark's figures."""
+    #: per load, what its probe loads achieved over all its completed measurements
+    loads_achieved: dict[str, list[Achieved]]
+    #: every environment's fingerprint side by side; None when none was recorded
+    fingerprints: FingerprintDiff | None
+    #: the preflight check again, with what the measurements said of real-time priority and mlockall
+    preflight: list[PreflightWarning]
+    #: a soak's verdict (`rtvbench soak`); None for other runs
+    soak: SoakVerdict | None
+    #: per benchmark, its compared figures against the number of VMs, and what the guests cost the host
+    vm_scaling: dict[str, list[ScalingSeries]]
+    host_scaling: dict[str, list[tuple[str, str, list[tuple[int, float, float, float]]]]]
+    #: per environment with thermal data, its unflagged measurements' states combined into one
+    calm_thermal: dict[str, ThermalState]
 
 
 @dataclass
@@ -23,16 +78,25 @@ class Evaluation:
     verdicts: list[Verdict]
     findings: dict[str, list[Finding]]
     #: each benchmark's analyses beyond figures and comparisons, by name (Kind.analyse)
-    extras: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: (environment, load, benchmark) -> whether the measured CPUs belonged to the measurement
-    conditions: dict[tuple[str, str, str], CellConditions] = field(default_factory=dict)
-    #: this run against an earlier one (`report --baseline`): an analysis.across_runs.AcrossRuns
-    across: Any = None
+    extras: dict[str, dict[str, Any]]
+    #: measurement id -> what it ran under (every measurement of the run, failed ones included)
+    surroundings: dict[int, Surroundings]
+    #: (environment, load, benchmark) -> the same over the cell's completed repetitions
+    cells: dict[tuple[str, str, str], CellSurroundings]
+    run_parts: RunParts
+    #: this run against an earlier one (`report --baseline`)
+    across: AcrossRuns | None = None
+
+    def around(self, m: Measurement) -> Surroundings:
+        return self.surroundings[m.id]
+
+    def cell(self, env: str, load: str, bench: str) -> CellSurroundings:
+        return self.cells[(env, load, bench)]
 
     def unclean(self, env: str, load: str, bench: str) -> CellConditions | None:
         """The cell's conditions when some repetition did not meet them, else None."""
-        c = self.conditions.get((env, load, bench))
-        return c if c is not None and not c.ok else None
+        cell = self.cells.get((env, load, bench))
+        return cell.conditions if cell is not None and not cell.conditions.ok else None
 
     def summary(self, env: str, load: str, bench: str, figure: str):
         # Indexed on first use: the measurement-suite tables look up thousands of cells.
@@ -41,10 +105,6 @@ class Evaluation:
             index = {(s.environment, s.load, s.benchmark, s.figure): s.summary for s in self.summaries}
             self.__dict__["_summary_index"] = index
         return index.get((env, load, bench, figure))
-
-    def merged_histogram(self, env: str, load: str, bench: str) -> Histogram | None:
-        """All samples of the completed repetitions of a cell in one histogram."""
-        return self.merged_distribution(env, load, bench, "wake-up")
 
     def merged_distribution(self, env: str, load: str, bench: str, name: str,
                             cpu: int | None = None) -> Histogram | None:
@@ -67,13 +127,55 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     for bench in data.benchmarks:
         kind = data.kind(bench)
         extras[bench] = kind.analyse(data, bench) if kind is not None else {}
-    cells = {(env, load, bench): cell_conditions(data, env, load, bench)
-             for bench in data.benchmarks for env, load in data.cells(bench)}
+    conditions = {(env, load, bench): cell_conditions(data, env, load, bench)
+                  for bench in data.benchmarks for env, load in data.cells(bench)}
     findings = considerations(data, comps, extras)
-    for (env, load, bench), c in cells.items():
+    for (env, load, bench), c in conditions.items():
         if not c.ok:
             findings.setdefault(bench, []).insert(0, Finding(
                 WARNING, "conditions",
                 f"Measurement conditions: {c.reason()}. Its figures are marked, and requirements on them "
                 "are INCONCLUSIVE: they describe the machine's other work as much as the platform."))
-    return Evaluation(data, summaries(data), comps, verdicts, findings, extras, cells)
+    around = {m.id: _surroundings(data, m) for m in data.run.measurements}
+    cell_parts = {(env, load, bench): _cell_surroundings(data, env, load, bench, c)
+                  for (env, load, bench), c in conditions.items()}
+    return Evaluation(data, summaries(data), comps, verdicts, findings, extras, around, cell_parts,
+                      _run_parts(data, around))
+
+
+def _surroundings(data: RunData, m: Measurement) -> Surroundings:
+    return Surroundings(measurement_achieved(m, load_order(data, m.load)), measurement_usage(m),
+                        measurement_host_usage(m), measurement_disruption(m), measurement_conditions(data, m),
+                        measurement_thermal(m))
+
+
+def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions
+                       ) -> CellSurroundings:
+    return CellSurroundings(cell_achieved(data, env, load, bench), cell_usage(data, env, load, bench),
+                            cell_host_usage(data, env, load, bench), conditions)
+
+
+def _run_parts(data: RunData, around: dict[int, Surroundings]) -> RunParts:
+    run = data.run
+    calm: dict[str, list[ThermalState]] = {}
+    for m in run.measurements:
+        st = around[m.id].thermal
+        if st is not None and st.has_data and not st.flagged:
+            calm.setdefault(m.environment, []).append(st)
+    observed = observed_privileges(run.measurements)
+    granted = {env: (f"real-time priority granted in all {o.rt_requested} measurements" if not o.rt_refused
+                     else f"real-time priority refused in {o.rt_refused} of {o.rt_requested} measurements")
+               for env, o in observed.items() if o.rt_requested}
+    prints = {env: (run.targets.get(env) or {}, run.fingerprints.get(env) or {}, run.fingerprint_meta.get(env) or {})
+              for env in run.fingerprints or {}}
+    return RunParts(
+        loads_achieved={ld: mean_achieved([measurement_achieved(m, load_order(data, ld))
+                                           for m in data.measurements(load=ld, statuses=COMPLETE)])
+                        for ld in data.loads},
+        fingerprints=fingerprint_diff(data.environments, run.fingerprints or {}, run.targets,
+                                      run.fingerprint_meta, granted),
+        preflight=preflight_check(run.spec, prints, observed),
+        soak=soak_verdict(data),
+        vm_scaling={b: scaling_series(data, b) for b in data.benchmarks},
+        host_scaling={b: host_scaling(data, b) for b in data.benchmarks},
+        calm_thermal={env: combined(states) for env, states in calm.items()})

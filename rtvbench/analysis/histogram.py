@@ -122,12 +122,6 @@ class Histogram:
             return None
         return float(np.sum(self.count * ((self.lo + self.hi) / 2.0))) / n
 
-    def count_above(self, threshold_ns: float) -> tuple[int, int]:
-        """Samples certainly above the threshold, and those possibly above (bucket straddles it)."""
-        sure = self.lo > threshold_ns
-        maybe = ~sure & (self.hi - 1 > threshold_ns)
-        return int(self.count[sure].sum()), int(self.count[maybe].sum())
-
     def ccdf(self) -> list[tuple[float, float]]:
         """Points (x_ns, P(X > x)) at every bucket's upper edge; ends at the last non-zero probability.
 

@@ -197,7 +197,3 @@ def get_kind(name: str) -> Kind | None:
     load("decode")
     return _REGISTRY.get(name)
 
-
-def kind_names() -> list[str]:
-    load("decode")
-    return sorted(_REGISTRY)

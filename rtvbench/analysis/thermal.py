@@ -41,6 +41,15 @@ class ThermalState:
                 "freq_max_khz": self.freq_max_khz, "temp_max_mC": self.temp_max_mC, "flags": self.flags}
 
 
+def combined(states: list[ThermalState]) -> ThermalState:
+    """Several unflagged measurements as one: their samples, the frequency range over all, the hottest."""
+    lo = [s.freq_min_khz for s in states if s.freq_min_khz is not None]
+    hi = [s.freq_max_khz for s in states if s.freq_max_khz is not None]
+    temps = [s.temp_max_mC for s in states if s.temp_max_mC is not None]
+    return ThermalState(sum(s.samples for s in states), True, min(lo) if lo else None, max(hi) if hi else None,
+                        max(temps) if temps else None)
+
+
 def _series(samples: list[dict], key: str) -> dict[str, list[int]]:
     """name -> its values in sample order, for one of the sample's objects (temp_mC, freq_khz ...)."""
     out: dict[str, list[int]] = {}

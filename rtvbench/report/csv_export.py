@@ -16,9 +16,8 @@ from __future__ import annotations
 import csv
 import io
 
-from rtvbench.analysis.cpu_usage import STATES, measurement_usage
+from rtvbench.analysis.cpu_usage import STATES
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.load_achieved import load_order, measurement_achieved
 from rtvbench.analysis.metrics import figure_unit
 from rtvbench.results import Measurement
 
@@ -50,7 +49,8 @@ def _value(v: float) -> int | str:
 def _context_rows(ev: Evaluation, m: Measurement) -> list[tuple[str, float, str]]:
     """The achieved figures of the measurement's probe loads and its CPU usage."""
     out = []
-    for a in measurement_achieved(m, load_order(ev.data, m.load)):
+    around = ev.around(m)
+    for a in around.loads_achieved:
         p = f"load.{a.load}."
         if a.achieved_percent is not None:
             out.append((p + "achieved_percent", a.achieved_percent, "percent"))
@@ -65,7 +65,7 @@ def _context_rows(ev: Evaluation, m: Measurement) -> list[tuple[str, float, str]
             if isinstance(v, (int, float)):
                 unit = "bytes" if "bytes" in key else "ns" if key.endswith("_ns") else "count"
                 out.append((p + key, float(v), unit))
-    for u in measurement_usage(m):
+    for u in around.cpu_usage:
         p = "cpu_usage." + ("all" if u.cpu == "all" else f"cpu{u.cpu}") + "."
         out.append((p + "busy_percent", u.busy, "percent"))
         out += [(p + f"{s}_percent", u.percent[s], "percent") for s in STATES]

@@ -1,6 +1,6 @@
-"""Report parts about the environments: the fingerprint diff and the preflight warnings.
+"""The report's table of the environments' fingerprints side by side.
 
-The numbers come from rtvbench.analysis.fingerprint and rtvbench.preflight; this module only lays them out.
+The fingerprint diff comes from the evaluation; this module only lays it out.
 """
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
-from rtvbench.preflight import PreflightWarning, check, observed_privileges
 from rtvbench.report.tables import Row, Table
 
 
@@ -20,31 +18,8 @@ class FingerprintView:
     differing: int = 0
 
 
-def diff(ev: Evaluation) -> FingerprintDiff | None:
-    run = ev.data.run
-    seen = observed_privileges(run.measurements)
-    granted = {}
-    for env, o in seen.items():
-        if o.rt_requested:
-            granted[env] = (f"real-time priority granted in all {o.rt_requested} measurements" if not o.rt_refused
-                            else f"real-time priority refused in {o.rt_refused} of {o.rt_requested} measurements")
-    return fingerprint_diff(ev.data.environments, run.fingerprints or {}, getattr(run, "targets", None),
-                            getattr(run, "fingerprint_meta", None), granted)
-
-
-def preflight(ev: Evaluation) -> list[PreflightWarning]:
-    """The runner's preflight warnings, recomputed from the stored campaign and fingerprints, with what the
-    measurements reported about real-time priority and mlockall in place of the guess."""
-    run = ev.data.run
-    targets = getattr(run, "targets", None) or {}
-    metas = getattr(run, "fingerprint_meta", None) or {}
-    prints = {env: (targets.get(env) or {}, run.fingerprints.get(env) or {}, metas.get(env) or {})
-              for env in run.fingerprints or {}}
-    return check(run.spec, prints, observed_privileges(run.measurements))
-
-
 def fingerprint_view(ev: Evaluation) -> FingerprintView | None:
-    d = diff(ev)
+    d = ev.run_parts.fingerprints
     if d is None:
         return None
     several = len(d.environments) > 1

@@ -14,14 +14,10 @@ import json
 import math
 from typing import Any
 
-from rtvbench.analysis.conditions import measurement_conditions
-from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
-from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.disruption import measurement_disruption
-from rtvbench.analysis.host_usage import measurement_host_usage
-from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
-from rtvbench.analysis.thermal import measurement_thermal
-from rtvbench.report.environments import diff, preflight
+from rtvbench.analysis.cpu_usage import CpuUsage
+from rtvbench.analysis.disruption import Disruption
+from rtvbench.analysis.evaluation import Evaluation, Surroundings
+from rtvbench.analysis.load_achieved import describe_all
 from rtvbench.report.section import section_for
 
 SCHEMA = 2
@@ -39,6 +35,7 @@ def _when(dt) -> str | None:
 
 def document(ev: Evaluation) -> dict[str, Any]:
     data, run = ev.data, ev.data.run
+    parts = ev.run_parts
     return {
         "schema": SCHEMA,
         "run": {"id": run.id, "campaign": run.campaign_name, "status": run.status,
@@ -57,17 +54,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
              # merged figures, and each CPU's as "cpu<N>.<figure>" (the metric names of requirements)
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
-             "loads_achieved": [_clean(a.to_dict()) for a in measurement_achieved(m, load_order(data, m.load))],
-             "cpu_usage": [_usage(u) for u in measurement_usage(m)],
-             # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
-             "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
-                             "vcpu_wait_percent": _num(u.vcpu_wait_percent),
-                             "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
-                             "pss_mib": _num(u.pss_mib)} for u in measurement_host_usage(m)],
-             "disruption": _disruption(m),
-             "conditions": _conditions(data, m),
-             # rtvbench.analysis.thermal: frequency range, highest temperature, why flagged; None: not sampled
-             "thermal": _thermal(m)}
+             **_surroundings(ev.around(m))}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
@@ -75,8 +62,10 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "repetition": m.repetition + 1, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
             for m in run.failed_attempts],
         "load_cells": _load_cells(ev),
-        "fingerprint": _fingerprint(ev),
-        "preflight": [w.to_dict() for w in preflight(ev)],
+        # Every environment's fingerprint side by side: the key facts, then every other recorded field,
+        # each row with its values per environment and whether they differ.
+        "fingerprint": parts.fingerprints.to_dict() if parts.fingerprints else None,
+        "preflight": [w.to_dict() for w in parts.preflight],
         "summaries": [
             {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
              "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
@@ -84,22 +73,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "cv": _num(s.summary.cv), "percentiles": {k: _num(v) for k, v in s.summary.percentiles.items()},
              "values": [_num(v) for v in s.summary.values]}
             for s in ev.summaries],
-        "comparisons": [
-            {"benchmark": c.benchmark, "figure": c.figure, "axis": c.axis,
-             "baseline": {"environment": c.baseline_environment, "load": c.baseline_load},
-             "candidate": {"environment": c.candidate_environment, "load": c.candidate_load},
-             "n_baseline": c.test.n_baseline, "n_candidate": c.test.n_candidate,
-             "baseline_median": _num(c.test.baseline_median), "candidate_median": _num(c.test.candidate_median),
-             "declared": c.declared, "lower_is_better": c.test.lower_is_better,
-             "ratio": _num(c.test.ratio), "overhead_percent": _num(c.test.overhead_percent),
-             "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
-             "ci95_percent": [_num(x) for x in c.test.ci_percent] if c.test.ci_percent else None,
-             "p_value": _num(c.test.p_value), "verdict": c.test.verdict, "method": c.test.method,
-             "equivalence_percent": c.test.margin_percent,
-             "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
-                            if c.test.equivalence_low is not None else None),
-             "needed_repetitions": c.test.needed_repetitions}
-            for c in ev.comparisons],
+        "comparisons": [_comparison(c) for c in ev.comparisons],
         "verdicts": [{"status": v.status, "reason": v.reason, "title": v.title, "requirement": v.requirement,
                       "details": v.details} for v in ev.verdicts],
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
@@ -109,9 +83,40 @@ def document(ev: Evaluation) -> dict[str, Any]:
     } | _kind_keys(ev)
 
 
-def _disruption(m) -> dict[str, Any] | None:
+def _surroundings(s: Surroundings) -> dict[str, Any]:
+    """What a measurement ran under: its loads, CPU usage, the guests' cost, disruptions, conditions."""
+    return {"loads_achieved": [_clean(a.to_dict()) for a in s.loads_achieved],
+            "cpu_usage": [_usage(u) for u in s.cpu_usage],
+            # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
+            "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
+                            "vcpu_wait_percent": _num(u.vcpu_wait_percent),
+                            "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
+                            "pss_mib": _num(u.pss_mib)} for u in s.host_usage],
+            "disruption": _disruption(s.disruption),
+            "conditions": None if s.conditions is None else _clean(s.conditions.to_dict()),
+            # rtvbench.analysis.thermal: frequency range, highest temperature, why flagged; None: not sampled
+            "thermal": None if s.thermal is None else s.thermal.to_dict()}
+
+
+def _comparison(c) -> dict[str, Any]:
+    return {"benchmark": c.benchmark, "figure": c.figure, "axis": c.axis,
+            "baseline": {"environment": c.baseline_environment, "load": c.baseline_load},
+            "candidate": {"environment": c.candidate_environment, "load": c.candidate_load},
+            "n_baseline": c.test.n_baseline, "n_candidate": c.test.n_candidate,
+            "baseline_median": _num(c.test.baseline_median), "candidate_median": _num(c.test.candidate_median),
+            "declared": c.declared, "lower_is_better": c.test.lower_is_better,
+            "ratio": _num(c.test.ratio), "overhead_percent": _num(c.test.overhead_percent),
+            "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
+            "ci95_percent": [_num(x) for x in c.test.ci_percent] if c.test.ci_percent else None,
+            "p_value": _num(c.test.p_value), "verdict": c.test.verdict, "method": c.test.method,
+            "equivalence_percent": c.test.margin_percent,
+            "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
+                           if c.test.equivalence_low is not None else None),
+            "needed_repetitions": c.test.needed_repetitions}
+
+
+def _disruption(d: Disruption | None) -> dict[str, Any] | None:
     """The events of a disrupt load during the measurement and the victim around each."""
-    d = measurement_disruption(m)
     if d is None:
         return None
     return {"events": [{"load": e.load, "index": e.index, "start_s": _num(e.start_s), "end_s": _num(e.end_s),
@@ -122,10 +127,9 @@ def _disruption(m) -> dict[str, Any] | None:
 
 def _soak(ev: Evaluation) -> dict[str, Any] | None:
     """A soak's verdict (`rtvbench soak`), None for other runs."""
-    from rtvbench.analysis.soak import soak_verdict
     from rtvbench.report.soak import document as soak_document
 
-    v = soak_verdict(ev.data)
+    v = ev.run_parts.soak
     return None if v is None else soak_document(v)
 
 
@@ -135,13 +139,6 @@ def _against(ev: Evaluation) -> dict[str, Any] | None:
         return None
     from rtvbench.report.across_runs import document as across_document
     return across_document(ev.across)
-
-
-def _fingerprint(ev: Evaluation) -> dict[str, Any] | None:
-    """Every environment's fingerprint side by side: the key facts, then every other recorded field, each
-    row with its values per environment and whether they differ."""
-    d = diff(ev)
-    return d.to_dict() if d else None
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -159,8 +156,8 @@ def _load_cells(ev: Evaluation) -> list[dict[str, Any]]:
     out = []
     for bench in ev.data.benchmarks:
         for env, load in ev.data.cells(bench):
-            achieved = cell_achieved(ev.data, env, load, bench)
-            usage = cell_usage(ev.data, env, load, bench)
+            cell = ev.cell(env, load, bench)
+            achieved, usage = cell.loads_achieved, cell.cpu_usage
             if achieved or usage:
                 out.append({"environment": env, "load": load, "benchmark": bench,
                             "achieved": [_clean(a.to_dict()) for a in achieved],
@@ -193,12 +190,3 @@ def _clean_all(x: Any) -> Any:
 def render_json(ev: Evaluation) -> str:
     return json.dumps(document(ev), sort_keys=True, indent=2, allow_nan=False, default=str) + "\n"
 
-
-def _thermal(m) -> dict | None:
-    st = measurement_thermal(m)
-    return None if st is None else st.to_dict()
-
-
-def _conditions(data, m) -> dict | None:
-    c = measurement_conditions(data, m)
-    return None if c is None else _clean(c.to_dict())

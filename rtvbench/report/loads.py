@@ -1,32 +1,30 @@
 """Report tables about loads: what each load achieved, and CPU usage from /proc/stat.
 
 "Next to every result": the achieved figures of a cell's load appear in the benchmark's
-preconditions, in a kind's per-repetition tables and in these tables; the numbers come from
-rtvbench.analysis (load_achieved, cpu_usage), never recomputed here.
+preconditions, in a kind's per-repetition tables and in these tables; the numbers come from the
+evaluation, never computed here.
 """
 
 from __future__ import annotations
 
-from rtvbench.analysis.cpu_usage import STATES, busy_text, cell_usage, measurement_usage
+from rtvbench.analysis.cpu_usage import STATES, busy_text
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.disruption import measurement_disruption
-from rtvbench.analysis.host_usage import cell_host_usage
-from rtvbench.analysis.load_achieved import cell_achieved, describe_all, load_order, measurement_achieved
+from rtvbench.analysis.load_achieved import describe_all
 from rtvbench.report.tables import Row, Table
 from rtvbench.results import Measurement
 
 
 def cell_achieved_text(ev: Evaluation, env: str, load: str, bench: str, quote: bool = True) -> str:
     """What the probe loads of a cell achieved (mean over its completed repetitions), or ""."""
-    return describe_all(cell_achieved(ev.data, env, load, bench), quote=quote)
+    return describe_all(ev.cell(env, load, bench).loads_achieved, quote=quote)
 
 
 def measurement_achieved_text(ev: Evaluation, m: Measurement) -> str:
-    return describe_all(measurement_achieved(m, load_order(ev.data, m.load)))
+    return describe_all(ev.around(m).loads_achieved)
 
 
-def measurement_busy_text(m: Measurement) -> str:
-    usage = [u for u in measurement_usage(m) if u.cpu != "all"]
+def measurement_busy_text(ev: Evaluation, m: Measurement) -> str:
+    usage = [u for u in ev.around(m).cpu_usage if u.cpu != "all"]
     return ", ".join(f"{u.label}: {u.busy:.0f} %" for u in usage)
 
 
@@ -46,7 +44,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     """The achieved load and busy CPUs per cell, then every CPU state's share per cell and CPU."""
     data = ev.data
     cells = data.cells(bench)
-    usage = {cell: cell_usage(data, *cell, bench) for cell in cells}
+    usage = {cell: ev.cell(*cell, bench).cpu_usage for cell in cells}
     achieved = {cell: cell_achieved_text(ev, *cell, bench) for cell in cells}
     if not any(usage.values()) and not any(achieved.values()):
         return host_usage_tables(ev, bench) + disruption_tables(ev, bench)
@@ -85,7 +83,7 @@ def disruption_tables(ev: Evaluation, bench: str) -> list[Table]:
     """Each event of a disrupt load and what the victim measured around it, against the rest."""
     rows = []
     for m in ev.data.measurements(benchmark=bench):
-        d = measurement_disruption(m)
+        d = ev.around(m).disruption
         if d is None:
             continue
         where = [m.environment, m.load, str(m.repetition + 1)]
@@ -113,7 +111,7 @@ def host_usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     """What the guests of qemu environments cost the host, per cell and guest, and each cell's total
     against the first environment with guests under the same load, in percentage points."""
     data = ev.data
-    usage = {cell: cell_host_usage(data, *cell, bench) for cell in data.cells(bench)}
+    usage = {cell: ev.cell(*cell, bench).host_usage for cell in data.cells(bench)}
     if not any(usage.values()):
         return []
     reference: dict[str, tuple[str, float]] = {}

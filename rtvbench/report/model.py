@@ -12,12 +12,10 @@ from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.load_achieved import describe_all, load_order, mean_achieved, measurement_achieved
+from rtvbench.analysis.load_achieved import describe_all
 from rtvbench.units import suffix_unit
-from rtvbench.analysis.host_usage import host_scaling
-from rtvbench.analysis.vm_scaling import scaling_series
 from rtvbench.report import plots
-from rtvbench.report.environments import fingerprint_view, preflight
+from rtvbench.report.environments import fingerprint_view
 from rtvbench.report.loads import cell_achieved_text, usage_tables
 from rtvbench.report.section import section_for
 from rtvbench.report.tables import Excerpt, Plot, Row, Sentence, Table
@@ -153,15 +151,14 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
         run_tables=_run_tables(ev) + thermal_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
-        preflight=[Sentence("warning", w.sentence) for w in preflight(ev)],
+        preflight=[Sentence("warning", w.sentence) for w in ev.run_parts.preflight],
         target_failures=_target_failures(run), against=_against(ev), **_soak(ev))
 
 
 def _soak(ev: Evaluation) -> dict:
-    from rtvbench.analysis.soak import soak_verdict
     from rtvbench.report import soak
 
-    v = soak_verdict(ev.data)
+    v = ev.run_parts.soak
     return {} if v is None else {"soak_headline": soak.headline(v), "soak_tables": soak.tables(v)}
 
 
@@ -201,9 +198,7 @@ def _warning_pointers(ev: Evaluation) -> list[Sentence]:
 def _loads_table(ev: Evaluation) -> Table:
     """The campaign's loads; with what the probe loads achieved over all their measurements."""
     data = ev.data
-    achieved = {ld: describe_all(mean_achieved([measurement_achieved(m, load_order(data, ld))
-                                                for m in data.measurements(load=ld, statuses=COMPLETE)]))
-                for ld in data.loads}
+    achieved = {ld: describe_all(ev.run_parts.loads_achieved[ld]) for ld in data.loads}
     header = ["Load", "What runs", "Role"]
     rows = [[ld, _load_words(ev, ld), "baseline" if ld == data.baseline_load else "candidate"] for ld in data.loads]
     if any(achieved.values()):
@@ -316,7 +311,7 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
 def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
     """Every compared figure against the number of VMs, a panel per figure, one line per load (and per
     guest when several are scaled), the machine itself as 0 VMs."""
-    series = scaling_series(ev.data, bench)
+    series = ev.run_parts.vm_scaling[bench]
     figures = list(dict.fromkeys(s.figure for s in series))
 
     def guests(s) -> list:
@@ -332,13 +327,13 @@ def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[
     # What the guests cost the host, beside the figures: each VM more is another QEMU.
     for what, label, unit in (("cpu", "host CPU of all the guests' QEMU", "%"),
                               ("pss", "QEMU memory of all the guests (PSS)", "MiB")):
-        lines = [(load, points) for load, w, points in host_scaling(ev.data, bench) if w == what]
+        lines = [(load, points) for load, w, points in ev.run_parts.host_scaling[bench] if w == what]
         if lines:
             panels.append((label, unit, lines))
     svg = plots.vm_count_svg(panels, f"{bench} against the number of VMs", f"{id_prefix}v")
     if not svg:
         return []
-    return [Plot(f"Every compared figure against the number of VMs (median of the repetitions, min..max bars; "
+    return [Plot("Every compared figure against the number of VMs (median of the repetitions, min..max bars; "
                  "0 is the machine itself, the benchmark runs in the first VM, `neighbours` loads in the others)",
                  svg)]
 

@@ -5,7 +5,7 @@ environment whose target has no such data, that it has none."""
 from __future__ import annotations
 
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.thermal import FREQ_CHANGE_PERCENT, ThermalState, measurement_thermal
+from rtvbench.analysis.thermal import FREQ_CHANGE_PERCENT, ThermalState
 from rtvbench.report.tables import Row, Sentence, Table
 
 NO_DATA = "no thermal/frequency data on this target"
@@ -24,7 +24,7 @@ def _temp(st: ThermalState) -> str:
 def _states(ev: Evaluation):
     """(measurement, state) of every measurement a sampler ran beside."""
     for m in ev.data.run.measurements:
-        st = measurement_thermal(m)
+        st = ev.around(m).thermal
         if st is not None:
             yield m, st
 
@@ -48,11 +48,7 @@ def thermal_tables(ev: Evaluation) -> list[Table]:
                                 "failed"))
         calm = [st for _, st in pairs if not st.flagged]
         if calm:
-            lo = [s.freq_min_khz for s in calm if s.freq_min_khz is not None]
-            hi = [s.freq_max_khz for s in calm if s.freq_max_khz is not None]
-            temps = [s.temp_max_mC for s in calm if s.temp_max_mC is not None]
-            agg = ThermalState(sum(s.samples for s in calm), True, min(lo) if lo else None, max(hi) if hi else None,
-                               max(temps) if temps else None)
+            agg = ev.run_parts.calm_thermal[env]
             which = "the other" if len(calm) < len(pairs) else "all" if len(calm) > 1 else "the"
             rows.append(Row([f"`{env}`", f"{which} {len(calm)} measurement{'s' if len(calm) != 1 else ''}",
                              str(agg.samples), _freq(agg), _temp(agg), "not flagged"]))

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.cpu_usage import cell_usage
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind, cpu_figure
-from rtvbench.analysis.stats import summarize
 from rtvbench.units import format_time, format_value, suffix_unit
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
@@ -162,7 +160,7 @@ def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
     figures = kind.row_figures(present)
     # The load and the CPUs each repetition ran under, next to its figures (when recorded).
     achieved = {m.id: measurement_achieved_text(ev, m) for m in ms}
-    busy = {m.id: measurement_busy_text(m) for m in ms}
+    busy = {m.id: measurement_busy_text(ev, m) for m in ms}
     extra = (["Load achieved"] if any(achieved.values()) else []) + (["CPU busy"] if any(busy.values()) else [])
     header = ["Run", "Status"] + [kind.label(f) + (" (us)" if suffix_unit(f) in ("ns", "us", "ms") else "")
                                   for f in figures] + extra
@@ -181,8 +179,8 @@ def _repetition_table(ev: Evaluation, bench: str, env: str, load: str) -> Table:
     for label, pick in (("Ave", lambda s: s.mean), ("Min", lambda s: s.min), ("Max", lambda s: s.max)):
         cells = [label, ""]
         for x in figures:
-            s = summarize(data.values(env, load, bench, x))
-            v = pick(s) if s.n else None
+            s = ev.summary(env, load, bench, x)
+            v = pick(s) if s is not None else None
             cells.append(_cell(v, x))
         foot.append(Row(cells + [""] * len(extra), "summary"))
     said = cell_achieved_text(ev, env, load, bench)
@@ -262,7 +260,7 @@ def matrix_table(ev: Evaluation, benches: list[str]) -> Table | None:
         return None        # one cell is not a matrix; the benchmark's own tables say it all
     rows = []
     for r in rows_in:
-        usage = cell_usage(ev.data, r.environment, r.load, r.benchmark)
+        usage = ev.cell(r.environment, r.load, r.benchmark).cpu_usage
         total = next((u for u in usage if u.cpu == "all"), None)
         rows.append(Row([r.environment, r.benchmark,
                          format_time(r.interval_ns, "ns") if r.interval_ns else "–",
