@@ -24,9 +24,9 @@ from pydantic_core import to_jsonable_python
 
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
 from rtvbench.errors import InputError
-from rtvbench.loads import LOADS, Load, kind_of
-from rtvbench.loads.base import NEIGHBOURS
-from rtvbench.loads.combine import CombinedLoad
+from rtvbench.loads import load as load_folders
+from rtvbench.loads.base import LOADS, NEIGHBOURS, Load, kind_of
+from rtvbench.loads.combine.params import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target
@@ -38,6 +38,8 @@ if sys.version_info >= (3, 11):
 else:                                   # pragma: no cover
     import tomli as tomllib
 
+# Every load folder's params.py registers its kind in LOADS.
+load_folders("params")
 
 #: far more than any campaign: a bigger file is something else (a log, an image, a device)
 MAX_CAMPAIGN_BYTES = 1 << 20
@@ -461,12 +463,12 @@ class _Validator:
                 self._combine(name, load, loads)
                 continue
             where = load.where
-            if load.kind == "disrupt" and where == "same":
-                self.add(("loads", name, "where"), 'a disrupt load power-cycles a guest beside the one measured: '
+            if load.power_cycles and where == "same":
+                self.add(("loads", name, "where"), f'a {load.kind} load power-cycles a guest beside the one measured: '
                          'name "neighbours" (the other guests of a qemu environment with count > 1) or another '
                          "qemu environment")
                 continue
-            if load.kind == "disrupt" and where in envs and envs[where] is not None and \
+            if load.power_cycles and where in envs and envs[where] is not None and \
                     not envs[where].can_power_cycle:
                 self.add(("loads", name, "where"), f'environment "{where}" is a {envs[where].kind} target, which '
                          "rtvbench cannot power-cycle; name a qemu environment or \"neighbours\"")
@@ -776,6 +778,7 @@ class _UnknownKind:
     """An entry of a stored campaign whose kind this version of rtvbench does not know."""
 
     where = "same"
+    power_cycles = False
 
     def __init__(self, name: str, kind: str, params: dict[str, Any]) -> None:
         self.name, self.kind, self.params = name, kind, params

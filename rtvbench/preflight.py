@@ -18,7 +18,8 @@ from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
 from rtvbench.spec import BenchmarkSpec, CampaignSpec
 
 #: probe load kinds (a `command` load's threads and placement are unknown)
-PROBE_LOAD_KINDS = ("cpu", "mem", "cache", "io", "fork", "leak", "timer", "net")
+#: the keys of a load that runs threads where they say (the probe's generators): others are not placed
+PLACED_KEYS = {"workers", "cpus"}
 RT_POLICIES = ("fifo", "rr")
 
 #: every code check() can give, in the order warnings of one environment are listed
@@ -97,9 +98,9 @@ def _int(v: Any, default: int) -> int:
 def _loads(spec: CampaignSpec) -> list[_Load]:
     out = []
     for name, ld in spec.loads.items():
-        if ld.kind not in PROBE_LOAD_KINDS:
-            continue        # idle, command (placement unknown), combine (its parts are loads of their own)
         p = ld.params
+        if not PLACED_KEYS <= p.keys():
+            continue        # idle, command (placement unknown), combine (its parts are loads of their own)
         rt = p.get("policy") in RT_POLICIES
         out.append(_Load(name, ld.kind, ld.where, parse_cpu_list(p["cpus"]) if p.get("cpus") is not None else None,
                          _int(p.get("workers"), 1), _int(p.get("priority"), 1) if rt else None))

@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 
 from rtvbench.campaign import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
-from rtvbench.loads import LoadContext, LoadError, LoadSite
+from rtvbench.loads.base import LoadContext, LoadError, LoadSite
 from rtvbench.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
 from rtvbench.probe import ProbeStream

@@ -21,9 +21,10 @@ from rtvbench.analysis.metrics import known_figure
 from rtvbench.campaign import CampaignError, default_campaign_path, parse_campaign, tomllib
 from rtvbench.errors import InputError
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.loads.probe_load import KINDS as LOAD_KINDS
-from rtvbench.loads.probe_load import ProbeLoad
+from rtvbench.loads.probe_load import ProbeLoad, kinds
 from rtvbench.plan import plan
+
+LOAD_KINDS = kinds()                    # the campaign module has loaded the load folders
 
 pytestmark = pytest.mark.functional
 

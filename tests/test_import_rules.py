@@ -1,7 +1,8 @@
 """The data flows one way — campaign -> runner -> targets -> probe -> store -> analysis -> report — and
 the imports say so: each module belongs to a stage, a stage imports only the stages it is allowed to,
 no import (module-level, inside a function or under TYPE_CHECKING) closes a cycle, and no module
-loads another by name at run time, except the one place that finds the kinds' folders.
+loads another by name at run time, except the one place that finds the folders of the benchmark kinds
+and of the loads (rtvbench.folders); the imports it makes for a stage are followed as if written out.
 
 Also pinned here: no generic module names a benchmark kind; a kind's name and its modules appear
 only in its own folder, rtvbench/kinds/<kind>/.
@@ -46,6 +47,9 @@ STAGE_OF_PREFIX = {
 # names), the runner (through the kind's params), `rtvbench import` and its decoder all read.
 KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "report", "names": "base",
                      "formats": "base"}
+# A load folder's modules: params.py (its keys and how it starts) and achieved.py (its figures).
+LOAD_MODULE_STAGE = {"params": "loads", "achieved": "analysis"}
+FOLDER_PACKAGES = ("rtvbench.kinds", "rtvbench.loads")
 
 # What each stage may import besides itself. Analysis and report read stored runs (results, spec)
 # and never the store, the runner or a target; the campaign stage never reads analysis or the store.
@@ -64,7 +68,7 @@ ALLOWED = {
     "report": {"base", "analysis"},
     "cli": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store", "runner", "analysis", "report"},
 }
-DYNAMIC_IMPORT_ALLOWED = {"rtvbench.kinds"}      # discovery of rtvbench/kinds/<kind>/ folders
+DYNAMIC_IMPORT_ALLOWED = {"rtvbench.folders"}    # discovery of the kinds' and the loads' folders
 
 
 def _modules() -> dict[str, Path]:
@@ -86,6 +90,10 @@ def stage(module: str) -> str:
         if parts[3] in KIND_MODULE_STAGE:
             return KIND_MODULE_STAGE[parts[3]]
         return "analysis"                # helpers of a kind's decoder (names, considerations ...)
+    if len(parts) == 4 and parts[:2] == ["rtvbench", "loads"] and parts[3] in LOAD_MODULE_STAGE:
+        return LOAD_MODULE_STAGE[parts[3]]
+    if module == "rtvbench.loads":
+        return "base"                    # the finder of the loads' folders; their modules are in stages
     for n in range(len(parts), 1, -1):
         prefix = ".".join(parts[:n])
         if prefix in STAGE_OF_PREFIX:
@@ -99,8 +107,9 @@ def _package_of(module: str) -> str:
     return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
 
 
-def imports(module: str) -> list[tuple[str, int]]:
-    """(imported rtvbench module, line) for every import anywhere in the module's file."""
+def imports(module: str, with_folders: bool = True) -> list[tuple[str, int]]:
+    """(imported rtvbench module, line) for every import anywhere in the module's file, and (with_folders)
+    every folder module a registry's `load(stage)` call imports."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     out = []
     for node in ast.walk(tree):
@@ -114,7 +123,29 @@ def imports(module: str) -> list[tuple[str, int]]:
             for a in node.names:
                 sub = f"{base}.{a.name}"
                 out.append((sub if sub in MODULES else base, node.lineno))
+    if with_folders:
+        out += _folder_stage_imports(module, tree)
     return [(m, line) for m, line in out if m.split(".")[0] == "rtvbench" and m in MODULES]
+
+
+def _folder_stage_imports(module: str, tree: ast.AST) -> list[tuple[str, int]]:
+    """What `load("decode")` (imported from rtvbench.kinds or rtvbench.loads, under any name) imports:
+    that stage's module of every folder of the package."""
+    finders = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in FOLDER_PACKAGES:
+            finders |= {a.asname or a.name: node.module for a in node.names if a.name == "load"}
+    if module in FOLDER_PACKAGES:
+        finders["load"] = module
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in finders
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            package = finders[node.func.id]
+            folder = ROOT.joinpath(*package.split("."))
+            out += [(f"{package}.{d.name}.{node.args[0].value}", node.lineno) for d in sorted(folder.iterdir())
+                    if (d / f"{node.args[0].value}.py").exists()]
+    return out
 
 
 def test_every_module_has_a_stage():
@@ -133,7 +164,7 @@ def test_no_stage_imports_one_it_may_not():
 
 # What the report stage may take from analysis modules besides the evaluation: their types (classes)
 # and constants, and these functions, which word or name a figure rather than compute one.
-REPORT_WORDING = {"describe_all", "busy_text", "cpu_figure", "split_cpu", "figure_unit"}
+REPORT_WORDING = {"describe_all", "no_record_words", "busy_text", "cpu_figure", "split_cpu", "figure_unit"}
 
 
 def _definitions(module: str) -> dict[str, str]:
@@ -173,7 +204,10 @@ def test_the_report_computes_no_analysis():
 
 
 def test_no_import_cycle():
-    graph = {m: {t for t, _ in imports(m) if t != m} for m in MODULES}
+    # A registry loads its folders on first lookup, once its own module is imported, and the folders'
+    # modules import the registry's types: that is what a registry is, so those edges are left out here
+    # (the stage rules above do follow them).
+    graph = {m: {t for t, _ in imports(m, with_folders=False) if t != m} for m in MODULES}
     seen, stack, cycles = set(), [], []
 
     def visit(m: str) -> None:
@@ -218,8 +252,8 @@ def _kind_names() -> set[str]:
 
 def _load_kind_names() -> set[str]:
     names = set()
-    for path in (PACKAGE / "loads").glob("*.py"):
-        names |= set(re.findall(r'LOADS\.register\("([^"]+)"\)', path.read_text(encoding="utf-8")))
+    for path in (PACKAGE / "loads").glob("*/params.py"):
+        names |= set(re.findall(r'\bregister\("([^"]+)"', path.read_text(encoding="utf-8")))
     return names
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from rtvbench.analysis.metrics import known_figure
 from rtvbench.campaign import CampaignError, parse_campaign
-from rtvbench.loads import LoadContext, LoadSite
+from rtvbench.loads.base import LoadContext, LoadSite
 from rtvbench.targets.base import Background, Completed, Target
 
 GOOD = """\

@@ -11,6 +11,7 @@ import threading
 import time
 
 from rtvbench.loads.base import LoadSite
+from rtvbench.loads.io.params import IoLoad, IoLoadParams
 from rtvbench.loads.probe_load import _ProbeLoadBackground
 from rtvbench.probe import ProbeStream
 from rtvbench.procstat import parse_proc_stat
@@ -89,6 +90,7 @@ class _Ended(Background):
 
 def test_a_killed_io_loads_directory_is_removed_by_the_host(tmp_path):
     local = LocalTarget("native", None)
+    after_kill = IoLoad("io", IoLoadParams()).after_kill
     for ended, kept in ((False, False), (True, True)):
         made = tmp_path / "rtvb-load-abc123"
         made.mkdir()
@@ -97,7 +99,7 @@ def test_a_killed_io_loads_directory_is_removed_by_the_host(tmp_path):
         stream.feed(json.dumps({"type": "meta", "schema": 1, "params": {"kind": "io", "dir": str(made)}}))
         if ended:   # the probe ended normally: what is left there is someone else's (dir_not_removed)
             stream.feed(json.dumps({"type": "end", "status": "interrupted", "elapsed_ns": 1}))
-        _ProbeLoadBackground(_Ended(), stream, LoadSite("native", local, "rtvb-probe")).stop()
+        _ProbeLoadBackground(_Ended(), stream, LoadSite("native", local, "rtvb-probe"), after_kill).stop()
         assert made.exists() is kept
         if kept:
             (made / "worker-0.dat").unlink()
@@ -107,5 +109,5 @@ def test_a_killed_io_loads_directory_is_removed_by_the_host(tmp_path):
     other.mkdir()
     stream = ProbeStream("load")
     stream.feed(json.dumps({"type": "meta", "schema": 1, "params": {"kind": "io", "dir": str(other)}}))
-    _ProbeLoadBackground(_Ended(), stream, LoadSite("native", local, "rtvb-probe")).stop()
+    _ProbeLoadBackground(_Ended(), stream, LoadSite("native", local, "rtvb-probe"), after_kill).stop()
     assert other.exists()

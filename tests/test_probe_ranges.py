@@ -19,8 +19,12 @@ from pydantic import TypeAdapter, ValidationError
 from campaign_ranges import edge_values, ranged_fields
 from probe_records import records
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.loads.probe_load import KINDS, ProbeLoadParams
+from rtvbench.loads import load as load_folders
+from rtvbench.loads.probe_load import ProbeLoadParams, kinds
 from rtvbench.params import StrictModel
+
+load_folders("params")
+KINDS = kinds()
 
 pytestmark = pytest.mark.functional
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Annotated, Any, Callable, ClassVar
 
-from rtvbench.params import StrictModel
+from pydantic import AfterValidator
+
+from rtvbench.params import Number, StrictModel
 from rtvbench.registry import Registry
 from rtvbench.targets.base import Background, Target
 
@@ -22,6 +24,16 @@ LOADS: Registry[type["Load"]] = Registry("load kind")
 
 #: `where` value of a load that runs in every other guest of the measured environment
 NEIGHBOURS = "neighbours"
+
+
+def _settle(v: float) -> float:
+    if not 0 <= v <= 60:
+        raise ValueError("must be from 0 to 60 seconds")
+    return v
+
+
+#: `settle_s`: the time a load gets to reach full strength before the measurement
+SettleS = Annotated[Number, AfterValidator(_settle)]
 
 
 def kind_of(table: dict[str, Any]) -> Any:
@@ -73,6 +85,8 @@ class LoadContext:
 class Load(ABC):
     kind: ClassVar[str]
     Params: ClassVar[type[StrictModel]]     # campaign keys, without `kind`
+    #: restarts the guest(s) of the environment `where` names, which must be able to power-cycle
+    power_cycles: ClassVar[bool] = False
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name

@@ -1,5 +1,6 @@
-"""The probe's load generators as campaign loads: `kind = "cpu"`, `"mem"`, `"cache"`, `"io"`,
-`"fork"`, `"leak"`, `"timer"`, `"net"` (docs/probe/load.md).
+"""What the probe's load generators share as campaign loads (docs/probe/load.md): the common keys,
+and starting and reading `rtvb-probe load --kind KIND`. Each generator is a load folder whose
+params.py declares its own keys and calls `register`.
 
 Each kind maps its campaign keys to `rtvb-probe load --kind KIND ...` and runs like a command
 load (started before each measurement under the target's supervisor, whole process group
@@ -14,19 +15,17 @@ message before anything runs rather than an exit code 2 of every measurement.
 
 from __future__ import annotations
 
-import os
 import shlex
 import threading
 import time
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal
 
-from pydantic import PlainValidator, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import model_validator
 
 from rtvbench.cpulist import probe_cpus
-from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite
-from rtvbench.params import (Name, Number, ProbeRange, StrictModel, number_arg, parse_size, probe_int, probe_number,
-                             probe_size, size_text)
+from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite, SettleS
+from rtvbench.params import (Name, StrictModel, number_arg, probe_int, probe_number,
+                             probe_size)
 from rtvbench.probe import ProbeStream
 from rtvbench.targets.base import Background
 
@@ -36,24 +35,9 @@ START_TIMEOUT_S = 10.0
 #: how long its workers may then take to prepare (prefaulting the largest buffer, 16 GiB, at a slow
 #: board's 1 GB/s)
 PREPARE_TIMEOUT_S = 30.0
-#: the directory an `io` load makes for itself (docs/probe/load.md, "Stopping")
-IO_DIR_PREFIX = "rtvb-load-"
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 MAX_BUFFER = 16 * G          # the probe's MEM_MAX_BYTES on 64-bit targets
-
-
-def _auto_or_size(v: Any) -> int | str:
-    if v == "auto":
-        return v
-    try:
-        n = parse_size(v)
-    except ValueError:
-        n = -1
-    if not 8 * K <= n <= MAX_BUFFER:
-        raise PydanticCustomError("size", 'must be a size from 8K to {hi}, such as "32M", or "auto"',
-                                  {"hi": size_text(MAX_BUFFER)})
-    return n
 
 
 # The probe's ranges (docs/probe/load.md); module level: pydantic reads annotations by name.
@@ -62,17 +46,8 @@ Cpus = probe_cpus("cpus", 1024)
 Priority = probe_int("priority", 1, 99)
 Nice = probe_int("nice", -20, 19)
 WindowS = probe_number("window-s", 0.01, 1e6, "a number of seconds", zero_ok=True)
-Percent = probe_number("percent", 0, 100, "a duty cycle in percent")
-PeriodMs = probe_number("period-ms", 0.1, 60000, "a number of milliseconds")
-ForkRate = probe_number("rate", 0, 1e6, "forks per second (0 = as fast as possible)")
-LeakRate = probe_number("rate-mbps", 0, 1e6, "MiB per second (0 = all at once)")
-TimerRate = probe_number("rate-hz", 1, 1e6, "wake-ups per second")
-BufferSize = probe_size("buffer-size", 8 * K, MAX_BUFFER)
-AutoOrBufferSize = Annotated[Any, PlainValidator(_auto_or_size), ProbeRange("buffer-size", 8 * K, MAX_BUFFER)]
 BpsLimit = probe_size("bps-limit", 0, 1 << 40)
 BlockSize = probe_size("block-size", 512, 64 * M)
-FileSize = probe_size("file-size", 4 * K, G)
-LeakLimit = probe_size("limit", M, MAX_BUFFER)
 
 
 class ProbeLoadParams(StrictModel):
@@ -81,7 +56,7 @@ class ProbeLoadParams(StrictModel):
     where: Name = "same"
     # Counted from the probe's `started` record, printed once every worker has prepared (buffers
     # prefaulted, work calibrated): a probe load is at full strength from there.
-    settle_s: Number = 0.0
+    settle_s: SettleS = 0.0
     window_s: WindowS = 0.5             # achieved figures over time; 0 = result record only
     workers: Workers | None = None
     cpus: Cpus | None = None
@@ -91,13 +66,6 @@ class ProbeLoadParams(StrictModel):
 
     #: campaign key -> probe option, in the order they are passed (after the common ones)
     OPTIONS: ClassVar[dict[str, str]] = {}
-
-    @field_validator("settle_s")
-    @classmethod
-    def _settle(cls, v: float) -> float:
-        if not 0 <= v <= 60:
-            raise ValueError("must be from 0 to 60 seconds")
-        return v
 
     @model_validator(mode="after")
     def _scheduling(self):
@@ -136,95 +104,12 @@ class ProbeLoadParams(StrictModel):
         return args
 
 
-class CpuLoadParams(ProbeLoadParams):
-    percent: Percent | None = None
-    period_ms: PeriodMs | None = None
-    method: Literal["integer", "float", "matrix", "mixed"] | None = None
-    busy_clock: Literal["thread", "wall"] | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"percent": "--percent", "period_ms": "--period-ms",
-                                         "method": "--method", "busy_clock": "--busy-clock"}
-
-
-class MemLoadParams(ProbeLoadParams):
-    buffer_size: BufferSize | None = None
-    op: Literal["read", "write", "copy"] | None = None
-    bps_limit: BpsLimit | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"buffer_size": "--buffer-size", "op": "--op",
-                                         "bps_limit": "--bps-limit"}
-
-    @model_validator(mode="after")
-    def _copy_halves(self):
-        if (self.op or "copy") == "copy" and self.buffer_size is not None and self.buffer_size < 16 * K:
-            raise ValueError('op "copy" needs buffer_size of at least 16K (it copies one half onto the other)')
-        return self
-
-
-class CacheLoadParams(ProbeLoadParams):
-    buffer_size: AutoOrBufferSize | None = None
-    bps_limit: BpsLimit | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"buffer_size": "--buffer-size", "bps_limit": "--bps-limit"}
-
-
-class IoLoadParams(ProbeLoadParams):
-    dir: str | None = None
-    file_size: FileSize | None = None
-    block_size: BlockSize | None = None
-    fsync: bool | None = None
-    drop_cache: bool | None = None
-    bps_limit: BpsLimit | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"dir": "--dir", "file_size": "--file-size",
-                                         "block_size": "--block-size", "fsync": "--fsync",
-                                         "drop_cache": "--drop-cache", "bps_limit": "--bps-limit"}
-
-    @field_validator("dir")
-    @classmethod
-    def _dir(cls, v: str) -> str:
-        if not v:
-            raise ValueError("must name a directory")
-        return v
-
-    @model_validator(mode="after")
-    def _block_in_file(self):
-        file_size = self.file_size if self.file_size is not None else 4 * M
-        if self.block_size is not None and self.block_size > file_size:
-            raise ValueError(f"block_size ({size_text(self.block_size)}) must not exceed file_size "
-                             f"({size_text(file_size)})")
-        return self
-
-
-class ForkLoadParams(ProbeLoadParams):
-    rate: ForkRate | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"rate": "--rate"}
-
-
-class LeakLoadParams(ProbeLoadParams):
-    rate_mbps: LeakRate | None = None
-    limit: LeakLimit | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"rate_mbps": "--rate-mbps", "limit": "--limit"}
-
-    @model_validator(mode="after")
-    def _one_worker(self):
-        if self.workers not in (None, 1):
-            raise ValueError("a leak load runs one worker; drop workers or use 1")
-        return self
-
-
-class TimerLoadParams(ProbeLoadParams):
-    rate_hz: TimerRate | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"rate_hz": "--rate-hz"}
-
-
-class NetLoadParams(ProbeLoadParams):
-    bps_limit: BpsLimit | None = None
-    block_size: BlockSize | None = None
-    OPTIONS: ClassVar[dict[str, str]] = {"bps_limit": "--bps-limit", "block_size": "--block-size"}
-
-
 class _ProbeLoadBackground(Background):
     """A running `rtvb-probe load`: its supervised process and the stream of its records."""
 
-    def __init__(self, bg: Background, stream: ProbeStream, site: LoadSite) -> None:
-        self.bg, self.stream, self.site = bg, stream, site
+    def __init__(self, bg: Background, stream: ProbeStream, site: LoadSite,
+                 after_kill: Callable[[dict[str, Any], LoadSite], None] | None = None) -> None:
+        self.bg, self.stream, self.site, self.after_kill = bg, stream, site, after_kill
         self.argv = bg.argv
 
     def poll(self) -> int | None:
@@ -232,12 +117,10 @@ class _ProbeLoadBackground(Background):
 
     def stop(self) -> None:
         self.bg.stop()
-        # The probe removes the io load's directory on every path but SIGKILL (after the stop
-        # grace period); only then, recognisable by the missing `end` record, is it ours to do.
-        meta = self.stream.meta or {}
-        d = (meta.get("params") or {}).get("dir")
-        if self.stream.end is None and isinstance(d, str) and os.path.basename(d).startswith(IO_DIR_PREFIX):
-            self.site.target.remove_dir(d)
+        # A load SIGKILLed after the stop grace period, recognisable by its missing `end` record,
+        # cleaned nothing up: what it leaves behind is the host's to remove.
+        if self.stream.end is None and self.after_kill is not None:
+            self.after_kill(self.stream.meta or {}, self.site)
 
     def output_tail(self) -> str:
         end = self.stream.end or {}
@@ -254,6 +137,9 @@ class ProbeLoad(Load):
 
     def probe_args(self) -> list[str]:
         return self.params.probe_args(self.kind)
+
+    def after_kill(self, meta: dict[str, Any], site: LoadSite) -> None:
+        """Remove what the load leaves behind when it was killed before it could (its `meta` record)."""
 
     def commands(self) -> list[str]:
         return ["rtvb-probe " + shlex.join(self.probe_args())]
@@ -274,7 +160,7 @@ class ProbeLoad(Load):
                 changed.set()
 
         bg = site.target.start_background([site.probe, *self.probe_args()], on_line)
-        loaded = _ProbeLoadBackground(bg, stream, site)
+        loaded = _ProbeLoadBackground(bg, stream, site, self.after_kill)
         late = ""
         try:
             t0 = time.monotonic()
@@ -302,17 +188,15 @@ class ProbeLoad(Load):
         return loaded
 
 
-def _register(kind: str, params: type[ProbeLoadParams]) -> type[ProbeLoad]:
-    cls = type(f"{kind.capitalize()}Load", (ProbeLoad,), {"kind": kind, "Params": params,
+def register(kind: str, params: type[ProbeLoadParams], base: type[ProbeLoad] | None = None) -> type[ProbeLoad]:
+    """A probe generator as load kind `kind` (a load folder's params.py calls it with its keys, and
+    its own ProbeLoad subclass when it has more to do)."""
+    cls = type(f"{kind.capitalize()}Load", (base or ProbeLoad,), {"kind": kind, "Params": params,
                                                            "__doc__": f"`rtvb-probe load --kind {kind}`."})
     return LOADS.register(kind)(cls)
 
 
-KINDS: dict[str, type[ProbeLoadParams]] = {
-    "cpu": CpuLoadParams, "mem": MemLoadParams, "cache": CacheLoadParams, "io": IoLoadParams,
-    "fork": ForkLoadParams, "leak": LeakLoadParams, "timer": TimerLoadParams, "net": NetLoadParams,
-}
-for _kind, _params in KINDS.items():
-    _register(_kind, _params)
-
-__all__ = ["KINDS", "ProbeLoad"]
+def kinds() -> dict[str, type[ProbeLoadParams]]:
+    """Every probe generator's load kind and its keys (once the load folders are loaded)."""
+    return {name: cls.Params for name in LOADS.names()
+            if isinstance(cls := LOADS.get(name), type) and issubclass(cls, ProbeLoad)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rtvbench.analysis.cpu_usage import STATES, busy_text
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.load_achieved import describe_all
+from rtvbench.analysis.load_achieved import describe_all, no_record_words
 from rtvbench.report.tables import Row, Table
 from rtvbench.results import Measurement
 
@@ -35,9 +35,7 @@ def load_kind_words(ev: Evaluation, load: str, env: str) -> str:
         return "no load"
     if spec.where == "neighbours" and (env_spec is None or env_spec.guests == 1):
         return "no load: a single guest has no neighbour to run it"
-    if spec.kind == "command":
-        return "external command: no figures of its own, see the CPU usage"
-    return "no record of what it achieved"
+    return no_record_words(spec.kind)
 
 
 def usage_tables(ev: Evaluation, bench: str) -> list[Table]:

@@ -12,7 +12,7 @@ from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.kinds.command.formats import FIGURE_NAMES, FORMATS, PARSERS, UNITS, json_path_parts, parse
-from rtvbench.loads.command import CommandLine
+from rtvbench.loads.command.params import CommandLine
 from rtvbench.params import Number, StrictModel
 
 #: the placeholder for the file the command writes its results to (cyclictest --json={output})

@@ -6,10 +6,10 @@ from __future__ import annotations
 import shlex
 from typing import Annotated
 
-from pydantic import AfterValidator, field_validator
+from pydantic import AfterValidator
 
-from rtvbench.loads.base import LOADS, Load, LoadContext
-from rtvbench.params import Name, Number, StrictModel
+from rtvbench.loads.base import LOADS, Load, LoadContext, SettleS
+from rtvbench.params import Name, StrictModel
 from rtvbench.targets.base import Background
 
 
@@ -41,14 +41,7 @@ class CommandParams(StrictModel):
     where: Name = "same"
     # Time the load gets to reach full strength before the probe starts
     # (stress-ng forks its workers, a script warms up ...).
-    settle_s: Number = 0.5
-
-    @field_validator("settle_s")
-    @classmethod
-    def _settle(cls, v: float) -> float:
-        if not 0 <= v <= 60:
-            raise ValueError("must be from 0 to 60 seconds")
-        return v
+    settle_s: SettleS = 0.5
 
     @property
     def argv(self) -> list[str]:

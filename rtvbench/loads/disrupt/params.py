@@ -99,6 +99,7 @@ class Disruption(Background):
 class DisruptLoad(Load):
     kind = "disrupt"
     Params = DisruptParams
+    power_cycles = True
 
     def commands(self) -> list[str]:
         p: DisruptParams = self.params

@@ -1,0 +1,40 @@
+"""Extension points whose entries are one folder each (benchmark kinds, loads): finding the folders,
+and importing one stage's module of every folder, which registers it.
+
+A stage's registry asks for the modules of its own stage only, so the campaign never imports
+analysis code and analysis never imports the report. The folders are found on disk rather than
+listed: a list would be one more place to edit for a new entry, and the one place outside its
+folder where the entry's name would be written. tests/test_import_rules.py follows these imports
+as if they were written out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+
+class Folders:
+    """The folders of one package (`rtvbench.kinds`, `rtvbench.loads`) and its stages' modules."""
+
+    def __init__(self, package: str, path: str, stages: tuple[str, ...]) -> None:
+        self.package = package
+        self.root = Path(path).parent
+        self.stages = stages
+        self._loaded: set[str] = set()
+
+    def names(self) -> list[str]:
+        """The folders, sorted (module names: an entry named with a dash has an underscore here)."""
+        return sorted(info.name for info in pkgutil.iter_modules([str(self.root)]) if info.ispkg)
+
+    def load(self, stage: str) -> None:
+        """Import every folder's module of one stage; a folder may lack a stage."""
+        if stage not in self.stages:
+            raise ValueError(f"unknown stage {stage!r}")
+        if stage in self._loaded:
+            return
+        self._loaded.add(stage)
+        for folder in self.names():
+            if (self.root / folder / f"{stage}.py").exists():
+                importlib.import_module(f"{self.package}.{folder}.{stage}")
