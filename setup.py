@@ -78,6 +78,10 @@ def build_probes(arches: list[str]) -> dict[str, Path]:
 
 class BuildWithProbes(build_py):
     def run(self) -> None:
+        # build/lib is reused from one build to the next: a module since removed or moved into a
+        # package of the same name would otherwise still be copied into the wheel.
+        if not self.editable_mode:
+            shutil.rmtree(Path(self.build_lib) / "rtvbench", ignore_errors=True)
         super().run()
         # An editable install runs from the checkout, whose probes are in build/probe/ already.
         if self.editable_mode:
