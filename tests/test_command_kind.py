@@ -135,7 +135,9 @@ def test_tools_run_as_command_benchmarks(tmp_path, probe):
     cpu = json.loads(out["file"])["thread"]["0"]["cpu"]
     assert (f["count"], f["min_us"], f["max_us"]) == (count, lo, hi)
     assert (f[f"cpu{cpu}.count"], f[f"cpu{cpu}.max_us"]) == (count, hi)
-    assert 0 <= f["avg_us"] - avg < 1
+    # The summary line cuts the average to whole us, the JSON file rounds it to hundredths: an average
+    # of 69.996 us is 69 in one and 70.00 in the other (seen beside stress-ng). At most 1 us apart.
+    assert 0 <= f["avg_us"] - avg <= 1
     assert f["max_us"] >= f["avg_us"] >= f["min_us"]
     expected = DURATION_S * 1e6 / INTERVAL_US
     assert 1 <= f["count"] <= 1.02 * expected
