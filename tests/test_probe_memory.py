@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers.proc_state import read_to_end
+from above_other_load import ABOVE_OTHER_LOAD
 from probe_records import records
 
 MiB = 1 << 20
@@ -200,7 +201,7 @@ def median_ratio_of_alternating_runs(rounds: int, ours, theirs) -> tuple[float, 
 def probe_mean_mibps(probe: Path, op: str) -> float:
     """One thread's `mean_bps` at 256 MiB, in MiB/s: bytes per pass over the mean pass time, i.e.
     the timed run's bytes over its time as the peers report it, rather than the median pass."""
-    recs = run(probe, "mem-bw", "--ops", op, "--sizes", "256M", "--quick")
+    recs = run(probe, "mem-bw", "--ops", op, "--sizes", "256M", "--quick", prefix=ABOVE_OTHER_LOAD)
     return one(recs, thread=0)["mean_bps"] / MiB
 
 
@@ -213,12 +214,14 @@ def test_write_bandwidth_agrees_with_sysbench(probe):
     32 MiB L3, so both measure DRAM write bandwidth (with the read-for-ownership that plain stores
     cause). Differences: sysbench stores 4-byte ints read from a volatile, the probe 16-byte
     vectors; at DRAM both are memory-bound. sysbench prints MiB/s (2^20 bytes).
-    Measured on the 2-core EPYC VM, quiet: 13.8 vs 13.5 GiB/s, ratio 1.03; with other jobs
-    running the per-round ratios scatter over 0.9-1.4 and their median over 1.09-1.19.
+    Measured on the 2-core EPYC VM, quiet: 13.8 vs 13.5 GiB/s, ratio 1.03; beside stress-ng
+    --cpu 2 the per-round ratios scattered over 0.68-1.56 (a hog took the CPU from one tool for
+    part of its run), so both run above other load (SCHED_FIFO as root): medians 1.05 and 1.10
+    beside stress-ng --cpu 2, rounds 1.02-1.14.
     Tolerance: median of 5 alternating rounds' ratios in [0.75, 1.33] - it fails on a byte
-    counted twice or a MB/MiB-and-read/write mix-up of that size."""
+    counted twice or a read/write mix-up of that size."""
     def theirs():
-        out = subprocess.run(["sysbench", "memory", "--memory-block-size=256M", "--memory-total-size=8G",
+        out = subprocess.run([*ABOVE_OTHER_LOAD, "sysbench", "memory", "--memory-block-size=256M", "--memory-total-size=8G",
                               "--memory-oper=write", "--memory-access-mode=seq", "--threads=1", "--time=60", "run"],
                              capture_output=True, text=True, check=True, timeout=120).stdout
         return float(re.search(r"\(([\d.]+) MiB/sec\)", out).group(1))
@@ -236,18 +239,21 @@ def test_read_bandwidth_agrees_with_stress_ng_memrate(probe):
     the buffer once per pass. Differences: memrate runs ~20 methods in turn (one bogo op), so read64
     gets ~1/20 of its run; its loads are volatile scalars, the probe's vectors; at DRAM both are
     memory-bound.
-    Measured on the 2-core EPYC VM, quiet: 14.3 vs 13.6 GiB/s, ratio 1.05; with other jobs running
-    the per-round ratios scatter over 0.8-1.9 and their median over 1.04-1.31.
-    Tolerance: median of 5 alternating rounds' ratios in [0.75, 1.33]."""
+    Measured on the 2-core EPYC VM, quiet: medians 1.05-1.17; beside stress-ng --cpu 2 the
+    per-round ratios scattered over 0.65-1.88, so both run above other load (SCHED_FIFO as
+    root): medians 1.15 and 1.25 beside stress-ng --cpu 2, rounds 1.04-1.64 (read64 is a
+    ~1/20 slice of memrate's run, the noisier side).
+    Tolerance: median of 5 alternating rounds' ratios in [0.75, 1.5] - the probe's vector loads
+    read faster than memrate's volatile scalars, yet a byte counted twice (2x) still fails."""
     def theirs():
-        proc = subprocess.run(["stress-ng", "--memrate", "1", "--memrate-bytes", "256M", "-t", "2", "--metrics"],
+        proc = subprocess.run([*ABOVE_OTHER_LOAD, "stress-ng", "--memrate", "1", "--memrate-bytes", "256M", "-t", "2", "--metrics"],
                               capture_output=True, text=True, timeout=120)
         m = re.search(r"memrate\s+([\d.]+) read64 MB per sec", proc.stdout + proc.stderr)
         assert m, proc.stderr[-2000:]
         return float(m.group(1))
 
     ratio, pairs = median_ratio_of_alternating_runs(5, lambda: probe_mean_mibps(probe, "read"), theirs)
-    assert 0.75 <= ratio <= 1.33, f"rtvb-probe / stress-ng = {ratio:.2f}; (probe, stress-ng) MiB/s: {pairs}"
+    assert 0.75 <= ratio <= 1.5, f"rtvb-probe / stress-ng = {ratio:.2f}; (probe, stress-ng) MiB/s: {pairs}"
 
 
 # --- mem-alloc -----------------------------------------------------------------------------------
