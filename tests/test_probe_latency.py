@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from above_other_load import this_thread_above_other_load
 from helpers.proc_state import asleep_on_a_timer, read_to_end, thread_cpu_ns, threads
 from host_helpers import wait_for
 from probe_records import of_type, records
@@ -54,16 +55,18 @@ def stall_running_probe(cmd: list[str], stall_s: float) -> tuple[list[dict], int
         lines.append(line)
         if json.loads(line)["type"] == "window":
             break
-    os.kill(proc.pid, signal.SIGSTOP)
     # The stall starts when the process is stopped, not when the signal is sent: on a loaded
-    # machine (or under qemu-user) delivery can take a large part of a millisecond.
-    while _state(proc.pid) != "T":
-        time.sleep(0.0001)
-    t_stop = time.monotonic_ns()
-    while time.monotonic_ns() - t_stop < stall_s * 1e9:
-        time.sleep(0.0005)
-    os.kill(proc.pid, signal.SIGCONT)
-    stall_ns = time.monotonic_ns() - t_stop
+    # machine (or under qemu-user) delivery can take a large part of a millisecond. The test
+    # times it above other load, or a hog would delay its view of the stop.
+    with this_thread_above_other_load():
+        os.kill(proc.pid, signal.SIGSTOP)
+        while _state(proc.pid) != "T":
+            time.sleep(0.0001)
+        t_stop = time.monotonic_ns()
+        while time.monotonic_ns() - t_stop < stall_s * 1e9:
+            time.sleep(0.0005)
+        os.kill(proc.pid, signal.SIGCONT)
+        stall_ns = time.monotonic_ns() - t_stop
     out = read_to_end(proc, 60)     # not communicate(): it would skip what the loop above read ahead
     assert proc.returncode == 0
     return records("".join(lines) + out), stall_ns
