@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rtvbench.campaign import parse_campaign  # noqa: E402
+from rtvbench.campaign.reader import parse_campaign  # noqa: E402
 
 ARCHES = ("x86_64", "aarch64")
 

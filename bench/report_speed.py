@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from synthetic_runs import bucket_bounds  # noqa: E402  (the report tests' histogram scheme)
 
-from rtvbench.campaign import parse_campaign  # noqa: E402
+from rtvbench.campaign.reader import parse_campaign  # noqa: E402
 from rtvbench.store.db import open_store  # noqa: E402
 from rtvbench.store.writer import RunRecorder  # noqa: E402
 

@@ -105,13 +105,28 @@ def _tag_text(tags: dict[str, str]) -> str:
     return plain(" ".join(f"{k}={v}" for k, v in tags.items()))
 
 
+def _spec_of_text(text: str):
+    """A run stored without a readable spec: its campaign text validated again with today's models
+    (imported here: only old runs need them, and through them every kind)."""
+    from rtvbench.campaign.reader import stored_spec
+    try:
+        return stored_spec(text)
+    except InputError:
+        return None
+
+
+def _load_run(engine, run_id: int):
+    from rtvbench.store import load_run
+    return load_run(engine, run_id, _spec_of_text)
+
+
 def _evaluated(ctx: click.Context, store_url: str | None, ref: str | None):
     """The evaluation of the stored run `ref` names (see `--campaign`)."""
     from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.store import load_run, resolve_run
+    from rtvbench.store import resolve_run
 
     engine = _store(ctx, store_url)
-    return evaluate_run(load_run(engine, resolve_run(engine, ref)))
+    return evaluate_run(_load_run(engine, resolve_run(engine, ref)))
 
 
 def _iso(t) -> str | None:
@@ -196,9 +211,9 @@ def _across(engine, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...]
     """Run `candidate_ref` against run `baseline_ref`, both loaded from one store."""
     from rtvbench.analysis.across_runs import compare_runs
     from rtvbench.analysis.dataset import RunData
-    from rtvbench.store import load_run, resolve_run
+    from rtvbench.store import resolve_run
 
-    a, b = (RunData(load_run(engine, resolve_run(engine, ref))) for ref in (baseline_ref, candidate_ref))
+    a, b = (RunData(_load_run(engine, resolve_run(engine, ref))) for ref in (baseline_ref, candidate_ref))
     return compare_runs(a, b, _mapping(maps), max_percent, list(metrics))
 
 
@@ -230,9 +245,8 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
-    from rtvbench.campaign import load_campaign
-    from rtvbench.runner import Runner
-    from rtvbench.store import load_run
+    from rtvbench.campaign.reader import load_campaign
+    from rtvbench.runner.run import Runner
 
     tagged = _tags(tags)
     if resume and (tagged or note):
@@ -251,7 +265,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
                   f"continue it with `{plain(shlex.join(again))}`.")
         return EXIT_INTERRUPTED
 
-    result = load_run(engine, outcome.run_id)
+    result = _load_run(engine, outcome.run_id)
     statuses = [m.status for m in result.measurements]
     ok = statuses.count("ok")
     out.print(f"Run {result.id} of {plain(c.name)} finished: {ok} of {len(statuses)} measurements ok"
@@ -302,16 +316,15 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
     from rtvbench.analysis.soak import soak_verdict
-    from rtvbench.campaign import load_campaign
+    from rtvbench.campaign.reader import load_campaign
     from rtvbench.report import soak as soak_layout
-    from rtvbench.runner import Runner
-    from rtvbench.store import load_run
+    from rtvbench.runner.run import Runner
 
     duration_s, check_s = _seconds(duration, "--duration"), _seconds(check_every, "--check-every")
     c = load_campaign(campaign, known_figure)
     engine = _store(ctx, store_url, write=True)
     outcome = Runner(c, engine, err, _tags(tags), note).soak(duration_s, check_s)
-    ev = evaluate_run(load_run(engine, outcome.run_id))
+    ev = evaluate_run(_load_run(engine, outcome.run_id))
     path = _write_report(ev, "html", None)
     if export_json is not None:
         out.print(f"JSON report: {plain(_write_report(ev, 'json', export_json))}")
@@ -343,7 +356,7 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign: str | None,
             benchmark: str | None, tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
     """Store results an external tool made elsewhere (FILE) as a run of one measurement."""
-    from rtvbench.store.importer import import_file
+    from rtvbench.runner.importer import import_file
 
     tagged = _tags(tags)
     engine = _store(ctx, store_url, write=True)
@@ -361,8 +374,8 @@ def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign
 def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
     """Check CAMPAIGN without running anything."""
     from rtvbench.analysis.metrics import known_figure
-    from rtvbench.campaign import load_campaign
-    from rtvbench.plan import expected_seconds, plan
+    from rtvbench.campaign.reader import load_campaign
+    from rtvbench.campaign.plan import expected_seconds, plan
     from rtvbench.units import eta_text
 
     c = load_campaign(campaign, known_figure)
@@ -398,10 +411,10 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
     if baseline_ref is not None:
         from rtvbench.analysis.across_runs import compare_runs
         from rtvbench.analysis.dataset import RunData
-        from rtvbench.store import load_run, resolve_run
+        from rtvbench.store import resolve_run
 
         engine = _store(ctx, store_url)
-        ev.across = compare_runs(RunData(load_run(engine, resolve_run(engine, baseline_ref))), ev.data,
+        ev.across = compare_runs(RunData(_load_run(engine, resolve_run(engine, baseline_ref))), ev.data,
                                  _mapping(maps))
     elif maps:
         raise InputError("--map renames names of the --baseline run: give --baseline RUN with it.")
@@ -484,7 +497,7 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
     from rtvbench.analysis.history import history as metric_history
     from rtvbench.analysis.kind import split_cpu
     from rtvbench.report.tables import Row, Table as ReportTable
-    from rtvbench.store import list_runs, load_run
+    from rtvbench.store import list_runs
     from rtvbench.units import format_percent
 
     engine = _store(ctx, store_url)
@@ -492,7 +505,7 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
     ids = sorted(r["id"] for r in list_runs(engine)
                  if (campaign_name is None or r["campaign_name"] == campaign_name)
                  and all(r["tags"].get(k) == v for k, v in wanted.items()))
-    h = metric_history([RunData(load_run(engine, i)) for i in ids], metric, list(environments), list(loads))
+    h = metric_history([RunData(_load_run(engine, i)) for i in ids], metric, list(environments), list(loads))
     base = split_cpu(h.figure)[1]
     if as_json:
         _print_json({"metric": metric, "series": [
@@ -609,10 +622,10 @@ def _show_document(r) -> dict:
 @click.pass_context
 def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) -> int:
     """Show one run: its environments and measurements."""
-    from rtvbench.store import load_run, resolve_run
+    from rtvbench.store import resolve_run
 
     engine = _store(ctx, store_url)
-    r = load_run(engine, resolve_run(engine, run_id))
+    r = _load_run(engine, resolve_run(engine, run_id))
     if as_json:
         _print_json(_show_document(r))
         return EXIT_OK

@@ -79,7 +79,7 @@ class CampaignRun:
     failed_attempts: list[Measurement] = field(default_factory=list)
     # The campaign as validated, every default filled in (rtvbench.spec): what analysis, preflight
     # and report read. Runs stored before specs were get theirs built from campaign_text
-    # (rtvbench.campaign.stored_spec); None only when that text cannot be read at all.
+    # (rtvbench.campaign.reader.stored_spec); None only when that text cannot be read at all.
     spec: CampaignSpec | None = None
     tags: dict[str, str] = field(default_factory=dict)   # `run --tag key=value`
     note: str | None = None                                # `run --note TEXT`

@@ -2,7 +2,7 @@
 every default filled in, as plain typed data.
 
 The campaign file says what its author wrote; this says what ran. It is built from the validated
-campaign (rtvbench.campaign.Campaign.spec), stored with the run (runs.spec, to_json) and read back
+campaign (rtvbench.campaign.reader.Campaign.spec), stored with the run (runs.spec, to_json) and read back
 with it (rtvbench.results.CampaignRun.spec, from_json), so that analysis, preflight and report read
 one value per parameter and never repeat a default of their own.
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rtvbench.campaign import spec_of
+from rtvbench.campaign.reader import spec_of
 from rtvbench.results import CampaignRun, Measurement
 
 PERCENTILES = {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9, "p9999": 99.99,
@@ -205,7 +205,7 @@ def hostile_run():
 def store_run(engine, campaign_text: str, run: CampaignRun, tags: dict[str, str] | None = None) -> int:
     """Write a synthetic run into a store as the runner would (fingerprints, records, statuses); its id.
     `campaign_text` is the TOML the run's campaign came from (it is validated and stored)."""
-    from rtvbench.campaign import parse_campaign
+    from rtvbench.campaign.reader import parse_campaign
     from rtvbench.store.writer import RunRecorder
 
     rec = RunRecorder.create(engine, parse_campaign(campaign_text), tags)

@@ -116,7 +116,7 @@ def _cli(capsys, *args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from rtvbench.campaign import parse_campaign
+    from rtvbench.campaign.reader import parse_campaign
     from rtvbench.store import open_store
 
     url = f"sqlite:///{tmp_path_factory.mktemp('across')}/s.db"

@@ -18,11 +18,11 @@ import pytest
 
 from campaign_ranges import edge_values, ranged_fields
 from rtvbench.analysis.metrics import known_figure
-from rtvbench.campaign import CampaignError, default_campaign_path, parse_campaign, tomllib
+from rtvbench.campaign.reader import CampaignError, default_campaign_path, parse_campaign, tomllib
 from rtvbench.errors import InputError
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.loads.probe_load import ProbeLoad, kinds
-from rtvbench.plan import plan
+from rtvbench.campaign.plan import plan
 
 LOAD_KINDS = kinds()                    # the campaign module has loaded the load folders
 

@@ -13,7 +13,7 @@ import pytest
 
 from host_helpers import cli_argv, cli_env, run_cli
 from rtvbench.analysis.metrics import known_figure
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 
 GOOD = """name = "limits"
 repetitions = 2

@@ -8,9 +8,9 @@ import textwrap
 import pytest
 
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.campaign import default_campaign_path, load_campaign
+from rtvbench.campaign.reader import default_campaign_path, load_campaign
 from rtvbench.cli import main
-from rtvbench.plan import plan
+from rtvbench.campaign.plan import plan
 
 GOOD = """\
 name = "good"

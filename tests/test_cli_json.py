@@ -143,7 +143,7 @@ def test_shell_completion_offers_commands_and_formats():
 
 
 def test_tags_and_notes_are_stored_shown_and_select_runs(tmp_path, capsys):
-    from rtvbench.campaign import parse_campaign
+    from rtvbench.campaign.reader import parse_campaign
     from rtvbench.store.db import open_store
     from rtvbench.store.writer import RunRecorder
 

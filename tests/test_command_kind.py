@@ -20,7 +20,7 @@ import pytest
 
 from host_helpers import cli_env, run_cli, wait_for
 from rtvbench.analysis.metrics import known_figure
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.cli import main
 from rtvbench.kinds.command.formats import FormatError, parse
 from rtvbench.store import load_run, open_store

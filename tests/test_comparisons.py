@@ -117,7 +117,7 @@ duration_s = 1
     ('baseline = "idle"\ncandidate = "busy"\nbenchmarks = ["nope"]', 'benchmark "nope" is not defined'),
 ])
 def test_a_wrong_comparison_is_named_with_its_line(tmp_path, table, expected):
-    from rtvbench.campaign import CampaignError, load_campaign
+    from rtvbench.campaign.reader import CampaignError, load_campaign
     path = tmp_path / "c.toml"
     path.write_text(BASE + "[[comparisons]]\n" + table + "\n")
     with pytest.raises(CampaignError) as err:
@@ -127,7 +127,7 @@ def test_a_wrong_comparison_is_named_with_its_line(tmp_path, table, expected):
 
 
 def test_a_valid_comparison_is_stored_in_the_spec(tmp_path):
-    from rtvbench.campaign import load_campaign
+    from rtvbench.campaign.reader import load_campaign
     path = tmp_path / "c.toml"
     path.write_text(BASE + '[[comparisons]]\nbaseline = "idle"\ncandidate = "busy"\nenvironments = ["other"]\n')
     spec = load_campaign(path).spec()

@@ -29,14 +29,13 @@ STAGE_OF_PREFIX = {
     "rtvbench.loads": "loads",
     "rtvbench.benchmarks": "benchmarks",
     "rtvbench.campaign": "campaign",
-    "rtvbench.plan": "campaign",
     # A pure check of the resolved spec against the fingerprints: the runner prints it before a run, the
     # evaluation repeats it with what the measurements observed.
     "rtvbench.preflight": "base",
     "rtvbench.store": "store",
     "rtvbench.migrations": "store",
+    # Puts runs into the store: measured (with the thermal sampler and health checks beside) or imported.
     "rtvbench.runner": "runner",
-    "rtvbench.sampler": "runner",          # the thermal sampler the runner starts beside a measurement
     "rtvbench.analysis": "analysis",
     "rtvbench.report": "report",
     "rtvbench.cli": "cli",
@@ -60,8 +59,7 @@ ALLOWED = {
     "loads": {"base", "probe", "targets"},
     "benchmarks": {"base", "probe", "targets", "loads"},
     "campaign": {"base", "probe", "targets", "loads", "benchmarks"},
-    # The store reads runs stored before the resolved campaign was: their campaign text is validated again.
-    "store": {"base", "probe", "targets", "loads", "benchmarks", "campaign"},
+    "store": {"base", "probe", "targets", "loads", "benchmarks"},
     "runner": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store"},
     "analysis": {"base"},
     # The report reads the evaluation only (test_the_report_computes_no_analysis).

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from rtvbench.analysis.metrics import known_figure
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.loads.base import LoadContext, LoadSite
 from rtvbench.targets.base import Background, Completed, Target
 

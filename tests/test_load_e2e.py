@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import pytest
 from host_helpers import REPO, cli_env, kill_all, processes_with, run_cli, run_report, start_cli, wait_for
 from rtvbench.analysis.cpu_usage import measurement_usage
 from rtvbench.units import human_rate, significant
-from rtvbench.campaign import parse_campaign
-from rtvbench.plan import plan
+from rtvbench.campaign.reader import parse_campaign
+from rtvbench.campaign.plan import plan
 from rtvbench.store import load_run, open_store
 
 
@@ -287,7 +288,7 @@ def test_proc_stat_accounting_sees_a_cpu_hog(tmp_path, own_probe):
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     m = next(x for x in run.measurements if x.environment == "native")
     # /proc/stat before and after, and on this machine every process's CPU time (the conditions name them);
-    # beside them the thermal sampler's series (rtvbench.sampler).
+    # beside them the thermal sampler's series (rtvbench.runner.thermal_sampler).
     assert set(m.cpu_stat) == {"before", "after", "processes_before", "processes_after", "loadavg_after", "thermal"}
     # Read after the run, the 15-minute average is still about what was stored: it moves by 0.5 % of the
     # gap to the number of runnable processes every 5 s (the 1-minute one by 8 %, too fast to compare

@@ -13,7 +13,7 @@ import time
 from rtvbench.loads.base import LoadSite
 from rtvbench.loads.io.params import IoLoad, IoLoadParams
 from rtvbench.loads.probe_load import _ProbeLoadBackground
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.targets.base import Background, Target
 from rtvbench.targets.local import LocalTarget

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from host_helpers import cli_env, run_cli, run_report
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 
 CAMPAIGN = """
 name = "noise-e2e"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rtvbench.campaign import parse_campaign
-from rtvbench.plan import plan
+from rtvbench.campaign.reader import parse_campaign
+from rtvbench.campaign.plan import plan
 
 TEXT = """
 name = "order"

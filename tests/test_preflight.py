@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rtvbench.campaign import parse_campaign, spec_of
+from rtvbench.campaign.reader import parse_campaign, spec_of
 from rtvbench.cpulist import parse_cpu_list
 from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges
 from rtvbench.results import Measurement
@@ -270,7 +270,7 @@ def _sys(path: str) -> str | None:
 def test_this_machine_gets_the_warnings_it_deserves(probe):
     """The real local fingerprint, taken the way the runner takes it, checked against /sys and /proc read
     here independently: governor, THP, RT throttling, privileges and the CPUs the probe may use."""
-    from rtvbench.runner import Runner
+    from rtvbench.runner.run import Runner
 
     ncpu = len(os.sched_getaffinity(0))
     text = f"""

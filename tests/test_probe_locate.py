@@ -7,7 +7,7 @@ import platform
 
 import pytest
 
-from rtvbench import probe
+from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError
 
 NATIVE = probe.ARCH_BUILDS[platform.machine()]

@@ -10,7 +10,7 @@ import pytest
 
 from host_helpers import FAKE_PROBE, cli_env, run_cli
 from rtvbench.errors import ProbeOutputError
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 
 META = json.dumps({"type": "meta", "schema": 1, "subcommand": "latency"})
 

@@ -31,7 +31,7 @@ import pytest
 
 from probe_records import of_type, records
 from rtvbench.kinds.rtos.names import RTOS_TESTS
-from rtvbench.probe_schema import parse_record
+from rtvbench.probe.schema import parse_record
 
 #: the CPU the tests pin to: not CPU 0, where most of the machine's own work lands
 CPU = 1 if (os.cpu_count() or 1) > 1 else 0

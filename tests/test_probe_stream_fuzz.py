@@ -19,7 +19,7 @@ import pytest
 from host_helpers import FAKE_PROBE, cli_env, run_cli
 from rtvbench.analysis.kind import get_kind
 from rtvbench.errors import ProbeOutputError
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.results import Measurement
 
 pytestmark = pytest.mark.functional

@@ -23,7 +23,7 @@ import pytest
 
 from probe_records import of_type, records
 from rtvbench.kinds.latency.attribution import attribute, parse_lines
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 
 HELPERS = Path(__file__).parent / "helpers"
 TRACEFS = Path("/sys/kernel/tracing")

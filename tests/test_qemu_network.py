@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from host_helpers import cli_env, processes_with, run_cli, start_cli, wait_for
-from rtvbench.campaign import parse_campaign
+from rtvbench.campaign.reader import parse_campaign
 from rtvbench.errors import RtvbenchError, TargetError
 from rtvbench.targets.qemu import netns
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from host_helpers import cli_env, run_cli
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.errors import InputError, RtvbenchError, TargetError, TargetLost
 from rtvbench.kinds.latency.attribution import attribute
 from rtvbench.procstat import parse_proc_stat
-from rtvbench.sampler import ThermalSampler
+from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.qemu.channel import AgentChannel
 from rtvbench.targets.qemu.guest import GuestConfig, QemuGuest

@@ -97,7 +97,7 @@ def test_a_probe_killed_by_a_signal_says_which(tmp_path):
 
 
 def _real_probe():
-    from rtvbench.probe import locate_probe
+    from rtvbench.probe.binary import locate_probe
     return locate_probe()
 
 

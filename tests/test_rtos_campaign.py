@@ -11,7 +11,7 @@ import os
 import pytest
 
 from host_helpers import cli_env, run_cli, run_report
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.kinds.rtos.names import RTOS_TESTS
 
 CPU = 1 if (os.cpu_count() or 1) > 1 else 0
@@ -130,7 +130,7 @@ def test_decoder_reads_odd_records_the_host_accepts(field, value):
     """A record that passes the host's checks (rtvbench/probe_schema.py), whatever it holds in the fields
     those leave open, decodes without an exception; what is unusable yields no figure."""
     from rtvbench.analysis.kind import get_kind
-    from rtvbench.probe_schema import parse_record
+    from rtvbench.probe.schema import parse_record
     from rtvbench.results import Measurement
     good = {"type": "result", "test": "sem_pingpong", "count": 3, "min_ns": 10, "avg_ns": 12.0, "max_ns": 15,
             "p50_ns": 12, "p99_ns": 15, "histogram": {"scheme": "log-linear", "sub_bucket_bits": 8,

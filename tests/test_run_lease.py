@@ -103,7 +103,7 @@ def test_a_live_run_is_not_resumed_and_a_killed_one_is(tmp_path, probe, marker):
 def test_a_run_held_elsewhere_is_taken_over_only_when_its_heartbeat_is_stale(store_url):
     from sqlalchemy import select, update
 
-    from rtvbench.campaign import parse_campaign
+    from rtvbench.campaign.reader import parse_campaign
     from rtvbench.errors import InputError
     from rtvbench.store.schema import runs
     from rtvbench.store.writer import RunRecorder

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from rtvbench.campaign import parse_campaign
+from rtvbench.campaign.reader import parse_campaign
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.runner import Runner
+from rtvbench.runner.run import Runner
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.base import TARGETS
 from rtvbench.targets.local import LocalTarget

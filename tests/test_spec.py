@@ -15,7 +15,7 @@ from alembic import command
 from sqlalchemy import column, create_engine, insert, select, table
 
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.campaign import load_campaign, parse_campaign, stored_spec
+from rtvbench.campaign.reader import load_campaign, parse_campaign, stored_spec
 from rtvbench.kinds.latency.params import DEFAULT_PRIORITY
 from rtvbench.spec import CampaignSpec, LoadSpec, SpecVersionError
 from rtvbench.store import RunRecorder, load_run, open_store
@@ -161,7 +161,9 @@ where = "board"
         conn.execute(_old_insert(old))
     engine.dispose()
 
-    run = load_run(open_store(url), 1)                  # upgrades to 0004 on the way
+    run = load_run(open_store(url), 1, stored_spec)     # upgrades to 0004 on the way
+    # The store knows no campaign models: without the caller's rebuilder the run has no spec.
+    assert load_run(open_store(url), 1).spec is None
     spec = run.spec
     assert spec is not None and spec == stored_spec(old)
     assert list(spec.environments) == ["native", "guest", "board"]

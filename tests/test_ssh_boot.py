@@ -19,7 +19,7 @@ from helpers import fake_board
 from helpers.sshd import ALIAS
 from helpers.sshd import available as sshd_available
 from host_helpers import cli_env, run_cli
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.errors import TargetError
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.ssh import SshParams, SshTarget, _alive, boot_phases

@@ -22,12 +22,12 @@ import pytest
 
 from helpers.sshd import ALIAS, Sshd
 from host_helpers import kill_all, processes_with, wait_for
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.targets import TARGETS
-from rtvbench.probe import probe_for_arch
+from rtvbench.probe.binary import probe_for_arch
 from rtvbench.targets import ssh as ssh_module
 from rtvbench.targets.ssh import STOP_GRACE_S, SshBackground, SshParams, SshTarget, _alive
 from rtvbench.targets.ssh_wrapper import SCRIPT, remote_command, split_exit
@@ -129,7 +129,7 @@ def test_the_probe_build_follows_the_remote_architecture(cross_probes, probe, tm
         with pytest.raises(TargetError, match=f"no probe build for the target's architecture '{arch}'"):
             probe_for_arch(arch)
     # A missing cross build names the command that makes it.
-    monkeypatch.setattr("rtvbench.probe.BUILD_DIR", tmp_path)
+    monkeypatch.setattr("rtvbench.probe.binary.BUILD_DIR", tmp_path)
     with pytest.raises(TargetError, match=r"no probe built for riscv64 .* run `make probe-cross`"):
         probe_for_arch("riscv64")
     # An explicit binary per architecture wins.

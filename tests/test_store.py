@@ -15,7 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from rtvbench.campaign import parse_campaign
+from rtvbench.campaign.reader import parse_campaign
 from rtvbench.errors import StoreError
 from rtvbench.store import RunRecorder, list_runs, load_run, open_store
 from rtvbench.store.db import SCHEMA_HEAD

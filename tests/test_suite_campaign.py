@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from rtvbench.campaign import load_campaign
+from rtvbench.campaign.reader import load_campaign
 from rtvbench.cli import main
 
 GOOD = """\

@@ -15,7 +15,7 @@ import pytest
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.metrics import known_figure, measurement_figures
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.results import Measurement
 
 pytestmark = pytest.mark.functional

@@ -1,5 +1,5 @@
 """Thermal, frequency and throttling state sampled beside each measurement (`rtvb-probe sample`,
-rtvbench.sampler, rtvbench.analysis.thermal, the report's table).
+rtvbench.runner.thermal_sampler, rtvbench.analysis.thermal, the report's table).
 
 - the flagging logic on synthetic series;
 - the probe's sampler on a fake sysfs tree (its hidden --root), and on this machine;

@@ -8,7 +8,7 @@ import copy
 from synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 from rtvbench.analysis.dataset import RunData
-from rtvbench.campaign import spec_of
+from rtvbench.campaign.reader import spec_of
 from rtvbench.analysis.vm_scaling import scaling_series
 from rtvbench.report.plots import vm_count_svg
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rtvbench.probe import ARCH_BUILDS
+from rtvbench.probe.binary import ARCH_BUILDS
 from rtvbench.store import load_run, open_store
 
 pytestmark = pytest.mark.functional
@@ -106,7 +106,7 @@ def test_the_installed_wheel_measures_with_its_own_probe(tmp_path):
         assert shutil.which(tool, path=bare["PATH"]) is None, tool
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
-         "import rtvbench, rtvbench.probe as p\n"
+         "import rtvbench, rtvbench.probe.binary as p\n"
          "print(rtvbench.__file__)\n"
          "for arch in ('x86_64', 'aarch64', 'armv7l', 'riscv64'): print(p.probe_for_arch(arch))"],
         cwd=away, env=bare, capture_output=True, text=True, timeout=60)

@@ -27,7 +27,7 @@ import pytest
 from host_helpers import cli_env, processes_with, run_cli, run_report, wait_for, work_campaign
 from probe_records import of_type, records
 from rtvbench.analysis.kind import get_kind
-from rtvbench.campaign import CampaignError, parse_campaign
+from rtvbench.campaign.reader import CampaignError, parse_campaign
 
 # crc32 at the small size takes ~30 us a run here: 3000 runs make a round of ~0.1 s alone,
 # long against the scheduler's time slices (a few ms), so that time-sharing averages out.

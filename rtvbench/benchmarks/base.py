@@ -26,7 +26,7 @@ class Benchmark(ABC):
     runs_probe: ClassVar[bool] = True
     #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind; such a
     #: kind also has the classmethods import_keys(fmt, source) (its campaign keys) and
-    #: parse_import(fmt, text) (the stored `result` record), which store/importer.py calls
+    #: parse_import(fmt, text) (the stored `result` record), which runner/importer.py calls
     import_formats: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, name: str, params: StrictModel) -> None:

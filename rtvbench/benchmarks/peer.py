@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rtvbench.errors import ProbeOutputError
 from rtvbench.loads.base import LoadError, LoadSite
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.targets.base import Background, Target
 
 #: how long the server may take to print its `meta` record (the port): a static binary starts

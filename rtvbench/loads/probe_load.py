@@ -26,7 +26,7 @@ from rtvbench.cpulist import probe_cpus
 from rtvbench.loads.base import LOADS, Load, LoadContext, LoadError, LoadSite, SettleS
 from rtvbench.params import (Name, StrictModel, number_arg, probe_int, probe_number,
                              probe_size)
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.targets.base import Background
 
 #: how long a load may take to print its `meta` record (a static binary starts in milliseconds;

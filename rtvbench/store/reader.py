@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -92,26 +92,24 @@ def resolve_run(engine: Engine, ref: str | None) -> int:
     return run_id
 
 
-def _spec(stored: Any, text: str) -> CampaignSpec | None:
+def _spec(stored: Any, text: str, spec_of_text: Callable[[str], CampaignSpec | None] | None) -> CampaignSpec | None:
     """The run's spec: as stored, else (a run stored before specs were, or by a version of rtvbench
-    that wrote another shape) built from its campaign text with today's models."""
+    that wrote another shape) what the caller builds from its campaign text with today's models:
+    the store does not know the campaign models (and through them every kind)."""
     if stored is not None:
         try:
             return CampaignSpec.from_json(stored)
         except SpecVersionError:
             pass
-    # Imported here: only old runs need the campaign models (and through them every kind).
-    from rtvbench.campaign import stored_spec
-    try:
-        return stored_spec(text)
-    except InputError:
-        return None
+    return spec_of_text(text) if spec_of_text is not None else None
 
 
 @_guard
-def load_run(engine: Engine, run_id: int) -> CampaignRun:
+def load_run(engine: Engine, run_id: int,
+             spec_of_text: Callable[[str], CampaignSpec | None] | None = None) -> CampaignRun:
     """Everything about one run. A measurement re-run by --resume appears once, as
-    its latest attempt; runs interrupted mid-measurement load like any other."""
+    its latest attempt; runs interrupted mid-measurement load like any other. A run stored without
+    a readable spec gets spec_of_text(its campaign text), or none."""
     # Here, not at the top: numpy is not needed for `list` and the other quick commands.
     from rtvbench.bucket_table import compact_histograms
 
@@ -185,4 +183,4 @@ def load_run(engine: Engine, run_id: int) -> CampaignRun:
         campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
         finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
         failed_attempts=failed, targets=described, fingerprint_meta=probe_meta,
-        spec=_spec(run["spec"], run["campaign_text"]), tags=run["tags"] or {}, note=run["note"], health=health)
+        spec=_spec(run["spec"], run["campaign_text"], spec_of_text), tags=run["tags"] or {}, note=run["note"], health=health)

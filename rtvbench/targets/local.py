@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from rtvbench import probe
+from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat

@@ -30,7 +30,7 @@ from typing import IO, Any, Callable, Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from rtvbench import probe
+from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.params import PositiveNumber, StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat

@@ -14,7 +14,7 @@ import json
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
-from rtvbench.probe import SCHEMA
+from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Completed
 
 #: a TCG boot of Debian's kernel takes 5-15 s here; the ETA only needs the order of magnitude

@@ -19,7 +19,7 @@ from pydantic import field_validator
 from rtvbench.errors import TargetError
 from rtvbench.loads.base import LOADS, Load, LoadContext
 from rtvbench.params import Name, Number, StrictModel
-from rtvbench.probe import SCHEMA
+from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Target
 
 

@@ -1,7 +1,7 @@
 """The resolved campaign of a run (rtvbench.spec.CampaignSpec.to_json), defaults filled in.
 
 Existing runs keep NULL: the reader builds their spec from campaign_text with the models of the
-rtvbench reading them (rtvbench.campaign.stored_spec), so this migration imports no model.
+rtvbench reading them (rtvbench.campaign.reader.stored_spec), so this migration imports no model.
 
 Revision ID: 0004
 Revises: 0003

@@ -25,7 +25,7 @@ from typing import Any, Callable, Literal, Optional
 
 from pydantic import ValidationInfo, field_validator
 
-from rtvbench import probe as probe_mod
+from rtvbench.probe import binary as probe_mod
 from rtvbench.errors import InputError, TargetError, TargetLost
 from rtvbench.targets.qemu import netns
 from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_initramfs, kernel_config_for,

@@ -1,8 +1,7 @@
-"""The host's view of rtvb-probe: where the binary is, and what its output means.
+"""Where the probe binary is: this machine's, or the build for a target's architecture.
 
-The output contract is docs/probe-output.md. Anything that does not follow it (probe_schema's
-rules for every record, the record order here) is rejected with a ProbeOutputError naming the
-line, never guessed at, and never stored.
+A source checkout's build comes first, then the static probes an installed wheel carries, then
+PATH; an environment variable names another binary explicitly.
 """
 
 from __future__ import annotations
@@ -11,22 +10,16 @@ import os
 import platform
 import shutil
 from pathlib import Path
-from typing import Any
 
-from rtvbench.errors import ProbeOutputError, TargetError
-from rtvbench.probe_schema import RecordError, parse_record
-
-SCHEMA = 1
-RECORD_TYPES = frozenset({"meta", "warning", "started", "window", "trace", "result", "end", "sysinfo", "sample"})
-END_STATUSES = frozenset({"ok", "interrupted", "error"})
+from rtvbench.errors import TargetError
 
 # <repo>/build/probe/rtvb-probe, where `make probe` puts it, for a source checkout.
-_BUILT = Path(__file__).resolve().parent.parent / "build" / "probe" / "rtvb-probe"
+_BUILT = Path(__file__).resolve().parents[2] / "build" / "probe" / "rtvb-probe"
 # <package>/probes/<build>/rtvb-probe: the static probes an installed wheel carries (setup.py).
 # They come after the checkout's build, which is what a developer has just compiled from the sources
 # beside this file (an editable install has no packaged probes anyway), and before PATH, because
 # they were built from the same sources as this rtvbench while one on PATH may be any version.
-PACKAGED = Path(__file__).resolve().parent / "probes"
+PACKAGED = Path(__file__).resolve().parents[1] / "probes"
 
 
 def _executable(path: Path) -> bool:
@@ -59,57 +52,6 @@ def locate_probe() -> Path:
     raise TargetError("rtvb-probe not found: build it with `make probe` in a source checkout, "
                       f"install rtvbench from a wheel that carries the {platform.machine()} probe, "
                       "or set RTVBENCH_PROBE to its path.")
-
-
-def _excerpt(line: str, limit: int = 80) -> str:
-    return repr(line if len(line) <= limit else line[:limit] + "...")
-
-
-class ProbeStream:
-    """Checks the probe's JSON Lines one at a time and remembers what matters.
-
-    feed() returns the parsed record, or raises ProbeOutputError.
-    """
-
-    def __init__(self, what: str = "probe output") -> None:
-        self.what = what            # names the stream in messages
-        self.count = 0
-        self.meta: dict[str, Any] | None = None
-        self.end: dict[str, Any] | None = None
-        self.results = 0
-
-    def _error(self, message: str, line: str) -> ProbeOutputError:
-        return ProbeOutputError(f"{self.what}, line {self.count}: {message} "
-                                f"(got {_excerpt(line)}); rebuild the probe with `make probe` "
-                                "so that it matches this rtvbench.")
-
-    def feed(self, line: str) -> dict[str, Any]:
-        self.count += 1
-        try:
-            record = parse_record(line)
-        except RecordError as e:
-            raise self._error(str(e), line) from None
-        rtype = record.get("type")
-        if rtype not in RECORD_TYPES:
-            raise self._error(f"unknown record type {rtype!r}", line)
-        if self.meta is None and rtype != "meta":
-            raise self._error("the first record must be `meta`", line)
-        if rtype == "meta":
-            if self.meta is not None:
-                raise self._error("a second `meta` record", line)
-            if record.get("schema") != SCHEMA:
-                raise self._error(f"schema {record.get('schema')!r} is not the schema "
-                                  f"{SCHEMA} this rtvbench understands", line)
-            self.meta = record
-        elif self.end is not None:
-            raise self._error("a record after `end`", line)
-        if rtype == "end":
-            if record.get("status") not in END_STATUSES:
-                raise self._error(f"unknown end status {record.get('status')!r}", line)
-            self.end = record
-        elif rtype == "result":
-            self.results += 1
-        return record
 
 
 # `uname -m` -> the directory of build/probe/ holding the matching static probe (Makefile:

@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from rtvbench.benchmarks import BENCHMARKS
-from rtvbench.campaign import read_input_text, recorded_campaign
+from rtvbench.campaign.reader import read_input_text, recorded_campaign
 from rtvbench.errors import InputError
 from rtvbench.params import is_valid_name
 from rtvbench.store.writer import RunRecorder

@@ -22,15 +22,15 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from sqlalchemy import Engine
 
-from rtvbench.campaign import Campaign
+from rtvbench.campaign.reader import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
 from rtvbench.loads.base import LoadContext, LoadError, LoadSite
-from rtvbench.plan import Planned, expected_seconds, plan
+from rtvbench.campaign.plan import Planned, expected_seconds, plan
 from rtvbench.preflight import check as preflight_check, format_warnings
-from rtvbench.probe import ProbeStream
-from rtvbench.health import health_check
+from rtvbench.probe.stream import ProbeStream
+from rtvbench.runner.health import health_check
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
-from rtvbench.sampler import ThermalSampler
+from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed
@@ -438,7 +438,7 @@ class Runner:
         load_status: int | None = None
         load_problem: str | None = None
         written: str | None = None          # the text of the file an external tool wrote
-        # Thermal, frequency and throttle state beside the measurement (rtvbench.sampler).
+        # Thermal, frequency and throttle state beside the measurement (rtvbench.runner.thermal_sampler).
         sampler = ThermalSampler(target, self.probes[p.environment])
         try:
             bg = load.start(ctx)

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from rtvbench.errors import ProbeOutputError, TargetError
-from rtvbench.probe import ProbeStream
+from rtvbench.probe.stream import ProbeStream
 from rtvbench.targets import Background
 
 SAMPLE_INTERVAL_MS = 500

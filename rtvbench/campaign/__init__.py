@@ -1,0 +1,1 @@
+"""A campaign file read and validated (reader.py) and its measurements in the order they run (plan.py)."""
