@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import re
 import shlex
@@ -681,7 +682,23 @@ cli.add_command(_KernelGroup(name="kernel", help="Kernel images for QEMU guests,
 # ---------------------------------------------------------------------------
 
 
+class _SayOnStderr(logging.Handler):
+    """What library code has to say on the way (a target power-cycled, a place it could not release)
+    is logged on the `rtvbench` logger; the CLI prints it as one line on stderr, like its errors."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"rtvbench: {plain(record.getMessage())}")
+
+
+def _say_library_warnings() -> None:
+    log = logging.getLogger("rtvbench")
+    if not any(isinstance(h, _SayOnStderr) for h in log.handlers):
+        log.addHandler(_SayOnStderr(logging.WARNING))
+    log.propagate = False       # not to a root handler of a tool it drives (labgrid's client)
+
+
 def main(argv: list[str] | None = None) -> None:
+    _say_library_warnings()
     try:
         code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False)
     except click.exceptions.Abort:          # Ctrl-C outside a run

@@ -284,3 +284,20 @@ def test_no_generic_module_names_a_kind():
 def test_a_kind_folder_has_its_campaign_and_analysis_stages(folder):
     here = PACKAGE / "kinds" / folder
     assert (here / "params.py").exists() and (here / "decode.py").exists()
+
+
+def test_library_code_prints_nothing():
+    """Only the CLI talks to the user (library code logs on the `rtvbench` logger, which the CLI
+    prints) and the supervisors, programs of their own whose stdout is their protocol."""
+    programs = {"rtvbench.cli", "rtvbench.targets.local_supervisor", "rtvbench.targets.qemu.netns_supervisor"}
+    found = []
+    for m, path in MODULES.items():
+        if m in programs:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if (isinstance(node, ast.Attribute) and node.attr == "write" and isinstance(node.value, ast.Attribute)
+                    and node.value.attr in ("stdout", "stderr")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, "\n".join(found)

@@ -20,7 +20,6 @@ import contextlib
 import io
 import logging
 import os
-import sys
 import time
 import weakref
 from typing import Any, Callable, Literal, Optional
@@ -35,6 +34,9 @@ from rtvbench.targets.ssh import SshAccess, SshParams, SshTarget
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"     # labgrid's own default when LG_COORDINATOR is unset
 RETRY_S = 1.0                               # between attempts to reach a board that is booting
+
+# What a run should hear on the way (a power cycle, a place left taken); the CLI prints it on stderr.
+_log = logging.getLogger(__name__)
 
 # The drivers labgrid's own `labgrid-client power` uses for the power resources a place can hold.
 _POWER_DRIVERS = {
@@ -321,8 +323,8 @@ class LabgridTarget(Target):
         except TargetError as e:
             if self._power is None or not self.params.power_cycle:
                 raise
-            print(f"rtvbench: environment {self.name} does not answer ({str(e).rstrip('.')}); "
-                  f"power-cycling labgrid place {self.params.place}.", file=sys.stderr, flush=True)
+            _log.warning(f"environment {self.name} does not answer ({str(e).rstrip('.')}); "
+                         f"power-cycling labgrid place {self.params.place}.")
         self._board.close()             # its master connection went with the board
         self._switch("cycle")
         return self._reach(time.monotonic() + self.params.boot_timeout_s)
@@ -404,7 +406,7 @@ class LabgridTarget(Target):
                 try:
                     self._switch("off")
                 except TargetError as e:
-                    print(f"rtvbench: {e}", file=sys.stderr, flush=True)
+                    _log.warning(str(e))
             if self._acquired:
                 self._release(session)
         finally:
@@ -422,6 +424,5 @@ class LabgridTarget(Target):
         except (LabgridError, OSError, RuntimeError) as e:
             # Said, not raised: the run's own outcome matters more, but a place left taken blocks
             # everyone else in the lab.
-            print(f"rtvbench: releasing labgrid place {self.params.place} failed ({e}); release it with "
-                  f"`labgrid-client -x {self.coordinator} -p {self.params.place} release`.",
-                  file=sys.stderr, flush=True)
+            _log.warning(f"releasing labgrid place {self.params.place} failed ({e}); release it with "
+                         f"`labgrid-client -x {self.coordinator} -p {self.params.place} release`.")
