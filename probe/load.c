@@ -1,5 +1,5 @@
 /*
- * load: load generators (cpu, mem, cache, io, fork, leak, timer, net).
+ * load: load generators (cpu, mem, cache, io, fork, leak, timer, net, sched).
  *
  * One kind per invocation; the host combines loads by starting several
  * probes. Every kind runs as N workers (threads, pinned round-robin to
@@ -43,7 +43,7 @@ atomic_int load_stop;
 static const struct load_kind *const kinds[LK_COUNT] = {
     [LK_CPU] = &load_kind_cpu, [LK_MEM] = &load_kind_mem, [LK_CACHE] = &load_kind_cache,
     [LK_IO] = &load_kind_io, [LK_FORK] = &load_kind_fork, [LK_LEAK] = &load_kind_leak,
-    [LK_TIMER] = &load_kind_timer, [LK_NET] = &load_kind_net,
+    [LK_TIMER] = &load_kind_timer, [LK_NET] = &load_kind_net, [LK_SCHED] = &load_kind_sched,
 };
 
 /* ---- helpers for the kinds ------------------------------------------------------------------ */
@@ -91,7 +91,7 @@ void load_free_thread_states(struct load_ctx *c)
 
 #define K(x) (1u << (x))
 
-static const char *const kind_names[LK_COUNT] = {"cpu", "mem", "cache", "io", "fork", "leak", "timer", "net"};
+static const char *const kind_names[LK_COUNT] = {"cpu", "mem", "cache", "io", "fork", "leak", "timer", "net", "sched"};
 static const char *const method_names[] = {"integer", "float", "matrix", "mixed"};
 static const char *const busy_clock_names[] = {"thread", "wall"};
 static const char *const mem_op_names[] = {"read", "write", "copy"};
@@ -129,7 +129,7 @@ static int parse_options(int argc, char **argv, struct load_options *o)
         .percent = 100, .period_ns = 100000000ull, .method = CM_MIXED, .busy_clock = BC_THREAD,
         .mem_op = MO_COPY, .llc_bytes = -1, .line_bytes = 64, .block_bytes = 64 << 10,
         .file_bytes = 4 << 20, .fsync = 1, .leak_bps = 16.0 * 1048576, .limit_bytes = 256ull << 20,
-        .rate_hz = 1000,
+        .rate_hz = 1000, .msg_bytes = 100,
     };
     /* .tag: the kinds an option applies to (none: every kind). */
     struct opt table[] = {
@@ -178,6 +178,9 @@ static int parse_options(int argc, char **argv, struct load_options *o)
         {OPT_SZ("limit", &o->limit_bytes, 1 << 20, MEM_MAX_BYTES, "leak: default 256M"), .tag = K(LK_LEAK)},
         {OPT_D("rate-hz", &o->rate_hz, 1, 1e6, "wake-ups per second", "F",
                "timer: wake-ups/s over all workers (default 1000)"), .tag = K(LK_TIMER)},
+        {OPT_TEXT("sched:")},
+        {OPT_SZ("msg-size", &o->msg_bytes, 1, 4096, "bytes per message, at most PIPE_BUF (default 100)"),
+         .tag = K(LK_SCHED)},
         {OPT_TEXT("Sizes take K, M, G (binary).")},
         {OPTS_END},
     };
@@ -185,7 +188,7 @@ static int parse_options(int argc, char **argv, struct load_options *o)
     if (rc)
         return rc;
     if (kind < 0)
-        return usage_error(SUB, "--kind is required: one of cpu, mem, cache, io, fork, leak, timer, net.");
+        return usage_error(SUB, "--kind is required: one of cpu, mem, cache, io, fork, leak, timer, net, sched.");
     o->kind = (enum load_kind_id)kind;
 
     for (const struct opt *t = table; t->kind != OPT_END; t++)

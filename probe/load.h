@@ -2,7 +2,7 @@
  * Shared state of the `load` subcommand: options, the per-thread machinery
  * every load kind runs on (load.c), and the kinds themselves
  * (load_cpu.c: cpu, timer; load_mem.c: mem, cache, leak; load_sys.c: io,
- * fork, net).
+ * fork, net; load_sched.c: sched).
  *
  * A kind describes itself with a `struct load_kind`: how many threads a
  * worker has and what each runs, which counters it keeps, and hooks to set
@@ -28,7 +28,7 @@
 #define LOAD_MAX_COUNTERS 4    /* kind-specific counters per thread */
 #define LOAD_MAX_ROLES 2       /* threads per worker */
 
-enum load_kind_id { LK_CPU, LK_MEM, LK_CACHE, LK_IO, LK_FORK, LK_LEAK, LK_TIMER, LK_NET, LK_COUNT };
+enum load_kind_id { LK_CPU, LK_MEM, LK_CACHE, LK_IO, LK_FORK, LK_LEAK, LK_TIMER, LK_NET, LK_SCHED, LK_COUNT };
 enum cpu_method { CM_INTEGER, CM_FLOAT, CM_MATRIX, CM_MIXED };
 enum busy_clock { BC_THREAD, BC_WALL };
 enum mem_op { MO_READ, MO_WRITE, MO_COPY };
@@ -72,6 +72,8 @@ struct load_options {
     uint64_t limit_bytes;
     /* timer */
     double rate_hz;             /* over all workers */
+    /* sched */
+    uint64_t msg_bytes;         /* one message, at most PIPE_BUF */
 };
 
 /* What was actually granted, reported in meta.privileges. */
@@ -152,6 +154,7 @@ struct load_ctx {
 extern const struct load_kind load_kind_cpu, load_kind_timer;
 extern const struct load_kind load_kind_mem, load_kind_cache, load_kind_leak;
 extern const struct load_kind load_kind_io, load_kind_fork, load_kind_net;
+extern const struct load_kind load_kind_sched;
 
 /* Set once the load must stop (signal, duration, error). Bodies poll it
  * between units of work; sleeping bodies are woken by a signal (EINTR). */

@@ -89,7 +89,7 @@ CASES = [
      '"qemu", "ssh")'),
     ("unknown load kind", ("[loads.idle]", '[loads.idle]\nkind = "cpuu"'),
      'campaign.toml:9: loads.idle.kind: unknown load kind "cpuu" (supported: "cache", "combine", "command", '
-     '"cpu", "disrupt", "fork", "idle", "io", "leak", "mem", "net", "timer")'),
+     '"cpu", "disrupt", "fork", "idle", "io", "leak", "mem", "net", "sched", "timer")'),
     ("unknown benchmark kind", ('kind = "latency"', 'kind = "oss"'),
      'campaign.toml:13: benchmarks.wakeup.kind: unknown benchmark kind "oss" '
      f'(supported: {", ".join(chr(34) + n + chr(34) for n in BENCHMARKS.names())})'),
