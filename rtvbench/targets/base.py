@@ -7,16 +7,57 @@ runner knows campaigns and nothing about how a machine is reached.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable, TypeVar
 
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 from rtvbench.targets import shm as shm_regions
 
+T = TypeVar("T")
+
 TARGETS: Registry[type["Target"]] = Registry("target")
+
+
+PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
+
+
+def drain_or_stop(drain: Callable[[], T], ask_stop: Callable[[], None],
+                  kill_after: Callable[[float], Callable[[], None]]) -> tuple[T, bool]:
+    """How every target runs a command to its end and stops it on Ctrl-C: drain() hands its lines
+    to the caller until it ends. On KeyboardInterrupt the command is asked to stop (the probe then
+    prints its results so far and `end`), drained again, and killed if it has not ended within
+    PROBE_STOP_GRACE_S: kill_after(seconds) arms that and returns what disarms it. Returns what the
+    last drain returned and whether the command was interrupted."""
+    try:
+        return drain(), False
+    except KeyboardInterrupt:
+        ask_stop()
+        disarm = kill_after(PROBE_STOP_GRACE_S)
+        try:
+            return drain(), True
+        finally:
+            disarm()
+
+
+def pipe_drain(stream: Iterable[bytes], on_line: Callable[[str], None]) -> Callable[[], None]:
+    """drain_or_stop's drain for a command's stdout pipe: every line to on_line until it ends."""
+    def drain() -> None:
+        for raw in stream:
+            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+    return drain
+
+
+def kill_timer(kill: Callable[[], None]) -> Callable[[float], Callable[[], None]]:
+    """drain_or_stop's kill_after for a command killed from this process: a timer thread."""
+    def arm(seconds: float) -> Callable[[], None]:
+        timer = threading.Timer(seconds, kill)
+        timer.start()
+        return timer.cancel
+    return arm
 
 
 @dataclass
@@ -137,6 +178,12 @@ class Target(ABC):
 
     #: whether power_cycle works (the `boot` benchmark needs it; validate asks)
     can_power_cycle: ClassVar[bool] = False
+
+    @property
+    def not_power_cycled_as(self) -> str:
+        """What this environment is when can_power_cycle is false, as validate says it
+        ("environment X is <this>, which rtvbench cannot power-cycle")."""
+        return f"a {self.kind} target"
 
     def power_cycle(self, hard: bool = False) -> dict[str, float]:
         """Switch the environment off (`hard`: as a crash would, without asking it) and on again,

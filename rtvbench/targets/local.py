@@ -20,11 +20,11 @@ from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
-from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
+from rtvbench.targets.base import (TARGETS, Background, Completed, Target, drain_lines, drain_or_stop,
+                                   kill_timer, pipe_drain)
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
 STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
-PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
 PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -151,23 +151,10 @@ class LocalTarget(Target):
                                         preexec_fn=_die_with_parent)
             except OSError as e:
                 return Completed(127, f"cannot start {argv[0]}: {e.strerror}")
-            interrupted = False
             try:
-                try:
-                    for raw in proc.stdout:
-                        on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                except KeyboardInterrupt:
-                    # The probe has its own session (Ctrl-C reaches only us):
-                    # ask it to stop so it prints its results so far and `end`.
-                    interrupted = True
-                    proc.send_signal(signal.SIGINT)
-                    killer = threading.Timer(PROBE_STOP_GRACE_S, proc.kill)
-                    killer.start()
-                    try:
-                        for raw in proc.stdout:
-                            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                    finally:
-                        killer.cancel()
+                # The probe has its own session: Ctrl-C reaches only us, and we ask it to stop.
+                _, interrupted = drain_or_stop(pipe_drain(proc.stdout, on_line),
+                                               lambda: proc.send_signal(signal.SIGINT), kill_timer(proc.kill))
                 returncode = proc.wait()
             finally:
                 if proc.poll() is None:
@@ -192,7 +179,9 @@ class LocalTarget(Target):
         shutil.rmtree(path, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
-        return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine()}
+        # rtvbench_host: this machine's memory and CPUs are shared with rtvbench and all else it runs.
+        return {"target": "local", "hostname": socket.gethostname(), "arch": platform.machine(),
+                "rtvbench_host": True}
 
     reaches = ("local", "ssh", "qemu")
 

@@ -34,11 +34,11 @@ from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.params import PositiveNumber, StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
-from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_lines
+from rtvbench.targets.base import (TARGETS, Background, Completed, Target, drain_lines, drain_or_stop,
+                                   kill_timer, pipe_drain)
 from rtvbench.targets.ssh_wrapper import EXIT_MARK, remote_command, split_exit
 
 STOP_GRACE_S = 2            # SIGTERM -> SIGKILL delay for loads (and on a lost connection)
-PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
 CONNECT_TIMEOUT_S = 15      # default ConnectTimeout when the user's config sets none
 # A dead peer (a board that hangs, a cable pulled) is noticed within interval x count seconds;
 # generous, because a busy real-time target may answer late.
@@ -552,22 +552,9 @@ class SshTarget(Target):
         with tempfile.TemporaryFile() as err:
             session = _Session(self, argv, subprocess.PIPE, err)
             proc = session.proc
-            interrupted = False
             try:
-                try:
-                    for raw in proc.stdout:
-                        on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                except KeyboardInterrupt:
-                    # Ask the command (the probe) to stop: it prints its results so far and `end`.
-                    interrupted = True
-                    session.request("INT")
-                    killer = threading.Timer(PROBE_STOP_GRACE_S, session.kill)
-                    killer.start()
-                    try:
-                        for raw in proc.stdout:
-                            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                    finally:
-                        killer.cancel()
+                _, interrupted = drain_or_stop(pipe_drain(proc.stdout, on_line), lambda: session.request("INT"),
+                                               kill_timer(session.kill))
                 proc.wait()
             finally:
                 if proc.poll() is None:
@@ -603,6 +590,10 @@ class SshTarget(Target):
     @property
     def can_power_cycle(self) -> bool:      # type: ignore[override]
         return self.params.reboot_command is not None
+
+    @property
+    def not_power_cycled_as(self) -> str:
+        return "a ssh target without reboot_command"
 
     def power_cycle(self, hard: bool = False) -> dict[str, Any]:
         """Reboot the board with its reboot_command and time it until the probe answers again.

@@ -11,6 +11,7 @@ measured, the others are `neighbours` (Targets of their own) for loads. docs/tar
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import platform
@@ -32,7 +33,7 @@ from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_
                                              kernel_release, resolve_modules)
 from rtvbench.params import Name, NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
 from rtvbench.targets import shm as shm_regions
-from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
@@ -51,7 +52,6 @@ HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
 #: guests one environment boots at once: each is a QEMU process with its own memory
 MAX_GUESTS = 64
 STOP_GRACE_S = 2.0                  # a load: SIGTERM -> SIGKILL, as for the local target
-PROBE_STOP_GRACE_S = 5.0            # after SIGINT, time for the probe to print its last records
 ABANDON_S = 5.0                     # wait for the `exit` of a command we killed
 POLL_S = 0.25
 SHM_DEFAULT_MB, SHM_MAX_MB = 4, 1024
@@ -286,20 +286,19 @@ class ChannelTarget(Target):
         cmd = self._start(guest, argv)
         err: collections.deque[str] = collections.deque(maxlen=200)
         kill_at: list[float | None] = [None]
-        interrupted = False
+
+        def ask_stop() -> None:
+            with contextlib.suppress(ChannelClosed):
+                cmd.signal(2)
+
+        def kill_after(seconds: float):
+            # The guest's agent kills the command: _drain sends SIGKILL once this time has passed.
+            kill_at[0] = time.monotonic() + seconds
+            return lambda: None
+
         try:
-            try:
-                status = _drain(guest, cmd, what, on_line, err.append, kill_at)
-            except KeyboardInterrupt:
-                # Ask the probe to stop: it prints its results so far and `end`, which the
-                # caller still gets; SIGKILL if it does not end within the grace.
-                interrupted = True
-                try:
-                    cmd.signal(2)
-                except ChannelClosed:
-                    pass
-                kill_at[0] = time.monotonic() + PROBE_STOP_GRACE_S
-                status = _drain(guest, cmd, what, on_line, err.append, kill_at)
+            status, interrupted = drain_or_stop(lambda: _drain(guest, cmd, what, on_line, err.append, kill_at),
+                                                ask_stop, kill_after)
         except TargetLost:
             raise
         except BaseException:
