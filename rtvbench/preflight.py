@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
+from rtvbench.results import Privileges
 from rtvbench.spec import BenchmarkSpec, CampaignSpec
 
 #: probe load kinds (a `command` load's threads and placement are unknown)
@@ -76,9 +77,7 @@ class _Env:
 
     @property
     def euid(self) -> int | None:
-        p = self.meta.get("privileges")
-        e = p.get("euid") if isinstance(p, dict) else None
-        return e if isinstance(e, int) and not isinstance(e, bool) else None
+        return Privileges.of(self.meta).euid
 
 
 @dataclass
@@ -122,18 +121,18 @@ def observed_privileges(measurements: Iterable[Any]) -> dict[str, Observed]:
     `no_mlockall` warnings (rtvbench.results.Measurement objects, or anything with those attributes)."""
     out: dict[str, Observed] = {}
     for m in measurements:
-        p = (getattr(m, "meta", None) or {}).get("privileges")
+        p = Privileges.of(getattr(m, "meta", None))
         codes = {w.get("code") for w in (getattr(m, "warnings", None) or []) if isinstance(w, dict)}
         o = out.setdefault(m.environment, Observed())
-        if (isinstance(p, dict) and "rt_granted" in p) or "no_rt_policy" in codes:
+        if p.rt_granted is not None or "no_rt_policy" in codes:
             o.rt_requested += 1
-            if "no_rt_policy" in codes or (isinstance(p, dict) and p.get("rt_granted") is False):
+            if "no_rt_policy" in codes or p.rt_granted is False:
                 o.rt_refused += 1
                 if m.benchmark not in o.benchmarks_refused:
                     o.benchmarks_refused.append(m.benchmark)
-        if (isinstance(p, dict) and "mlockall" in p) or "no_mlockall" in codes:
+        if p.mlockall is not None or "no_mlockall" in codes:
             o.mlock_requested += 1
-            if "no_mlockall" in codes or (isinstance(p, dict) and p.get("mlockall") is False):
+            if "no_mlockall" in codes or p.mlockall is False:
                 o.mlock_refused += 1
     return out
 
@@ -172,7 +171,7 @@ def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_
     def warn(code: str, message: str) -> None:
         out.append(PreflightWarning(e, code, message))
 
-    if d.get("target") == "qemu" and d.get("accel") == "tcg":
+    if d.get("emulated"):       # a target that says so: a QEMU guest under TCG
         warn("tcg", f"`{e}` is a QEMU guest under TCG (software emulation, no KVM): its figures measure an "
                     "emulator, not the hypervisor, and are no estimate of a KVM guest or a board; run it on a "
                     "host with /dev/kvm for hypervisor figures.")

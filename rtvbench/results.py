@@ -14,6 +14,36 @@ from typing import Any
 from rtvbench.spec import CampaignSpec
 
 
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _flag(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+@dataclass(frozen=True)
+class Privileges:
+    """A probe run's `meta.privileges`, decoded once: who it ran as and what it was granted of what
+    it asked for (None: not asked, or not said)."""
+
+    euid: int | None = None
+    rt_granted: bool | None = None      # the real-time policy of its measuring threads
+    mlockall: bool | None = None
+
+    @classmethod
+    def of(cls, meta: dict[str, Any] | None) -> Privileges:
+        p = (meta or {}).get("privileges")
+        if not isinstance(p, dict):
+            return cls()
+        rt = _flag(p.get("rt_granted"))
+        params = (meta or {}).get("params")
+        asked = params.get("policy") if isinstance(params, dict) else None
+        if rt is False and isinstance(asked, str) and asked not in ("fifo", "rr"):
+            rt = None           # a run at a normal policy asked for no real-time priority to be refused
+        return cls(_int(p.get("euid")), rt, _flag(p.get("mlockall")))
+
+
 @dataclass
 class Measurement:
     """One execution of one benchmark, in one environment, under one load."""
@@ -47,6 +77,10 @@ class Measurement:
     # The kernel traces the probe saved around wake-ups over its trace threshold (latency
     # --trace-threshold-us): `trace` records, verbatim.
     traces: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def privileges(self) -> Privileges:
+        return Privileges.of(self.meta)
 
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""

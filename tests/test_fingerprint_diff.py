@@ -47,8 +47,8 @@ GUEST.update({
     "hypervisor": dict(NATIVE["hypervisor"], cpuid_bit=True, cpuid_vendor="KVMKVMKVM", dmi_sys_vendor="QEMU",
                        dmi_product_name="Standard PC (Q35 + ICH9, 2009)"),
 })
-TARGETS = {"native": {"target": "local", "hostname": "rig", "arch": "x86_64"},
-           "guest": {"target": "qemu", "arch": "x86_64", "accel": "tcg", "kernel": "bzImage", "cpus": 2,
+TARGETS = {"native": {"target": "local", "hostname": "rig", "arch": "x86_64", "rtvbench_host": True},
+           "guest": {"target": "qemu", "arch": "x86_64", "accel": "tcg", "emulated": True, "kernel": "bzImage", "cpus": 2,
                      "memory_mb": 2048, "count": 1, "boot_s": 1.9, "qemu": "QEMU emulator version 7.2.11"}}
 METAS = {e: {"type": "meta", "probe_version": "0.1.0", "subcommand": "sysinfo", "privileges": {"euid": 0}}
          for e in ("native", "guest")}
@@ -60,7 +60,7 @@ EQUAL_FACTS = ["Architecture", "Kernel release", "Preemption model", "CPU model"
                "RT throttling", "cgroup limits", "Probe privileges"]
 #: other recorded fields that differ (sysinfo, target., probe.); everything else is equal
 DIFFERING_FIELDS = ["clocksource_available", "cmdline", "mem_available_bytes", "target.count",
-                    "target.kernel", "target.qemu"]
+                    "target.emulated", "target.kernel", "target.qemu", "target.rtvbench_host"]
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def test_html_highlights_exactly_the_differing_rows(outputs):
     assert [label for css, label in rows if css == "same"] == EQUAL_FACTS
     assert len(rows) == len(DIFFERING_FACTS + DIFFERING_FIELDS + EQUAL_FACTS)
     html = outputs["html"]
-    assert "Environment fingerprints: 18 rows differ (highlighted)" in html
+    assert f"Environment fingerprints: {len(DIFFERING_FACTS + DIFFERING_FIELDS)} rows differ (highlighted)" in html
     # The equal other fields are collapsed below the table, not rows of it.
     details = html[html.index('id="fingerprint-equal"'):html.index("</details>")]
     assert "<dt>kernel_version</dt><dd>#1 SMP PREEMPT_RT</dd>" in details and "<dt>cmdline</dt>" not in details

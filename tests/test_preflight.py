@@ -12,7 +12,7 @@ import pytest
 from rtvbench.campaign.reader import parse_campaign, spec_of
 from rtvbench.cpulist import parse_cpu_list
 from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges
-from rtvbench.results import Measurement
+from rtvbench.results import Measurement, Privileges
 
 pytestmark = pytest.mark.functional
 
@@ -88,8 +88,9 @@ cpus = [0, 7]
 
 
 def test_tcg_guest_is_an_emulator_and_kvm_is_not():
-    tcg = {"target": "qemu", "arch": "aarch64", "accel": "tcg", "cpus": 2, "memory_mb": 512}
-    kvm = dict(tcg, accel="kvm")
+    # What a qemu target describes: the warning follows its `emulated`, not its kind.
+    tcg = {"target": "qemu", "arch": "aarch64", "accel": "tcg", "emulated": True, "cpus": 2, "memory_mb": 512}
+    kvm = dict(tcg, accel="kvm", emulated=False)
     got = check_(CAMPAIGN, {"native": fp(), "guest": fp(describe=tcg), "vm": fp(describe=kvm)})
     assert codes(got) == [("guest", "tcg")]
     assert "measure an emulator, not the hypervisor" in got[0].message and "/dev/kvm" in got[0].message
@@ -239,7 +240,7 @@ def test_a_neighbour_load_shares_cpus_only_with_its_own_environment():
 
 
 def test_warnings_come_in_environment_then_code_order():
-    tcg = {"target": "qemu", "accel": "tcg", "cpus": 4}
+    tcg = {"target": "qemu", "accel": "tcg", "emulated": True, "cpus": 4}
     user = {"type": "meta", "privileges": {"euid": 1000}}
     c = campaign(environments={"native": {"target": "local"}, "guest": {"target": "qemu"}})
     got = check_(c, {"guest": fp(describe=tcg, meta=user, thp_enabled="always"),
@@ -369,3 +370,20 @@ cpus = [0]
             "benchmark does not run at a real-time priority")
     assert said in err, r.stderr
     assert err.index("preflight warning") < err.index("Running campaign")
+
+
+def test_privileges_are_decoded_once_and_a_normal_policy_asked_for_nothing():
+    def meta(privileges, policy=None):
+        return {"type": "meta", "privileges": privileges, **({"params": {"policy": policy}} if policy else {})}
+    # A latency run at policy other prints rt_granted false: it asked for no real-time priority,
+    # so nothing was refused (the report once said "NOT granted" of it).
+    assert Privileges.of(meta({"rt_granted": False, "mlockall": True, "euid": 0}, "other")) == \
+        Privileges(euid=0, rt_granted=None, mlockall=True)
+    assert Privileges.of(meta({"rt_granted": False, "policy": "other"}, "fifo")).rt_granted is False   # refused
+    assert Privileges.of(meta({"rt_granted": True}, "rr")).rt_granted is True
+    assert Privileges.of(meta({"rt_granted": False})).rt_granted is False      # a meta without its params
+    assert Privileges.of(meta({"rt_granted": None, "euid": True})) == Privileges()   # a load's; a bool is no euid
+    assert Privileges.of(None) == Privileges.of({"type": "meta"}) == Privileges()
+    ms = [_m(1, "a", {"rt_granted": False, "mlockall": True})]
+    ms[0].meta["params"] = {"policy": "other"}
+    assert observed_privileges(ms)["a"].rt_requested == 0

@@ -50,6 +50,9 @@ class CellSurroundings:
     cpu_usage: list[CpuUsage]
     host_usage: list[GuestUsage]
     conditions: CellConditions
+    #: whether its measurements were granted the real-time policy they asked for: False when any was
+    #: refused, None when none asked (a normal-priority benchmark)
+    rt_granted: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,11 @@ def _surroundings(data: RunData, m: Measurement) -> Surroundings:
 
 def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions
                        ) -> CellSurroundings:
+    asked = [m.privileges.rt_granted for m in data.measurements(env, load, bench)]
+    asked = [granted for granted in asked if granted is not None]
     return CellSurroundings(cell_achieved(data, env, load, bench), cell_usage(data, env, load, bench),
-                            cell_host_usage(data, env, load, bench), conditions)
+                            cell_host_usage(data, env, load, bench), conditions,
+                            all(asked) if asked else None)
 
 
 def _run_parts(data: RunData, around: dict[int, Surroundings]) -> RunParts:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rtvbench.cpulist import cpu_list_text, parse_cpu_list
+from rtvbench.results import Privileges
 
 MISSING = "–"
 
@@ -68,10 +69,8 @@ def _size(n: Any) -> str:
 
 
 def _target(p: _Print) -> str:
-    t = p.describe.get("target")
-    if t == "ssh" and p.describe.get("host"):
-        return f"ssh ({p.describe['host']})"
-    return _text(t)
+    t, host = p.describe.get("target"), p.describe.get("host")
+    return f"{_text(t)} ({_text(host)})" if host else _text(t)
 
 
 def _accel(p: _Print) -> str:
@@ -221,8 +220,7 @@ def _cgroup(p: _Print) -> str:
 
 
 def _privileges(p: _Print) -> str:
-    priv = p.meta.get("privileges")
-    euid = priv.get("euid") if isinstance(priv, dict) else None
+    euid = Privileges.of(p.meta).euid
     text = MISSING if euid is None else ("root" if euid == 0 else f"user id {euid}")
     if p.granted:
         text = (text + "; " if text != MISSING else "") + p.granted

@@ -66,8 +66,8 @@ class EnvironmentHealth:
     recovered: int
     first_failure: str | None = None
     memory: Trend | None = None              # used memory, MiB, since the last recovery
-    # Whether a rise of `memory` is a finding: not for this machine itself (a local environment), whose
-    # memory rtvbench and everything else running here share
+    # Whether a rise of `memory` is a finding: not for the machine rtvbench runs on (its target's
+    # description says `rtvbench_host`), whose memory rtvbench and everything else running here share
     memory_judged: bool = True
     qemu_rss: Trend | None = None            # QEMU's RSS summed over the guests, MiB, since the last recovery
 
@@ -132,7 +132,9 @@ def soak_verdict(data: RunData) -> SoakVerdict | None:
                 rss.append((t, sum(guests) / 1024))
     for env, (mem, rss) in series.items():
         envs[env].memory, envs[env].qemu_rss = trend(mem), trend(rss)
-        envs[env].memory_judged = (run.targets.get(env) or {}).get("target") != "local"
+        described = run.targets.get(env) or {}
+        # Runs stored before a target said whether it is rtvbench's own machine: only local ones were.
+        envs[env].memory_judged = not described.get("rtvbench_host", described.get("target") == "local")
 
     bin_hours = 1.0 if hours >= 2 else max(hours / 6, 1 / 3600)
     latency = []

@@ -278,14 +278,9 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     reps = data.repetitions
     pre.append(f"{reps if reps is not None else 'The'} repetitions per environment and load, run in a randomised, "
                "seeded order so that drift cannot masquerade as overhead.")
-    privileges = {}
-    for m in data.measurements(benchmark=bench):
-        p = (m.meta or {}).get("privileges")
-        if isinstance(p, dict) and "rt_granted" in p:
-            privileges.setdefault((m.environment, bool(p["rt_granted"])), 0)
-            privileges[(m.environment, bool(p["rt_granted"]))] += 1
-    denied = sorted({env for (env, granted) in privileges if not granted})
-    if privileges:
+    granted = [(env, ev.cell(env, load, bench).rt_granted) for env, load in data.cells(bench)]
+    denied = sorted({env for env, ok in granted if ok is False})
+    if any(ok is not None for _, ok in granted):
         pre.append("Real-time priority was granted in every measurement." if not denied else
                    "Real-time priority was NOT granted in " + ", ".join(f"`{e}`" for e in denied)
                    + ": those figures show a normal-priority thread.")

@@ -337,6 +337,10 @@ class LabgridTarget(Target):
         # says so when its boot is measured.
         return self.params.power_cycle and self.params.connection == "ssh"
 
+    @property
+    def not_power_cycled_as(self) -> str:
+        return 'a labgrid target with power_cycle = false or connection = "serial"'
+
     def power_cycle(self, hard: bool = False) -> dict[str, Any]:
         """The board switched off, power_off_s later on again, and timed as the ssh target times a
         reboot (SshTarget.come_back), from the moment rtvbench asks the switch for off: `down_ns`

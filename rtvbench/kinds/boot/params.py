@@ -21,10 +21,6 @@ from rtvbench.targets.base import Completed
 _EXPECTED_S = 10.0
 
 
-#: what keeps an environment of these kinds from being power-cycled
-_WITHOUT = {"ssh": " without reboot_command", "labgrid": ' with power_cycle = false or connection = "serial"'}
-
-
 class BootParams(StrictModel):
     pass
 
@@ -47,10 +43,10 @@ class BootBenchmark(Benchmark):
         for env_name, target in environments.items():
             if target is not None and not target.can_power_cycle:
                 out.append((("benchmarks", self.name, "kind"),
-                            f'"boot" power-cycles every environment, and environment "{env_name}" is a '
-                            f"{target.kind} target{_WITHOUT.get(target.kind, '')}, which rtvbench cannot "
-                            "power-cycle; measure boot times in qemu environments, ssh environments with a "
-                            "reboot_command, or labgrid ones reached over ssh"))
+                            f'"boot" power-cycles every environment, and environment "{env_name}" is '
+                            f"{target.not_power_cycled_as}, which rtvbench cannot power-cycle; measure boot "
+                            "times in qemu environments, ssh environments with a reboot_command, or labgrid "
+                            "ones reached over ssh"))
                 break
         for load_name, load in loads.items():
             parts = getattr(load, "parts", None) or [load]
