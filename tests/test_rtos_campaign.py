@@ -76,7 +76,11 @@ def test_json_report_has_every_primitives_figures(reports):
     assert futex["min_ns"] <= futex["avg_ns"] <= futex["max_ns"]
     assert futex["min_ns"] <= futex["p99_ns"] <= futex["max_ns"]
     (v,) = doc["verdicts"]
-    assert v["status"] == "PASS", v
+    # ~2 us against a 1 ms bound: PASS, unless other work took the measured CPUs (beside stress-ng
+    # --cpu 2 it did), when the requirement rightly cannot be judged, and says why.
+    unclean = any(m["conditions"] and not m["conditions"]["ok"] for m in doc["measurements"])
+    assert v["status"] == "PASS" or (unclean and v["status"] == "INCONCLUSIVE"
+                                     and "conditions not met" in v["reason"]), v
 
 
 def test_html_has_the_table_of_primitives(reports):
