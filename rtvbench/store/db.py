@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
@@ -16,12 +18,26 @@ DEFAULT_URL = f"sqlite:///{RESULTS_DIR / 'rtvbench.db'}"
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
+BUSY_TIMEOUT_MS = 10000
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
-    # WAL: readers (`rtvbench list` during a run) never block the runner's writes;
     # busy_timeout: a second writer waits instead of failing at once.
+    # WAL: readers (`rtvbench list` during a run) never block the runner's writes. Switching a new
+    # store to it needs the file to itself, and SQLite answers "database is locked" at once, without
+    # the busy timeout, while another connection holds it: two commands started together on a new
+    # store failed 9 times in 30. The switch is retried for as long as a writer would wait.
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
