@@ -204,9 +204,13 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     host_stalls = max(_above(idle[1], "thread", 5_000_000), _above(burst[0], "thread", 5_000_000))
     assert 0.6 * bursts <= late <= bursts + host_stalls + 5, (late, host_stalls)
     assert burst[1]["thread"]["max_ns"] >= 5_000_000
-    # The interrupt is not held back: no more late interrupts than without the load (an emulated CPU has
-    # some of its own).
-    assert _above(burst[1], "irq", 5_000_000) <= _above(idle[1], "irq", 2_000_000) + 5, burst[1]["irq"]
+    # The interrupt is not held back. Held to CPU 0 of the same run, which shares the host's stalls but
+    # not the load: a held-back interrupt would leave CPU 1 about one late interrupt per burst more, as
+    # the thread has below; here it has fewer than half that. (Not held to the idle run: the host's
+    # load moves between the two measurements; beside stress-ng --cpu 2, 1 and 4 late ones on CPU 1
+    # against 7 and 6 on CPU 0, and once 17 on CPU 1 against 9 in the idle run.)
+    late_irq = _above(burst[1], "irq", 5_000_000) - _above(burst[0], "irq", 5_000_000)
+    assert late_irq < 0.5 * bursts, (burst[1]["irq"], burst[0]["irq"])
     # CPU 0 shares the host's stalls but not the load: CPU 1 has about a late activation per burst more.
     # (Not a ratio: a host that stalls this VM for over 5 ms 40 times in 2 s, seen once, gives CPU 0 as
     # many late activations as the bursts give CPU 1; a stall inside a burst adds none to CPU 1.)

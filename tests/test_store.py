@@ -93,7 +93,7 @@ def test_latest_attempt_wins_and_records_keep_their_order(store_url):
 def _read_only(directory: Path, *argv: str) -> subprocess.CompletedProcess:
     """`rtvbench ARGV` with `directory` mounted read-only (a bind mount in a mount namespace of
     its own: the test runs as root, for whom file modes do not make a file read-only)."""
-    script = f'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
     return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(directory),
                            str(Path(sys.executable).parent / "rtvbench"), *argv],
                           capture_output=True, text=True, timeout=120)
