@@ -316,9 +316,9 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     (exit 1 when it needs attention: a target lost, a failed check, latency or memory rising)."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.analysis.metrics import known_figure
-    from rtvbench.analysis.soak import soak_verdict
     from rtvbench.campaign.reader import load_campaign
-    from rtvbench.report import soak as soak_layout
+    from rtvbench.run_analyses.soak import section as soak_layout
+    from rtvbench.run_analyses.soak.analysis import SOAK
     from rtvbench.runner.run import Runner
 
     duration_s, check_s = _seconds(duration, "--duration"), _seconds(check_every, "--check-every")
@@ -329,7 +329,7 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     path = _write_report(ev, "html", None)
     if export_json is not None:
         out.print(f"JSON report: {plain(_write_report(ev, 'json', export_json))}")
-    verdict = soak_verdict(ev.data)
+    verdict = ev.part(SOAK)
     if verdict is not None:
         for t in soak_layout.tables(verdict):
             _print_table(t)

@@ -37,6 +37,7 @@ STAGE_OF_PREFIX = {
     # Puts runs into the store: measured (with the thermal sampler and health checks beside) or imported.
     "rtvbench.runner": "runner",
     "rtvbench.analysis": "analysis",
+    "rtvbench.run_analyses": "base",         # the finder of the run analyses' folders, their empty __init__s
     "rtvbench.report": "report",
     "rtvbench.cli": "cli",
     "rtvbench.__main__": "cli",
@@ -48,7 +49,9 @@ KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "r
                      "formats": "base"}
 # A load folder's modules: params.py (its keys and how it starts) and achieved.py (its figures).
 LOAD_MODULE_STAGE = {"params": "loads", "achieved": "analysis"}
-FOLDER_PACKAGES = ("rtvbench.kinds", "rtvbench.loads")
+# A run analysis's folder: analysis.py (its part of the evaluation) and section.py (its words).
+RUN_ANALYSIS_MODULE_STAGE = {"analysis": "analysis", "section": "report"}
+FOLDER_PACKAGES = ("rtvbench.kinds", "rtvbench.loads", "rtvbench.run_analyses")
 
 # What each stage may import besides itself. Analysis and report read stored runs (results, spec)
 # and never the store, the runner or a target; the campaign stage never reads analysis or the store.
@@ -90,6 +93,8 @@ def stage(module: str) -> str:
         return "analysis"                # helpers of a kind's decoder (names, considerations ...)
     if len(parts) == 4 and parts[:2] == ["rtvbench", "loads"] and parts[3] in LOAD_MODULE_STAGE:
         return LOAD_MODULE_STAGE[parts[3]]
+    if len(parts) == 4 and parts[:2] == ["rtvbench", "run_analyses"] and parts[3] in RUN_ANALYSIS_MODULE_STAGE:
+        return RUN_ANALYSIS_MODULE_STAGE[parts[3]]
     if module == "rtvbench.loads":
         return "base"                    # the finder of the loads' folders; their modules are in stages
     for n in range(len(parts), 1, -1):
@@ -179,6 +184,11 @@ def _definitions(module: str) -> dict[str, str]:
     return out
 
 
+def stage_of_run_analysis(module: str | None) -> str | None:
+    """A run analysis's module's stage (rtvbench/run_analyses/<name>/), else None."""
+    return stage(module) if (module or "").startswith("rtvbench.run_analyses.") and module in MODULES else None
+
+
 def test_the_report_computes_no_analysis():
     """Every format renders the one Evaluation, so no two formats can disagree: the report stage calls no
     analysis function (evaluate_run computes everything once), it only reads the evaluation and words it."""
@@ -187,7 +197,8 @@ def test_the_report_computes_no_analysis():
         if stage(m) != "report":
             continue
         for node in ast.walk(ast.parse(MODULES[m].read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtvbench.analysis")):
+            if not (isinstance(node, ast.ImportFrom) and ((node.module or "").startswith("rtvbench.analysis")
+                                                          or stage_of_run_analysis(node.module) == "analysis")):
                 continue
             if node.module == "rtvbench.analysis":
                 names = [a.name for a in node.names]        # whole modules

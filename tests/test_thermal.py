@@ -1,5 +1,5 @@
 """Thermal, frequency and throttling state sampled beside each measurement (`rtvb-probe sample`,
-rtvbench.runner.thermal_sampler, rtvbench.analysis.thermal, the report's table).
+rtvbench.runner.thermal_sampler, rtvbench/run_analyses/thermal, the report's table).
 
 - the flagging logic on synthetic series;
 - the probe's sampler on a fake sysfs tree (its hidden --root), and on this machine;
@@ -22,8 +22,8 @@ import pytest
 
 from host_helpers import cli_env, run_cli, run_report, wait_for, waiting_benchmark, work_campaign
 from probe_records import of_type, records
-from rtvbench.analysis.thermal import thermal_state
-from rtvbench.report.thermal import NO_DATA
+from rtvbench.run_analyses.thermal.analysis import thermal_state
+from rtvbench.run_analyses.thermal.section import NO_DATA
 
 pytestmark = pytest.mark.functional
 

@@ -3,14 +3,14 @@
 Every report format (HTML, Markdown, JSON, CSV, JUnit, PDF) renders this object and computes nothing
 itself, so that no two formats can disagree: what surrounded each measurement (the loads it ran
 under, CPU usage, conditions, the guests' cost to the host, a neighbour's restarts, thermal state),
-the same averaged per cell, the fingerprints side by side, the preflight warnings and a soak's verdict
-are all parts of it.
+the same averaged per cell, the fingerprints side by side, the preflight warnings, and the part of
+each run analysis (rtvbench/run_analyses: thermal state, a soak's verdict) are all parts of it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rtvbench.analysis.across_runs import AcrossRuns
 from rtvbench.analysis.compare import Comparison, comparisons
@@ -24,12 +24,13 @@ from rtvbench.analysis.histogram import Histogram, merge_all
 from rtvbench.analysis.host_usage import GuestUsage, cell_host_usage, host_scaling, measurement_host_usage
 from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order, mean_achieved, measurement_achieved
 from rtvbench.analysis.requirements import Verdict, evaluate_one
-from rtvbench.analysis.soak import SoakVerdict, soak_verdict
+from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
 from rtvbench.analysis.stats import CellSummary, summaries
-from rtvbench.analysis.thermal import ThermalState, combined, measurement_thermal
 from rtvbench.analysis.vm_scaling import ScalingSeries, scaling_series
 from rtvbench.preflight import PreflightWarning, check as preflight_check, observed_privileges
 from rtvbench.results import CampaignRun, Measurement
+
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,6 @@ class Surroundings:
     host_usage: list[GuestUsage]            # what a qemu environment's guests cost the host
     disruption: Disruption | None           # a disrupt load's events and the victim around them
     conditions: Conditions | None           # whether the measured CPUs belonged to the measurement
-    thermal: ThermalState | None            # None: no sampler ran beside it
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,9 @@ class RunParts:
     fingerprints: FingerprintDiff | None
     #: the preflight check again, with what the measurements said of real-time priority and mlockall
     preflight: list[PreflightWarning]
-    #: a soak's verdict (`rtvbench soak`); None for other runs
-    soak: SoakVerdict | None
     #: per benchmark, its compared figures against the number of VMs, and what the guests cost the host
     vm_scaling: dict[str, list[ScalingSeries]]
     host_scaling: dict[str, list[tuple[str, str, list[tuple[int, float, float, float]]]]]
-    #: per environment with thermal data, its unflagged measurements' states combined into one
-    calm_thermal: dict[str, ThermalState]
 
 
 @dataclass
@@ -87,8 +83,13 @@ class Evaluation:
     #: (environment, load, benchmark) -> the same over the cell's completed repetitions
     cells: dict[tuple[str, str, str], CellSurroundings]
     run_parts: RunParts
+    #: each run analysis's part by its name (None: it does not apply to this run); read with part()
+    parts: dict[str, Any]
     #: this run against an earlier one (`report --baseline`)
     across: AcrossRuns | None = None
+
+    def part(self, analysis: RunAnalysis[P]) -> P | None:
+        return self.parts.get(analysis.name)
 
     def around(self, m: Measurement) -> Surroundings:
         return self.surroundings[m.id]
@@ -143,13 +144,12 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     cell_parts = {(env, load, bench): _cell_surroundings(data, env, load, bench, c)
                   for (env, load, bench), c in conditions.items()}
     return Evaluation(data, summaries(data), comps, verdicts, findings, extras, around, cell_parts,
-                      _run_parts(data, around))
+                      _run_parts(data), {a.name: a.compute(data, around) for a in run_analyses()})
 
 
 def _surroundings(data: RunData, m: Measurement) -> Surroundings:
     return Surroundings(measurement_achieved(m, load_order(data, m.load)), measurement_usage(m),
-                        measurement_host_usage(m), measurement_disruption(m), measurement_conditions(data, m),
-                        measurement_thermal(m))
+                        measurement_host_usage(m), measurement_disruption(m), measurement_conditions(data, m))
 
 
 def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions
@@ -161,13 +161,8 @@ def _cell_surroundings(data: RunData, env: str, load: str, bench: str, condition
                             all(asked) if asked else None)
 
 
-def _run_parts(data: RunData, around: dict[int, Surroundings]) -> RunParts:
+def _run_parts(data: RunData) -> RunParts:
     run = data.run
-    calm: dict[str, list[ThermalState]] = {}
-    for m in run.measurements:
-        st = around[m.id].thermal
-        if st is not None and st.has_data and not st.flagged:
-            calm.setdefault(m.environment, []).append(st)
     observed = observed_privileges(run.measurements)
     granted = {env: (f"real-time priority granted in all {o.rt_requested} measurements" if not o.rt_refused
                      else f"real-time priority refused in {o.rt_refused} of {o.rt_requested} measurements")
@@ -181,7 +176,5 @@ def _run_parts(data: RunData, around: dict[int, Surroundings]) -> RunParts:
         fingerprints=fingerprint_diff(data.environments, run.fingerprints or {}, run.targets,
                                       run.fingerprint_meta, granted),
         preflight=preflight_check(run.spec, prints, observed),
-        soak=soak_verdict(data),
         vm_scaling={b: scaling_series(data, b) for b in data.benchmarks},
-        host_scaling={b: host_scaling(data, b) for b in data.benchmarks},
-        calm_thermal={env: combined(states) for env, states in calm.items()})
+        host_scaling={b: host_scaling(data, b) for b in data.benchmarks})

@@ -18,6 +18,7 @@ from rtvbench.analysis.cpu_usage import CpuUsage
 from rtvbench.analysis.disruption import Disruption
 from rtvbench.analysis.evaluation import Evaluation, Surroundings
 from rtvbench.analysis.load_achieved import describe_all
+from rtvbench.report.run_section import RunSection, with_parts
 from rtvbench.report.section import section_for
 
 SCHEMA = 2
@@ -36,6 +37,7 @@ def _when(dt) -> str | None:
 def document(ev: Evaluation) -> dict[str, Any]:
     data, run = ev.data, ev.data.run
     parts = ev.run_parts
+    sections = with_parts(ev)
     return {
         "schema": SCHEMA,
         "run": {"id": run.id, "campaign": run.campaign_name, "status": run.status,
@@ -54,7 +56,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "warnings": [{"code": w.get("code"), "message": w.get("message")} for w in m.warnings],
              # merged figures, and each CPU's as "cpu<N>.<figure>" (the metric names of requirements)
              "figures": {k: _num(float(v)) for k, v in data.figures(m).items()},
-             **_surroundings(ev.around(m))}
+             **_surroundings(ev.around(m)), **_sections_of(ev, sections, m)}
             for m in data.measurements()],
         # Earlier attempts that failed and were retried (a crashed guest's console in target_log).
         "failed_attempts": [
@@ -79,8 +81,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
                      for b, fs in ev.findings.items()},
         "against_run": _against(ev),
-        "soak": _soak(ev),
-    } | _kind_keys(ev)
+    } | _kind_keys(ev) | {k: v for s, part in sections for k, v in _clean_all(s.json(ev, part)).items()}
 
 
 def _surroundings(s: Surroundings) -> dict[str, Any]:
@@ -93,9 +94,12 @@ def _surroundings(s: Surroundings) -> dict[str, Any]:
                             "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
                             "pss_mib": _num(u.pss_mib)} for u in s.host_usage],
             "disruption": _disruption(s.disruption),
-            "conditions": None if s.conditions is None else _clean(s.conditions.to_dict()),
-            # rtvbench.analysis.thermal: frequency range, highest temperature, why flagged; None: not sampled
-            "thermal": None if s.thermal is None else s.thermal.to_dict()}
+            "conditions": None if s.conditions is None else _clean(s.conditions.to_dict())}
+
+
+def _sections_of(ev: Evaluation, sections: list[tuple[RunSection, Any]], m) -> dict[str, Any]:
+    """What the run analyses say of one measurement (its thermal state)."""
+    return {k: v for s, part in sections for k, v in _clean_all(s.measurement_json(ev, part, m)).items()}
 
 
 def _comparison(c) -> dict[str, Any]:
@@ -123,14 +127,6 @@ def _disruption(d: Disruption | None) -> dict[str, Any] | None:
                         "action": e.action, "boot_s": _num(e.boot_s), "victim_max_us": _num(e.max_us),
                         "victim_missed": e.missed, "windows": e.windows} for e in d.events],
             "calm_max_us": _num(d.calm_max_us), "calm_missed": d.calm_missed, "calm_windows": d.calm_windows}
-
-
-def _soak(ev: Evaluation) -> dict[str, Any] | None:
-    """A soak's verdict (`rtvbench soak`), None for other runs."""
-    from rtvbench.report.soak import document as soak_document
-
-    v = ev.run_parts.soak
-    return None if v is None else soak_document(v)
 
 
 def _against(ev: Evaluation) -> dict[str, Any] | None:

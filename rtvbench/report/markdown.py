@@ -69,9 +69,9 @@ def _render(m: ReportModel) -> str:
     if m.preflight:
         out += ["**Preflight warnings: what in the environments bends these figures**", ""]
         out += [f"- ⚠ {prose(w.text)}" for w in m.preflight] + [""]
-    if m.soak_headline:
-        out += [f"**Soak.** {prose(m.soak_headline)}", ""]
-        for t in m.soak_tables:
+    for h in m.headlines:
+        out += [f"**{h.label}.** {prose(h.text)}", ""]
+        for t in h.tables:
             out += [table(t), ""]
     for t in (m.verdicts, *m.key_results, *m.run_tables, m.environments, m.loads, m.benchmarks):
         if t is not None:

@@ -18,8 +18,8 @@ from rtvbench.report import plots
 from rtvbench.report.environments import fingerprint_view
 from rtvbench.report.loads import cell_achieved_text, usage_tables
 from rtvbench.report.section import section_for
-from rtvbench.report.tables import Excerpt, Plot, Row, Sentence, Table
-from rtvbench.report.thermal import thermal_tables, thermal_warnings
+from rtvbench.report.run_section import with_parts
+from rtvbench.report.tables import Excerpt, Headline, Plot, Row, Sentence, Table
 
 
 @dataclass
@@ -60,9 +60,8 @@ class ReportModel:
     target_failures: list["TargetFailure"] = field(default_factory=list)
     # This run against another one (`report --baseline`), after the benchmark sections
     against: "AgainstRun | None" = None
-    # A soak's verdict (`rtvbench soak`): its sentence and tables, in the summary
-    soak_headline: str = ""
-    soak_tables: list[Table] = field(default_factory=list)
+    # The run analyses' verdicts at the top of the summary (a soak's): a sentence and tables each
+    headlines: list[Headline] = field(default_factory=list)
 
 
 @dataclass
@@ -143,23 +142,20 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
                       for i, v in enumerate(ev.verdicts)],
                      note="" if ev.verdicts else "The campaign states no requirements.")
 
-    warnings = _warning_pointers(ev) + thermal_warnings(ev)
+    sections = with_parts(ev)
+    applying = [(s, part) for s, part in sections if part is not None]
+    warnings = _warning_pointers(ev) + [w for s, part in applying for w in s.warnings(ev, part)]
     prints = fingerprint_view(ev)
     return ReportModel(
         title=f"Evaluation report: {run.campaign_name}", run_id=run.id, facts=facts, environments=envs, loads=loads,
         benchmarks=benches, verdicts=verdicts, key_results=key_results(ev), warnings=warnings,
         fingerprints=prints.table if prints else None,
         sections=[_section(ev, b, with_plots, f"plot{i}") for i, b in enumerate(data.benchmarks)],
-        run_tables=_run_tables(ev) + thermal_tables(ev), fingerprint_equal=prints.equal_fields if prints else [],
+        run_tables=_run_tables(ev) + [t for s, part in applying for t in s.tables(ev, part)],
+        fingerprint_equal=prints.equal_fields if prints else [],
         preflight=[Sentence("warning", w.sentence) for w in ev.run_parts.preflight],
-        target_failures=_target_failures(run), against=_against(ev), **_soak(ev))
-
-
-def _soak(ev: Evaluation) -> dict:
-    from rtvbench.report import soak
-
-    v = ev.run_parts.soak
-    return {} if v is None else {"soak_headline": soak.headline(v), "soak_tables": soak.tables(v)}
+        target_failures=_target_failures(run), against=_against(ev),
+        headlines=[h for s, part in applying if (h := s.headline(ev, part)) is not None])
 
 
 def _against(ev: Evaluation) -> AgainstRun | None:

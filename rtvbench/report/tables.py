@@ -45,3 +45,12 @@ class Plot:
 class Sentence:
     severity: str                  # "info" | "warning"
     text: str                      # names in backticks
+
+
+@dataclass
+class Headline:
+    """A run analysis's verdict at the top of the summary: "**Soak.** The soak ran ...", its tables."""
+    label: str                     # "Soak"
+    anchor: str                    # the HTML id of the sentence; its tables' ids start with it
+    text: str
+    tables: list[Table] = field(default_factory=list)

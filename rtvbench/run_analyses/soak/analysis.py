@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from scipy.special import stdtr
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
 
 ALPHA = 0.05
 #: below this many points a slope says nothing
@@ -171,3 +172,7 @@ def soak_verdict(data: RunData) -> SoakVerdict | None:
     if v.failed_measurements:
         v.findings.append(f"{v.failed_measurements} of {v.measurements} measurements did not complete")
     return v
+
+
+SOAK: RunAnalysis[SoakVerdict] = RUN_ANALYSES.register("soak")(
+    RunAnalysis("soak", lambda data, around: soak_verdict(data)))

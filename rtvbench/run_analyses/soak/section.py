@@ -1,12 +1,13 @@
 """A soak's verdict laid out: the sentence, the environments' health, the trends of the worst
-latency and of memory. The numbers come from rtvbench.analysis.soak."""
+latency and of memory, in the summary and as the JSON document's `soak` key."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.soak import SoakVerdict, Trend
-from rtvbench.report.tables import Row, Table
+from rtvbench.report.run_section import RUN_SECTIONS, RunSection
+from rtvbench.report.tables import Headline, Row, Table
+from rtvbench.run_analyses.soak.analysis import SOAK, SoakVerdict, Trend
 from rtvbench.units import eta_text
 
 
@@ -68,3 +69,8 @@ def document(v: SoakVerdict) -> dict[str, Any]:
             "worst_wakeup": [{"benchmark": lt.benchmark, "environment": lt.environment, "load": lt.load,
                          "max_us": tr(lt.trend), "per_bin": [[h, val] for h, val in lt.per_bin]}
                         for lt in v.latency]}
+
+
+RUN_SECTIONS.register("soak")(RunSection(
+    SOAK, headline=lambda ev, v: Headline("Soak", "soak", headline(v), tables(v)),
+    json=lambda ev, v: {"soak": None if v is None else document(v)}))

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtvbench.analysis.dataset import RunData
+from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
 from rtvbench.results import Measurement
 
 FREQ_CHANGE_PERCENT = 5.0
@@ -110,3 +112,24 @@ def measurement_thermal(m: Measurement) -> ThermalState | None:
     row = (m.cpu_stat or {}).get("thermal")
     samples = row.get("samples") if isinstance(row, dict) else None
     return thermal_state(samples) if isinstance(samples, list) and samples else None
+
+
+@dataclass(frozen=True)
+class ThermalPart:
+    """The run's thermal state: each sampled measurement's, and per environment, its unflagged
+    measurements' states combined into one."""
+    by_measurement: dict[int, ThermalState]     # measurement id -> state; absent: no sampler ran beside it
+    calm: dict[str, ThermalState]
+
+
+def thermal_part(data: RunData, around: object = None) -> ThermalPart:
+    states = {m.id: st for m in data.run.measurements if (st := measurement_thermal(m)) is not None}
+    calm: dict[str, list[ThermalState]] = {}
+    for m in data.run.measurements:
+        st = states.get(m.id)
+        if st is not None and st.has_data and not st.flagged:
+            calm.setdefault(m.environment, []).append(st)
+    return ThermalPart(states, {env: combined(sts) for env, sts in calm.items()})
+
+
+THERMAL: RunAnalysis[ThermalPart] = RUN_ANALYSES.register("thermal")(RunAnalysis("thermal", thermal_part))

@@ -1,12 +1,16 @@
-"""The report's table of thermal, frequency and throttling state (rtvbench.analysis.thermal):
-every flagged measurement with its figures, one line per environment for the others, and once per
-environment whose target has no such data, that it has none."""
+"""The report's table of thermal, frequency and throttling state: every flagged measurement with its
+figures, one line per environment for the others, and once per environment whose target has no such
+data, that it has none; a warning per flagged measurement; each measurement's state in the JSON."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.thermal import FREQ_CHANGE_PERCENT, ThermalState
+from rtvbench.report.run_section import RUN_SECTIONS, RunSection
 from rtvbench.report.tables import Row, Sentence, Table
+from rtvbench.results import Measurement
+from rtvbench.run_analyses.thermal.analysis import FREQ_CHANGE_PERCENT, THERMAL, ThermalPart, ThermalState
 
 NO_DATA = "no thermal/frequency data on this target"
 
@@ -21,17 +25,17 @@ def _temp(st: ThermalState) -> str:
     return f"{st.temp_max_mC / 1000:.1f} °C" if st.temp_max_mC is not None else "–"
 
 
-def _states(ev: Evaluation):
+def _states(ev: Evaluation, part: ThermalPart):
     """(measurement, state) of every measurement a sampler ran beside."""
     for m in ev.data.run.measurements:
-        st = ev.around(m).thermal
+        st = part.by_measurement.get(m.id)
         if st is not None:
             yield m, st
 
 
-def thermal_tables(ev: Evaluation) -> list[Table]:
+def thermal_tables(ev: Evaluation, part: ThermalPart) -> list[Table]:
     by_env: dict[str, list] = {}
-    for m, st in _states(ev):
+    for m, st in _states(ev, part):
         by_env.setdefault(m.environment, []).append((m, st))
     if not by_env:
         return []           # no sampler ran (a run recorded before sampling existed)
@@ -48,7 +52,7 @@ def thermal_tables(ev: Evaluation) -> list[Table]:
                                 "failed"))
         calm = [st for _, st in pairs if not st.flagged]
         if calm:
-            agg = ev.run_parts.calm_thermal[env]
+            agg = part.calm[env]
             which = "the other" if len(calm) < len(pairs) else "all" if len(calm) > 1 else "the"
             rows.append(Row([f"`{env}`", f"{which} {len(calm)} measurement{'s' if len(calm) != 1 else ''}",
                              str(agg.samples), _freq(agg), _temp(agg), "not flagged"]))
@@ -62,11 +66,21 @@ def thermal_tables(ev: Evaluation) -> list[Table]:
                        "than a fan went to a higher state.")]
 
 
-def thermal_warnings(ev: Evaluation) -> list[Sentence]:
+def thermal_warnings(ev: Evaluation, part: ThermalPart) -> list[Sentence]:
     out = []
-    for m, st in _states(ev):
+    for m, st in _states(ev, part):
         if st.flagged:
             out.append(Sentence("warning", f"Measurement `{m.benchmark}` in `{m.environment}` under `{m.load}`, "
                                            f"repetition {m.repetition + 1}, ran throttled or at a changing "
                                            f"frequency: {'; '.join(st.flags)}."))
     return out
+
+
+def measurement_json(ev: Evaluation, part: ThermalPart | None, m: Measurement) -> dict[str, Any]:
+    # frequency range, highest temperature, why flagged; None: no sampler ran beside it
+    st = part.by_measurement.get(m.id) if part is not None else None
+    return {"thermal": None if st is None else st.to_dict()}
+
+
+RUN_SECTIONS.register("thermal")(RunSection(THERMAL, tables=thermal_tables, warnings=thermal_warnings,
+                                            measurement_json=measurement_json))

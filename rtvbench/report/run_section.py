@@ -1,0 +1,55 @@
+"""The extension point of the run analyses' report sections (rtvbench/run_analyses/<name>/section.py).
+
+A section words its analysis's part of the Evaluation for every format at once: the report model
+(HTML, Markdown, PDF) takes its headline, summary tables and warnings; the JSON export its keys at
+the top of the document and in each measurement's entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar
+
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.analysis.run_analysis import RunAnalysis
+from rtvbench.registry import Registry
+from rtvbench.report.tables import Headline, Sentence, Table
+from rtvbench.results import Measurement
+
+P = TypeVar("P")
+
+
+def _nothing(*_: Any) -> list:
+    return []
+
+
+def _no_keys(*_: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class RunSection(Generic[P]):
+    analysis: RunAnalysis[P]
+    #: a sentence and tables at the top of the summary (a soak's verdict); None: nothing to headline
+    headline: Callable[[Evaluation, P], Headline | None] = lambda ev, part: None
+    #: tables after the kinds' tables over the whole run
+    tables: Callable[[Evaluation, P], list[Table]] = _nothing
+    warnings: Callable[[Evaluation, P], list[Sentence]] = _nothing
+    #: the JSON document's keys for it; called with None too when the part does not apply, so that a
+    #: key a reader looks for is always there
+    json: Callable[[Evaluation, P | None], dict[str, Any]] = _no_keys
+    #: keys of one measurement's JSON entry, likewise called with None
+    measurement_json: Callable[[Evaluation, P | None, Measurement], dict[str, Any]] = _no_keys
+
+
+RUN_SECTIONS: Registry[RunSection[Any]] = Registry("run section")
+
+
+def with_parts(ev: Evaluation) -> list[tuple[RunSection[Any], Any]]:
+    """Every registered section, in its analysis's name order, with this evaluation's part (None:
+    the analysis does not apply to this run)."""
+    from rtvbench.run_analyses import load
+
+    load("section")
+    sections = [RUN_SECTIONS.get(name) for name in RUN_SECTIONS.names()]
+    return [(s, ev.part(s.analysis)) for s in sections]

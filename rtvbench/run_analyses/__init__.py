@@ -1,0 +1,21 @@
+"""Analyses of a whole run beside the benchmark kinds' own (its thermal state, a soak's verdict),
+one folder each, so that adding one touches its folder only.
+
+A folder holds two modules, one per stage of the data flow:
+
+  analysis.py  computes the analysis's typed part of the Evaluation from the run (analysis stage);
+               registers a RunAnalysis in rtvbench.analysis.run_analysis.RUN_ANALYSES
+  section.py   words that part in every report format: a headline, summary tables, warnings,
+               JSON keys (report stage); registers a RunSection in rtvbench.report.run_section
+
+Each stage's registry asks `load(stage)` for the modules of its own stage only (rtvbench.folders).
+"""
+
+from __future__ import annotations
+
+from rtvbench.folders import Folders
+
+STAGES = ("analysis", "section")
+_FOLDERS = Folders(__name__, __file__, STAGES)
+#: import every run analysis's module of one stage, which registers it
+load = _FOLDERS.load
