@@ -2,9 +2,9 @@
 
 Every report format (HTML, Markdown, JSON, CSV, JUnit, PDF) renders this object and computes nothing
 itself, so that no two formats can disagree: what surrounded each measurement (the loads it ran
-under, CPU usage, conditions, the guests' cost to the host, a neighbour's restarts, thermal state),
-the same averaged per cell, the fingerprints side by side, the preflight warnings, and the part of
-each run analysis (rtvbench/run_analyses: thermal state, a soak's verdict) are all parts of it.
+under, CPU usage, conditions, the guests' cost to the host), the same averaged per cell, the
+fingerprints side by side, the preflight warnings, and the part of each run analysis
+(rtvbench/run_analyses: thermal state, a neighbour's restarts, a soak's verdict) are all parts of it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from rtvbench.analysis.compare import Comparison, comparisons
 from rtvbench.analysis.conditions import CellConditions, Conditions, cell_conditions, measurement_conditions
 from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.analysis.disruption import Disruption, measurement_disruption
 from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
 from rtvbench.analysis.histogram import Histogram, merge_all
@@ -39,7 +38,6 @@ class Surroundings:
     loads_achieved: list[Achieved]          # each probe load's figures of itself, in the load's order
     cpu_usage: list[CpuUsage]               # /proc/stat around the probe: all CPUs, then each
     host_usage: list[GuestUsage]            # what a qemu environment's guests cost the host
-    disruption: Disruption | None           # a disrupt load's events and the victim around them
     conditions: Conditions | None           # whether the measured CPUs belonged to the measurement
 
 
@@ -149,7 +147,7 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
 
 def _surroundings(data: RunData, m: Measurement) -> Surroundings:
     return Surroundings(measurement_achieved(m, load_order(data, m.load)), measurement_usage(m),
-                        measurement_host_usage(m), measurement_disruption(m), measurement_conditions(data, m))
+                        measurement_host_usage(m), measurement_conditions(data, m))
 
 
 def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions

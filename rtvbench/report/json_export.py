@@ -15,7 +15,6 @@ import math
 from typing import Any
 
 from rtvbench.analysis.cpu_usage import CpuUsage
-from rtvbench.analysis.disruption import Disruption
 from rtvbench.analysis.evaluation import Evaluation, Surroundings
 from rtvbench.analysis.load_achieved import describe_all
 from rtvbench.report.run_section import RunSection, with_parts
@@ -85,7 +84,7 @@ def document(ev: Evaluation) -> dict[str, Any]:
 
 
 def _surroundings(s: Surroundings) -> dict[str, Any]:
-    """What a measurement ran under: its loads, CPU usage, the guests' cost, disruptions, conditions."""
+    """What a measurement ran under: its loads, CPU usage, the guests' cost, conditions."""
     return {"loads_achieved": [_clean(a.to_dict()) for a in s.loads_achieved],
             "cpu_usage": [_usage(u) for u in s.cpu_usage],
             # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
@@ -93,7 +92,6 @@ def _surroundings(s: Surroundings) -> dict[str, Any]:
                             "vcpu_wait_percent": _num(u.vcpu_wait_percent),
                             "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
                             "pss_mib": _num(u.pss_mib)} for u in s.host_usage],
-            "disruption": _disruption(s.disruption),
             "conditions": None if s.conditions is None else _clean(s.conditions.to_dict())}
 
 
@@ -117,16 +115,6 @@ def _comparison(c) -> dict[str, Any]:
             "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
                            if c.test.equivalence_low is not None else None),
             "needed_repetitions": c.test.needed_repetitions}
-
-
-def _disruption(d: Disruption | None) -> dict[str, Any] | None:
-    """The events of a disrupt load during the measurement and the victim around each."""
-    if d is None:
-        return None
-    return {"events": [{"load": e.load, "index": e.index, "start_s": _num(e.start_s), "end_s": _num(e.end_s),
-                        "action": e.action, "boot_s": _num(e.boot_s), "victim_max_us": _num(e.max_us),
-                        "victim_missed": e.missed, "windows": e.windows} for e in d.events],
-            "calm_max_us": _num(d.calm_max_us), "calm_missed": d.calm_missed, "calm_windows": d.calm_windows}
 
 
 def _against(ev: Evaluation) -> dict[str, Any] | None:

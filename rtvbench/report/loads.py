@@ -45,7 +45,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     usage = {cell: ev.cell(*cell, bench).cpu_usage for cell in cells}
     achieved = {cell: cell_achieved_text(ev, *cell, bench) for cell in cells}
     if not any(usage.values()) and not any(achieved.values()):
-        return host_usage_tables(ev, bench) + disruption_tables(ev, bench)
+        return host_usage_tables(ev, bench)
     n = {cell: len(data.measurements(*cell, bench, ("ok",))) for cell in cells}
     summary = Table(
         f"{bench}: load achieved and CPU usage during the measurements",
@@ -74,35 +74,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
                  "one-second measurement resolves about 1 %, and a periodic task locked to the tick (a 1 kHz loop) "
                  "can show as almost 0 % or 100 % busy. The loads' achieved figures come from their own CPU-time "
                  "clocks and have no such bias."))
-    return tables + host_usage_tables(ev, bench) + disruption_tables(ev, bench)
-
-
-def disruption_tables(ev: Evaluation, bench: str) -> list[Table]:
-    """Each event of a disrupt load and what the victim measured around it, against the rest."""
-    rows = []
-    for m in ev.data.measurements(benchmark=bench):
-        d = ev.around(m).disruption
-        if d is None:
-            continue
-        where = [m.environment, m.load, str(m.repetition + 1)]
-        for e in d.events:
-            rows.append(Row(where + [f"{e.index + 1} ({e.load})", f"{e.start_s:.2f} .. {e.end_s:.2f}", e.action,
-                                     "–" if e.boot_s is None else f"{e.boot_s:.2f}",
-                                     "–" if e.max_us is None else f"{e.max_us:.1f}", str(e.missed)]))
-        rows.append(Row(where + [f"no event ({len(d.events)} events)", f"{d.calm_windows} windows", "",
-                                 "", "–" if d.calm_max_us is None else f"{d.calm_max_us:.1f} (median)",
-                                 str(d.calm_missed)], "summary"))
-    if not rows:
-        return []
-    return [Table(
-        f"{bench}: the victim while a neighbour guest was disrupted",
-        ["Environment", "Load", "Rep", "Event", "When (s)", "Action", "Guest boot (s)", "Victim max (us)",
-         "Missed"], rows, numeric_from=6,
-        note="Each event of a disrupt load (a guest rebooted, or killed and booted again) with the seconds "
-             "since the load started, and the victim's worst window maximum and missed periods in the windows "
-             "that overlap it (widened by 0.25 s on each side: the event and the victim's windows are timed "
-             "from origins tens of ms apart). The summary row: the median window maximum and the periods "
-             "missed in the windows that overlap no event.")]
+    return tables + host_usage_tables(ev, bench)
 
 
 def host_usage_tables(ev: Evaluation, bench: str) -> list[Table]:

@@ -295,7 +295,9 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
         figures += _series_plots(ev, bench, kind, id_prefix) + _vm_scaling_plots(ev, bench, kind, id_prefix)
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
     return BenchmarkSection(bench, kind_name, description, pre, commands, parts.results if parts else [],
-                            parts.comparisons if parts else [], figures, consideration, usage_tables(ev, bench),
+                            parts.comparisons if parts else [], figures, consideration,
+                            usage_tables(ev, bench) + [t for s, part in with_parts(ev) if part is not None
+                                                       for t in s.bench_tables(ev, part, bench)],
                             parts.rankings if parts else [], parts.excerpts if parts else [])
 
 

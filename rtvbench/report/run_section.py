@@ -1,8 +1,8 @@
 """The extension point of the run analyses' report sections (rtvbench/run_analyses/<name>/section.py).
 
 A section words its analysis's part of the Evaluation for every format at once: the report model
-(HTML, Markdown, PDF) takes its headline, summary tables and warnings; the JSON export its keys at
-the top of the document and in each measurement's entry.
+(HTML, Markdown, PDF) takes its headline, summary tables, warnings and tables in each benchmark's
+section; the JSON export its keys at the top of the document and in each measurement's entry.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class RunSection(Generic[P]):
     #: tables after the kinds' tables over the whole run
     tables: Callable[[Evaluation, P], list[Table]] = _nothing
     warnings: Callable[[Evaluation, P], list[Sentence]] = _nothing
+    #: tables in a benchmark's section, after its load and CPU usage tables (ev, part, benchmark)
+    bench_tables: Callable[[Evaluation, P, str], list[Table]] = _nothing
     #: the JSON document's keys for it; called with None too when the part does not apply, so that a
     #: key a reader looks for is always there
     json: Callable[[Evaluation, P | None], dict[str, Any]] = _no_keys

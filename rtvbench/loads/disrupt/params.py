@@ -5,7 +5,7 @@ Nothing runs inside a guest: rtvbench itself power-cycles the guest `where` name
 of a multi-guest environment for "neighbours", or another qemu environment), from a thread of the
 runner. Each event is a `window` record of the load (kind "disrupt") with its times, counted from the
 moment the load started, which is right before the measured probe starts (the load has no settling
-time); rtvbench.analysis.disruption reads the victim's windows around each event.
+time); rtvbench/run_analyses/disruption reads the victim's windows around each event.
 """
 
 from __future__ import annotations

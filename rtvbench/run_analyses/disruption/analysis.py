@@ -14,6 +14,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from rtvbench.analysis.dataset import RunData
+from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
 from rtvbench.results import Measurement
 
 #: how much an event is widened on each side to cover the offset between the two clocks' origins
@@ -79,3 +81,14 @@ def measurement_disruption(m: Measurement) -> Disruption | None:
     calm = [w for i, w in enumerate(windows) if i not in touched]
     return Disruption(impacts, statistics.median(w[2] for w in calm) if calm else None,
                       sum(w[3] for w in calm), len(calm))
+
+
+def disruptions(data: RunData, around: object = None) -> dict[int, Disruption] | None:
+    """measurement id -> its disruption, for the measurements that ran under a disrupt load; None
+    when none did."""
+    out = {m.id: d for m in data.run.measurements if (d := measurement_disruption(m)) is not None}
+    return out or None
+
+
+DISRUPTION: RunAnalysis[dict[int, Disruption]] = RUN_ANALYSES.register("disruption")(
+    RunAnalysis("disruption", disruptions))
