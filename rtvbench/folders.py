@@ -18,15 +18,21 @@ from pathlib import Path
 class Folders:
     """The folders of one package (`rtvbench.kinds`, `rtvbench.loads`) and its stages' modules."""
 
-    def __init__(self, package: str, path: str, stages: tuple[str, ...]) -> None:
+    def __init__(self, package: str, path: str, stages: tuple[str, ...], order: tuple[str, ...] = ()) -> None:
         self.package = package
         self.root = Path(path).parent
         self.stages = stages
+        #: when the entries' order shows (the report's sections), the folders in that order
+        self.order = order
         self._loaded: set[str] = set()
 
-    def names(self) -> list[str]:
+    def on_disk(self) -> list[str]:
         """The folders, sorted (module names: an entry named with a dash has an underscore here)."""
         return sorted(info.name for info in pkgutil.iter_modules([str(self.root)]) if info.ispkg)
+
+    def names(self) -> list[str]:
+        """The folders, in their order when one is given, else sorted."""
+        return list(self.order) if self.order else self.on_disk()
 
     def load(self, stage: str) -> None:
         """Import every folder's module of one stage; a folder may lack a stage."""

@@ -297,6 +297,17 @@ def test_a_kind_folder_has_its_campaign_and_analysis_stages(folder):
     assert (here / "params.py").exists() and (here / "decode.py").exists()
 
 
+def test_every_run_analysis_is_in_the_report_order_with_both_stages():
+    """A run analysis's folder is found by its line in run_analyses.ORDER: one left out would be
+    computed by nobody and shown nowhere."""
+    from rtvbench import run_analyses
+
+    assert sorted(run_analyses.ORDER) == run_analyses.on_disk()
+    for folder in run_analyses.ORDER:
+        here = PACKAGE / "run_analyses" / folder
+        assert (here / "analysis.py").exists() and (here / "section.py").exists(), folder
+
+
 def test_library_code_prints_nothing():
     """Only the CLI talks to the user (library code logs on the `rtvbench` logger, which the CLI
     prints) and the supervisors, programs of their own whose stdout is their protocol."""

@@ -17,7 +17,7 @@ import os
 import pytest
 
 from host_helpers import cli_env, run_cli
-from rtvbench.analysis.host_usage import measurement_host_usage
+from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
 from rtvbench.store import load_run, open_store
 from test_qemu_target import _kernel, _needs_qemu
 

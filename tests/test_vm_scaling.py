@@ -9,7 +9,7 @@ from synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 from rtvbench.analysis.dataset import RunData
 from rtvbench.campaign.reader import spec_of
-from rtvbench.analysis.vm_scaling import scaling_series
+from rtvbench.run_analyses.vm_scaling.analysis import scaling_series
 from rtvbench.report.plots import vm_count_svg
 
 GUEST = {"target": "qemu", "arch": "x86_64", "kernel": "kernels/x86_64/vmlinuz", "cpus": 1, "memory_mb": 256}
@@ -117,7 +117,7 @@ def _with_host_usage(run):
 
 
 def test_what_the_guests_cost_the_host_is_plotted_against_the_number_of_vms():
-    from rtvbench.analysis.host_usage import host_scaling
+    from rtvbench.run_analyses.vm_scaling.analysis import host_scaling
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.report.model import build
 

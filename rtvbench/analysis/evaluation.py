@@ -2,9 +2,10 @@
 
 Every report format (HTML, Markdown, JSON, CSV, JUnit, PDF) renders this object and computes nothing
 itself, so that no two formats can disagree: what surrounded each measurement (the loads it ran
-under, CPU usage, conditions, the guests' cost to the host), the same averaged per cell, the
-fingerprints side by side, the preflight warnings, and the part of each run analysis
-(rtvbench/run_analyses: thermal state, a neighbour's restarts, a soak's verdict) are all parts of it.
+under, CPU usage, conditions), the same averaged per cell, the fingerprints side by side, the
+preflight warnings, and the part of each run analysis (rtvbench/run_analyses: thermal state, the
+guests' cost to the host, a neighbour's restarts, figures against the number of VMs, a soak's
+verdict) are all parts of it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,10 @@ from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
 from rtvbench.analysis.histogram import Histogram, merge_all
-from rtvbench.analysis.host_usage import GuestUsage, cell_host_usage, host_scaling, measurement_host_usage
 from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order, mean_achieved, measurement_achieved
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
 from rtvbench.analysis.stats import CellSummary, summaries
-from rtvbench.analysis.vm_scaling import ScalingSeries, scaling_series
 from rtvbench.preflight import PreflightWarning, check as preflight_check, observed_privileges
 from rtvbench.results import CampaignRun, Measurement
 
@@ -37,7 +36,6 @@ class Surroundings:
     """What one measurement ran under and beside, apart from its own figures."""
     loads_achieved: list[Achieved]          # each probe load's figures of itself, in the load's order
     cpu_usage: list[CpuUsage]               # /proc/stat around the probe: all CPUs, then each
-    host_usage: list[GuestUsage]            # what a qemu environment's guests cost the host
     conditions: Conditions | None           # whether the measured CPUs belonged to the measurement
 
 
@@ -46,7 +44,6 @@ class CellSurroundings:
     """The same over a cell's completed repetitions (means, or medians for the host's usage)."""
     loads_achieved: list[Achieved]
     cpu_usage: list[CpuUsage]
-    host_usage: list[GuestUsage]
     conditions: CellConditions
     #: whether its measurements were granted the real-time policy they asked for: False when any was
     #: refused, None when none asked (a normal-priority benchmark)
@@ -62,9 +59,6 @@ class RunParts:
     fingerprints: FingerprintDiff | None
     #: the preflight check again, with what the measurements said of real-time priority and mlockall
     preflight: list[PreflightWarning]
-    #: per benchmark, its compared figures against the number of VMs, and what the guests cost the host
-    vm_scaling: dict[str, list[ScalingSeries]]
-    host_scaling: dict[str, list[tuple[str, str, list[tuple[int, float, float, float]]]]]
 
 
 @dataclass
@@ -147,7 +141,7 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
 
 def _surroundings(data: RunData, m: Measurement) -> Surroundings:
     return Surroundings(measurement_achieved(m, load_order(data, m.load)), measurement_usage(m),
-                        measurement_host_usage(m), measurement_conditions(data, m))
+                        measurement_conditions(data, m))
 
 
 def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions
@@ -155,7 +149,7 @@ def _cell_surroundings(data: RunData, env: str, load: str, bench: str, condition
     asked = [m.privileges.rt_granted for m in data.measurements(env, load, bench)]
     asked = [granted for granted in asked if granted is not None]
     return CellSurroundings(cell_achieved(data, env, load, bench), cell_usage(data, env, load, bench),
-                            cell_host_usage(data, env, load, bench), conditions,
+                            conditions,
                             all(asked) if asked else None)
 
 
@@ -173,6 +167,4 @@ def _run_parts(data: RunData) -> RunParts:
                         for ld in data.loads},
         fingerprints=fingerprint_diff(data.environments, run.fingerprints or {}, run.targets,
                                       run.fingerprint_meta, granted),
-        preflight=preflight_check(run.spec, prints, observed),
-        vm_scaling={b: scaling_series(data, b) for b in data.benchmarks},
-        host_scaling={b: host_scaling(data, b) for b in data.benchmarks})
+        preflight=preflight_check(run.spec, prints, observed))

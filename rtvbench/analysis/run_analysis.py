@@ -29,7 +29,7 @@ RUN_ANALYSES: Registry[RunAnalysis[Any]] = Registry("run analysis")
 
 
 def run_analyses() -> list[RunAnalysis[Any]]:
-    """Every registered run analysis, in its name's order."""
+    """Every registered run analysis."""
     from rtvbench.run_analyses import load
 
     load("analysis")

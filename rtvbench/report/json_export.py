@@ -84,19 +84,14 @@ def document(ev: Evaluation) -> dict[str, Any]:
 
 
 def _surroundings(s: Surroundings) -> dict[str, Any]:
-    """What a measurement ran under: its loads, CPU usage, the guests' cost, conditions."""
+    """What a measurement ran under: its loads, CPU usage, conditions."""
     return {"loads_achieved": [_clean(a.to_dict()) for a in s.loads_achieved],
             "cpu_usage": [_usage(u) for u in s.cpu_usage],
-            # what a qemu environment's guests cost the host (percent of one host CPU, MiB)
-            "host_usage": [{"guest": u.guest, "vcpu_percent": _num(u.vcpu_percent),
-                            "vcpu_wait_percent": _num(u.vcpu_wait_percent),
-                            "other_percent": _num(u.other_percent), "rss_mib": _num(u.rss_mib),
-                            "pss_mib": _num(u.pss_mib)} for u in s.host_usage],
             "conditions": None if s.conditions is None else _clean(s.conditions.to_dict())}
 
 
 def _sections_of(ev: Evaluation, sections: list[tuple[RunSection, Any]], m) -> dict[str, Any]:
-    """What the run analyses say of one measurement (its thermal state)."""
+    """What the run analyses say of one measurement (its thermal state, the guests' cost ...)."""
     return {k: v for s, part in sections for k, v in _clean_all(s.measurement_json(ev, part, m)).items()}
 
 

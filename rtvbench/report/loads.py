@@ -45,7 +45,7 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     usage = {cell: ev.cell(*cell, bench).cpu_usage for cell in cells}
     achieved = {cell: cell_achieved_text(ev, *cell, bench) for cell in cells}
     if not any(usage.values()) and not any(achieved.values()):
-        return host_usage_tables(ev, bench)
+        return []
     n = {cell: len(data.measurements(*cell, bench, ("ok",))) for cell in cells}
     summary = Table(
         f"{bench}: load achieved and CPU usage during the measurements",
@@ -74,48 +74,4 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
                  "one-second measurement resolves about 1 %, and a periodic task locked to the tick (a 1 kHz loop) "
                  "can show as almost 0 % or 100 % busy. The loads' achieved figures come from their own CPU-time "
                  "clocks and have no such bias."))
-    return tables + host_usage_tables(ev, bench)
-
-
-def host_usage_tables(ev: Evaluation, bench: str) -> list[Table]:
-    """What the guests of qemu environments cost the host, per cell and guest, and each cell's total
-    against the first environment with guests under the same load, in percentage points."""
-    data = ev.data
-    usage = {cell: ev.cell(*cell, bench).host_usage for cell in data.cells(bench)}
-    if not any(usage.values()):
-        return []
-    reference: dict[str, tuple[str, float]] = {}
-    for (env, load), guests in usage.items():
-        if guests and load not in reference:
-            reference[load] = (env, sum(g.total_percent for g in guests))
-    rows = []
-    for (env, load), guests in usage.items():
-        if not guests:
-            continue
-        total = sum(g.total_percent for g in guests)
-        ref_env, ref_total = reference[load]
-        versus = "reference" if ref_env == env else f"{total - ref_total:+.1f} vs {ref_env}"
-        for g in guests:
-            rows.append(Row([env, load, str(g.guest), f"{g.vcpu_percent:.1f}",
-                             "–" if g.vcpu_wait_percent is None else f"{g.vcpu_wait_percent:.1f}",
-                             f"{g.other_percent:.1f}",
-                             f"{g.total_percent:.1f}", "–" if g.rss_mib is None else f"{g.rss_mib:.0f}",
-                             "–" if g.pss_mib is None else f"{g.pss_mib:.0f}", "", ""]))
-        rows.append(Row([env, load, "all", "", "", "", f"{total:.1f}",
-                         f"{sum(g.rss_mib or 0 for g in guests):.0f}", f"{sum(g.pss_mib or 0 for g in guests):.0f}",
-                         str(len(guests)), versus], "summary"))
-    return [Table(
-        f"{bench}: what the guests cost the host (QEMU's threads, seen from the host)",
-        ["Environment", "Load", "Guest", "vCPU threads %", "vCPU waiting %", "QEMU other %", "Total %", "RSS MiB",
-         "PSS MiB", "Guests", "Total, B - A (points)"], rows, numeric_from=3, numeric_to=10,
-        note="Percent of one host CPU over the probe's run (median over the completed repetitions), from the "
-             "CPU time of each QEMU process's vCPU threads and of its other threads (device emulation, I/O, "
-             "worker threads) between a sample right before and one right after the probe ran; vCPU waiting: the "
-             "time the vCPU threads were ready to run but waited for a host CPU (schedstat), the host-side "
-             "view of steal; memory from "
-             "QEMU's smaps_rollup at the end (PSS splits shared pages between the guests). Under TCG a vCPU "
-             "thread runs the emulator: a busy vCPU is a busy host CPU, an idle one sleeps. The last column "
-             "is the difference of the cells' totals against the first environment with guests under the "
-             "same load.")]
-
-
+    return tables

@@ -292,43 +292,14 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
     figures = []
     if with_plots and kind:
         figures = parts.plots + _distribution_plots(ev, bench, kind_name, id_prefix)
-        figures += _series_plots(ev, bench, kind, id_prefix) + _vm_scaling_plots(ev, bench, kind, id_prefix)
+        figures += _series_plots(ev, bench, kind, id_prefix) + [
+            p for s, part in with_parts(ev) if part is not None for p in s.bench_plots(ev, part, bench, id_prefix)]
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
     return BenchmarkSection(bench, kind_name, description, pre, commands, parts.results if parts else [],
                             parts.comparisons if parts else [], figures, consideration,
                             usage_tables(ev, bench) + [t for s, part in with_parts(ev) if part is not None
                                                        for t in s.bench_tables(ev, part, bench)],
                             parts.rankings if parts else [], parts.excerpts if parts else [])
-
-
-def _vm_scaling_plots(ev: Evaluation, bench: str, kind, id_prefix: str) -> list[Plot]:
-    """Every compared figure against the number of VMs, a panel per figure, one line per load (and per
-    guest when several are scaled), the machine itself as 0 VMs."""
-    series = ev.run_parts.vm_scaling[bench]
-    figures = list(dict.fromkeys(s.figure for s in series))
-
-    def guests(s) -> list:
-        return [p for p in s.points if p.count > 0]
-    several_guests = len({guests(s)[0].environment for s in series if guests(s)}) > 1
-    panels = []
-    for figure in figures:
-        lines = [(s.load + (f" ({guests(s)[0].environment} .. {guests(s)[-1].environment})" if several_guests else ""),
-                  [(p.count, p.median, p.low, p.high) for p in s.points])
-                 for s in series if s.figure == figure]
-        unit = suffix_unit(figure)
-        panels.append((kind.label(figure), "us" if unit in ("ns", "us", "ms") else unit, lines))
-    # What the guests cost the host, beside the figures: each VM more is another QEMU.
-    for what, label, unit in (("cpu", "host CPU of all the guests' QEMU", "%"),
-                              ("pss", "QEMU memory of all the guests (PSS)", "MiB")):
-        lines = [(load, points) for load, w, points in ev.run_parts.host_scaling[bench] if w == what]
-        if lines:
-            panels.append((label, unit, lines))
-    svg = plots.vm_count_svg(panels, f"{bench} against the number of VMs", f"{id_prefix}v")
-    if not svg:
-        return []
-    return [Plot("Every compared figure against the number of VMs (median of the repetitions, min..max bars; "
-                 "0 is the machine itself, the benchmark runs in the first VM, `neighbours` loads in the others)",
-                 svg)]
 
 
 def _distribution_plots(ev: Evaluation, bench: str, kind_name: str, id_prefix: str) -> list[Plot]:

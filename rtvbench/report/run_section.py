@@ -1,8 +1,8 @@
 """The extension point of the run analyses' report sections (rtvbench/run_analyses/<name>/section.py).
 
 A section words its analysis's part of the Evaluation for every format at once: the report model
-(HTML, Markdown, PDF) takes its headline, summary tables, warnings and tables in each benchmark's
-section; the JSON export its keys at the top of the document and in each measurement's entry.
+(HTML, Markdown, PDF) takes its headline, summary tables, warnings and tables and plots in each
+benchmark's section; the JSON export its keys at the top of the document and in each measurement's entry.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Callable, Generic, TypeVar
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.run_analysis import RunAnalysis
 from rtvbench.registry import Registry
-from rtvbench.report.tables import Headline, Sentence, Table
+from rtvbench.report.tables import Headline, Plot, Sentence, Table
 from rtvbench.results import Measurement
 
 P = TypeVar("P")
@@ -37,6 +37,8 @@ class RunSection(Generic[P]):
     warnings: Callable[[Evaluation, P], list[Sentence]] = _nothing
     #: tables in a benchmark's section, after its load and CPU usage tables (ev, part, benchmark)
     bench_tables: Callable[[Evaluation, P, str], list[Table]] = _nothing
+    #: plots in a benchmark's section, after its kind's (ev, part, benchmark, the plots' id prefix)
+    bench_plots: Callable[[Evaluation, P, str, str], list[Plot]] = _nothing
     #: the JSON document's keys for it; called with None too when the part does not apply, so that a
     #: key a reader looks for is always there
     json: Callable[[Evaluation, P | None], dict[str, Any]] = _no_keys
@@ -48,10 +50,10 @@ RUN_SECTIONS: Registry[RunSection[Any]] = Registry("run section")
 
 
 def with_parts(ev: Evaluation) -> list[tuple[RunSection[Any], Any]]:
-    """Every registered section, in its analysis's name order, with this evaluation's part (None:
+    """Every registered section, in the report's order (run_analyses.ORDER), with this evaluation's part (None:
     the analysis does not apply to this run)."""
-    from rtvbench.run_analyses import load
+    from rtvbench.run_analyses import ORDER, load
 
     load("section")
-    sections = [RUN_SECTIONS.get(name) for name in RUN_SECTIONS.names()]
+    sections = [s for s in (RUN_SECTIONS.get(name) for name in ORDER) if s is not None]
     return [(s, ev.part(s.analysis)) for s in sections]

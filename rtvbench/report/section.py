@@ -2,7 +2,8 @@
 
 The assembler (report.model) writes the parts every benchmark has — description, preconditions,
 how to measure, the consideration, load and CPU usage, the distributions and time series of its
-typed results, figures against the number of VMs — and asks the kind's section for the rest:
+typed results, the run analyses' tables and plots (rtvbench/run_analyses) — and asks the kind's
+section for the rest:
 its result and comparison tables and plots, its columns in the key results, tables of the whole run
 (the response-time matrix) and its keys in the JSON report. A kind without a section of its own
 (rtvbench/kinds/<kind>/section.py) gets the measurement-suite tables of report.suite.

@@ -1,5 +1,5 @@
 """Analyses of a whole run beside the benchmark kinds' own (its thermal state, a soak's verdict),
-one folder each, so that adding one touches its folder only.
+one folder each, so that adding one touches its folder and one line (ORDER, below).
 
 A folder holds two modules, one per stage of the data flow:
 
@@ -16,6 +16,10 @@ from __future__ import annotations
 from rtvbench.folders import Folders
 
 STAGES = ("analysis", "section")
-_FOLDERS = Folders(__name__, __file__, STAGES)
+#: The run analyses in the order their sections appear in the report (their tables in a benchmark's
+#: section, their headlines, warnings and summary tables): a new one is its folder and its name here.
+ORDER = ("thermal", "host_usage", "disruption", "vm_scaling", "soak")
+_FOLDERS = Folders(__name__, __file__, STAGES, ORDER)
 #: import every run analysis's module of one stage, which registers it
 load = _FOLDERS.load
+on_disk = _FOLDERS.on_disk

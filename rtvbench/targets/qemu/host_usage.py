@@ -7,7 +7,7 @@ ids come from QMP's query-cpus-fast at boot), /proc/PID/stat for the whole proce
 include the threads that have already exited (QEMU starts and ends worker threads); "other" is the
 process less its vCPUs. Memory from /proc/PID/smaps_rollup: RSS counts every page the process maps,
 PSS divides shared pages by their sharers, so PSS summed over guests is what they take together.
-The shares are computed in rtvbench.analysis.host_usage from two samples (before and after the probe
+The shares are computed in rtvbench/run_analyses/host_usage from two samples (before and after the probe
 ran), each stamped with the host's monotonic clock and its clock tick rate.
 """
 

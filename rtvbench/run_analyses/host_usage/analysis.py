@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
 from rtvbench.results import Measurement
 
 
@@ -80,27 +81,21 @@ def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[Gues
             for g, us in sorted(per_guest.items())]
 
 
-def host_scaling(data: RunData, bench: str) -> list[tuple[str, str, list[tuple[int, float, float, float]]]]:
-    """What all the guests together cost the host against the number of VMs, for the groups of
-    environments that differ only in `count` (analysis.vm_scaling): (load, "cpu" | "pss", points), a
-    point (count, median, min, max) over the completed repetitions of the total CPU % of one host CPU,
-    or of QEMU's PSS summed over the guests in MiB."""
-    from rtvbench.analysis.vm_scaling import scaled_environments
+@dataclass(frozen=True)
+class HostUsage:
+    """What the guests cost the host: per measurement, and per cell (median over its completed
+    repetitions), for the cells of qemu environments."""
+    by_measurement: dict[int, list[GuestUsage]]
+    by_cell: dict[tuple[str, str, str], list[GuestUsage]]     # (environment, load, benchmark)
 
-    out = []
-    for group in scaled_environments(data):
-        for load in data.loads:
-            for what in ("cpu", "pss"):
-                points = []
-                for count, env in group:
-                    totals = []
-                    for m in data.measurements(env, load, bench, COMPLETE):
-                        usage = measurement_host_usage(m)
-                        if len(usage) == count:         # every guest through the whole measurement
-                            totals.append(sum(u.total_percent for u in usage) if what == "cpu"
-                                          else sum(u.pss_mib or 0 for u in usage))
-                    if totals:
-                        points.append((count, statistics.median(totals), min(totals), max(totals)))
-                if len(points) >= 2:
-                    out.append((load, what, points))
-    return out
+
+def host_usage(data: RunData, around: object = None) -> HostUsage | None:
+    """None when no measurement sampled the host (no qemu environment, or a run stored before)."""
+    by_measurement = {m.id: u for m in data.run.measurements if (u := measurement_host_usage(m))}
+    if not by_measurement:
+        return None
+    return HostUsage(by_measurement, {(env, load, bench): cell_host_usage(data, env, load, bench)
+                                      for bench in data.benchmarks for env, load in data.cells(bench)})
+
+
+HOST_USAGE: RunAnalysis[HostUsage] = RUN_ANALYSES.register("host_usage")(RunAnalysis("host_usage", host_usage))

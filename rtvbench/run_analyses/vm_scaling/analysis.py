@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from statistics import median
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
+from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
 
 
 @dataclass
@@ -72,3 +74,46 @@ def scaling_series(data: RunData, bench: str) -> list[ScalingSeries]:
                 if len({p.count for p in points}) >= 2:
                     out.append(ScalingSeries(bench, figure, load, points))
     return out
+
+
+def host_scaling(data: RunData, bench: str) -> list[tuple[str, str, list[tuple[int, float, float, float]]]]:
+    """What all the guests together cost the host against the number of VMs, for the groups of
+    environments that differ only in `count`: (load, "cpu" | "pss", points), a
+    point (count, median, min, max) over the completed repetitions of the total CPU % of one host CPU,
+    or of QEMU's PSS summed over the guests in MiB."""
+    out = []
+    for group in scaled_environments(data):
+        for load in data.loads:
+            for what in ("cpu", "pss"):
+                points = []
+                for count, env in group:
+                    totals = []
+                    for m in data.measurements(env, load, bench, COMPLETE):
+                        usage = measurement_host_usage(m)
+                        if len(usage) == count:         # every guest through the whole measurement
+                            totals.append(sum(u.total_percent for u in usage) if what == "cpu"
+                                          else sum(u.pss_mib or 0 for u in usage))
+                    if totals:
+                        points.append((count, median(totals), min(totals), max(totals)))
+                if len(points) >= 2:
+                    out.append((load, what, points))
+    return out
+
+
+@dataclass(frozen=True)
+class VmScaling:
+    """Per benchmark: its compared figures against the number of VMs, and what all the guests together
+    cost the host against it ((load, "cpu" | "pss", points), host_scaling)."""
+    series: dict[str, list[ScalingSeries]]
+    host: dict[str, list[tuple[str, str, list[tuple[int, float, float, float]]]]]
+
+
+def vm_scaling(data: RunData, around: object = None) -> VmScaling | None:
+    """None when no environments differ only in `count`."""
+    if not scaled_environments(data):
+        return None
+    return VmScaling({b: scaling_series(data, b) for b in data.benchmarks},
+                     {b: host_scaling(data, b) for b in data.benchmarks})
+
+
+VM_SCALING: RunAnalysis[VmScaling] = RUN_ANALYSES.register("vm_scaling")(RunAnalysis("vm_scaling", vm_scaling))

@@ -1,0 +1,66 @@
+"""The report's table of what the guests of qemu environments cost the host, in each benchmark's
+section, and each measurement's figures in the JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtvbench.analysis.evaluation import Evaluation
+from rtvbench.report.run_section import RUN_SECTIONS, RunSection
+from rtvbench.report.tables import Row, Table
+from rtvbench.results import Measurement
+from rtvbench.run_analyses.host_usage.analysis import HOST_USAGE, HostUsage
+
+
+def host_usage_tables(ev: Evaluation, part: HostUsage, bench: str) -> list[Table]:
+    """What the guests of qemu environments cost the host, per cell and guest, and each cell's total
+    against the first environment with guests under the same load, in percentage points."""
+    data = ev.data
+    usage = {cell: part.by_cell.get((*cell, bench), []) for cell in data.cells(bench)}
+    if not any(usage.values()):
+        return []
+    reference: dict[str, tuple[str, float]] = {}
+    for (env, load), guests in usage.items():
+        if guests and load not in reference:
+            reference[load] = (env, sum(g.total_percent for g in guests))
+    rows = []
+    for (env, load), guests in usage.items():
+        if not guests:
+            continue
+        total = sum(g.total_percent for g in guests)
+        ref_env, ref_total = reference[load]
+        versus = "reference" if ref_env == env else f"{total - ref_total:+.1f} vs {ref_env}"
+        for g in guests:
+            rows.append(Row([env, load, str(g.guest), f"{g.vcpu_percent:.1f}",
+                             "–" if g.vcpu_wait_percent is None else f"{g.vcpu_wait_percent:.1f}",
+                             f"{g.other_percent:.1f}",
+                             f"{g.total_percent:.1f}", "–" if g.rss_mib is None else f"{g.rss_mib:.0f}",
+                             "–" if g.pss_mib is None else f"{g.pss_mib:.0f}", "", ""]))
+        rows.append(Row([env, load, "all", "", "", "", f"{total:.1f}",
+                         f"{sum(g.rss_mib or 0 for g in guests):.0f}", f"{sum(g.pss_mib or 0 for g in guests):.0f}",
+                         str(len(guests)), versus], "summary"))
+    return [Table(
+        f"{bench}: what the guests cost the host (QEMU's threads, seen from the host)",
+        ["Environment", "Load", "Guest", "vCPU threads %", "vCPU waiting %", "QEMU other %", "Total %", "RSS MiB",
+         "PSS MiB", "Guests", "Total, B - A (points)"], rows, numeric_from=3, numeric_to=10,
+        note="Percent of one host CPU over the probe's run (median over the completed repetitions), from the "
+             "CPU time of each QEMU process's vCPU threads and of its other threads (device emulation, I/O, "
+             "worker threads) between a sample right before and one right after the probe ran; vCPU waiting: the "
+             "time the vCPU threads were ready to run but waited for a host CPU (schedstat), the host-side "
+             "view of steal; memory from "
+             "QEMU's smaps_rollup at the end (PSS splits shared pages between the guests). Under TCG a vCPU "
+             "thread runs the emulator: a busy vCPU is a busy host CPU, an idle one sleeps. The last column "
+             "is the difference of the cells' totals against the first environment with guests under the "
+             "same load.")]
+
+
+def measurement_json(ev: Evaluation, part: HostUsage | None, m: Measurement) -> dict[str, Any]:
+    # percent of one host CPU, MiB; [] outside a qemu environment
+    usage = part.by_measurement.get(m.id, []) if part is not None else []
+    return {"host_usage": [{"guest": u.guest, "vcpu_percent": u.vcpu_percent, "vcpu_wait_percent": u.vcpu_wait_percent,
+                            "other_percent": u.other_percent, "rss_mib": u.rss_mib, "pss_mib": u.pss_mib}
+                           for u in usage]}
+
+
+RUN_SECTIONS.register("host_usage")(RunSection(HOST_USAGE, bench_tables=host_usage_tables,
+                                               measurement_json=measurement_json))
