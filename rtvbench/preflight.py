@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
-from rtvbench.results import Privileges
+from rtvbench.records import Privileges
 from rtvbench.spec import BenchmarkSpec, CampaignSpec
 
 #: probe load kinds (a `command` load's threads and placement are unknown)

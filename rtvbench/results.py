@@ -8,40 +8,12 @@ database or a target; analysis and report never import the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from typing import Any
 
+from rtvbench.records import DisruptEvent, HealthCheck, Privileges, Window
 from rtvbench.spec import CampaignSpec
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _flag(v: Any) -> bool | None:
-    return v if isinstance(v, bool) else None
-
-
-@dataclass(frozen=True)
-class Privileges:
-    """A probe run's `meta.privileges`, decoded once: who it ran as and what it was granted of what
-    it asked for (None: not asked, or not said)."""
-
-    euid: int | None = None
-    rt_granted: bool | None = None      # the real-time policy of its measuring threads
-    mlockall: bool | None = None
-
-    @classmethod
-    def of(cls, meta: dict[str, Any] | None) -> Privileges:
-        p = (meta or {}).get("privileges")
-        if not isinstance(p, dict):
-            return cls()
-        rt = _flag(p.get("rt_granted"))
-        params = (meta or {}).get("params")
-        asked = params.get("policy") if isinstance(params, dict) else None
-        if rt is False and isinstance(asked, str) and asked not in ("fifo", "rr"):
-            rt = None           # a run at a normal policy asked for no real-time priority to be refused
-        return cls(_int(p.get("euid")), rt, _flag(p.get("mlockall")))
 
 
 @dataclass
@@ -82,6 +54,23 @@ class Measurement:
     def privileges(self) -> Privileges:
         return Privileges.of(self.meta)
 
+    @cached_property
+    def window_records(self) -> list[Window]:
+        """`windows`, typed."""
+        return [Window.of(w) for w in self.windows]
+
+    @cached_property
+    def disrupt_events(self) -> list[tuple[str, DisruptEvent]]:
+        """(the load's records' name, event) of every disrupt load's event during the measurement."""
+        return [(name, e) for name, records in self.load_records.items() for r in records
+                if (e := DisruptEvent.of(r)) is not None]
+
+    @cached_property
+    def ran_a_disrupt_load(self) -> bool:
+        """Whether a disrupt load ran beside it (its meta record arrived), with events or none."""
+        return any(r.get("type") == "meta" and r.get("subcommand") == "disrupt"
+                   for records in self.load_records.values() for r in records)
+
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""
         for r in self.results:
@@ -117,5 +106,5 @@ class CampaignRun:
     spec: CampaignSpec | None = None
     tags: dict[str, str] = field(default_factory=dict)   # `run --tag key=value`
     note: str | None = None                                # `run --note TEXT`
-    # `rtvbench soak`: (environment, when, data) of every health check and soak event, in order
-    health: list[tuple[str, datetime | None, dict[str, Any]]] = field(default_factory=list)
+    # `rtvbench soak`: every health check and soak event, in order
+    health: list[HealthCheck] = field(default_factory=list)

@@ -12,7 +12,8 @@ import pytest
 from rtvbench.campaign.reader import parse_campaign, spec_of
 from rtvbench.cpulist import parse_cpu_list
 from rtvbench.preflight import CODES, Observed, PreflightWarning, check, observed_privileges
-from rtvbench.results import Measurement, Privileges
+from rtvbench.records import Privileges
+from rtvbench.results import Measurement
 
 pytestmark = pytest.mark.functional
 

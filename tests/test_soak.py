@@ -89,11 +89,11 @@ def test_the_verdict_reports_the_lost_and_recovered_guest(soaked):
 
 def test_the_health_series_shows_a_new_qemu_after_the_recovery(soaked):
     _, _, _, _, run, qemu, _ = soaked
-    events = [d.get("event") for _, _, d in run.health if d.get("event")]
+    events = [c.event for c in run.health if c.event]
     assert events == ["lost", "recovered"]
-    lost_at = next(i for i, (_, _, d) in enumerate(run.health) if d.get("event") == "lost")
-    before = {g["pid"] for _, _, d in run.health[:lost_at] for g in d.get("qemu") or []}
-    after = {g["pid"] for _, _, d in run.health[lost_at:] for g in d.get("qemu") or []}
+    lost_at = next(i for i, c in enumerate(run.health) if c.event == "lost")
+    before = {g.pid for c in run.health[:lost_at] for g in c.qemu}
+    after = {g.pid for c in run.health[lost_at:] for g in c.qemu}
     # The killed QEMU was checked before the loss, never after, and a new one answered after it.
     assert qemu in before and after and qemu not in after, (before, after)
     # It kept measuring after the loss: rounds before and after.

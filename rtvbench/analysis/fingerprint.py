@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rtvbench.cpulist import cpu_list_text, parse_cpu_list
-from rtvbench.results import Privileges
+from rtvbench.records import Privileges
 
 MISSING = "–"
 

@@ -1,9 +1,10 @@
 """One health check of an environment during a soak: does its probe still answer, how much memory do
 the environment and (for a guest) its QEMU process take.
 
-Each check is a small dict stored as it is (store: health_checks); rtvbench/run_analyses/soak reads the
-series. A check never raises: what fails is recorded as failed, with the reason, and the soak goes on
-(the next measurement finds out whether the target is really lost, and the runner brings it back).
+Each check is a small dict stored as it is (store: health_checks), read back as a
+rtvbench.records.HealthCheck; rtvbench/run_analyses/soak reads the series. A check never raises:
+what fails is recorded as failed, with the reason, and the soak goes on (the next measurement finds
+out whether the target is really lost, and the runner brings it back).
 """
 
 from __future__ import annotations

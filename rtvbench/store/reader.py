@@ -9,6 +9,7 @@ from sqlalchemy import Engine, case, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
+from rtvbench.records import HealthCheck
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.spec import CampaignSpec, SpecVersionError
 from rtvbench.store.lease import holder_alive
@@ -122,7 +123,7 @@ def load_run(engine: Engine, run_id: int,
                                      fingerprints.c.meta).where(fingerprints.c.run_id == run_id)):
             prints[r.environment], described[r.environment] = r.sysinfo, r.target or {}
             probe_meta[r.environment] = r.meta or {}
-        health = [(r.environment, _aware(r.taken_at), r.data) for r in conn.execute(
+        health = [HealthCheck.of(r.environment, _aware(r.taken_at), r.data) for r in conn.execute(
             select(health_checks.c.environment, health_checks.c.taken_at, health_checks.c.data)
             .where(health_checks.c.run_id == run_id).order_by(health_checks.c.id))]
         latest: dict[tuple, Any] = {}

@@ -13,6 +13,7 @@ from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, r
 from rtvbench.units import exact_duration
 from rtvbench.kinds.latency import considerations, interference, spikes, tails
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
+from rtvbench.records import Window
 from rtvbench.results import Measurement
 from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
@@ -54,7 +55,7 @@ class LatencyKind(Kind):
         out = decode_per_cpu(m, self._result_figures, lambda r: {
             "wake-up": result_histogram(r), "response": result_histogram(r.get("response"))})
         for key, name in (("max_ns", "max_us"), ("response_max_ns", "response_max_us")):
-            points = _window_maxima(m.windows, key)
+            points = _window_maxima(m.window_records, key)
             if points:
                 out.series[name] = points
         return out
@@ -173,28 +174,24 @@ class LatencyKind(Kind):
 PARTIAL_WINDOW = 0.9
 
 
-def _window_maxima(windows: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+def _window_maxima(windows: list[Window], key: str) -> list[tuple[float, float]]:
     """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order.
 
     The last window of a run is usually cut short by its end: the largest of its few wake-ups is
     not comparable with a full window's (the per-window line would drop at the end for no reason),
     so windows shorter than PARTIAL_WINDOW of the longest are left out of the series. Their samples
     still count in every figure."""
-    def length(w):
-        start, end = w.get("t_start_ns"), w.get("t_end_ns")
-        return end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
-    full = max((d for w in windows if (d := length(w)) is not None), default=None)
+    full = max((w.length_ns for w in windows if w.length_ns is not None), default=None)
     per_index: dict[int, tuple[float, float]] = {}
     for w in windows:
-        value, index = w.get(key), w.get("index")
-        if not isinstance(value, (int, float)) or not isinstance(index, int):
+        value = w.values.get(key)
+        if value is None or w.index is None:
             continue
-        d = length(w)
-        if full and d is not None and d < PARTIAL_WINDOW * full:
+        if full and w.length_ns is not None and w.length_ns < PARTIAL_WINDOW * full:
             continue
-        t_end = (w.get("t_end_ns") or 0) / 1e9
-        prev = per_index.get(index)
-        per_index[index] = (t_end, value / 1000 if prev is None else max(prev[1], value / 1000))
+        t_end = (w.t_end_ns or 0) / 1e9
+        prev = per_index.get(w.index)
+        per_index[w.index] = (t_end, value / 1000 if prev is None else max(prev[1], value / 1000))
     return [per_index[i] for i in sorted(per_index)]
 
 

@@ -46,29 +46,21 @@ class Disruption:
 def _victim_windows(m: Measurement) -> list[tuple[float, float, float, int]]:
     """(start s, end s, worst max us over CPUs, missed over CPUs) per window interval."""
     merged: dict[tuple[int, int], list] = {}
-    for w in m.windows:
-        if not isinstance(w.get("max_ns"), (int, float)):
+    for w in m.window_records:
+        if "max_ns" not in w.values:
             continue
-        key = (int(w.get("t_start_ns") or 0), int(w.get("t_end_ns") or 0))
+        key = (w.t_start_ns or 0, w.t_end_ns or 0)
         cur = merged.setdefault(key, [0.0, 0])
-        cur[0] = max(cur[0], float(w["max_ns"]) / 1e3)
-        cur[1] += int(w.get("missed") or 0)
+        cur[0] = max(cur[0], w.values["max_ns"] / 1e3)
+        cur[1] += w.missed
     return [(a / 1e9, b / 1e9, mx, missed) for (a, b), (mx, missed) in sorted(merged.items())]
 
 
 def measurement_disruption(m: Measurement) -> Disruption | None:
     """The events of the measurement's disrupt loads and the victim around them; None without any."""
-    events = []
-    for name, records in m.load_records.items():
-        for r in records:
-            if r.get("type") == "window" and r.get("kind") == "disrupt":
-                boot = r.get("boot_ns")
-                events.append((name, int(r.get("index") or 0), (r.get("t_start_ns") or 0) / 1e9,
-                               (r.get("t_end_ns") or 0) / 1e9, str(r.get("action") or "?"),
-                               boot / 1e9 if isinstance(boot, (int, float)) else None))
-    meta = [recs for recs in m.load_records.values()
-            if any(r.get("type") == "meta" and r.get("subcommand") == "disrupt" for r in recs)]
-    if not events and not meta:
+    events = [(name, e.index, e.t_start_ns / 1e9, e.t_end_ns / 1e9, e.action,
+               e.boot_ns / 1e9 if e.boot_ns is not None else None) for name, e in m.disrupt_events]
+    if not events and not m.ran_a_disrupt_load:
         return None
     windows = _victim_windows(m)
     impacts, touched = [], set()

@@ -106,29 +106,29 @@ def soak_verdict(data: RunData) -> SoakVerdict | None:
     run = data.run
     if not run.health:
         return None
-    start = run.started_at or run.health[0][1]
-    end = run.finished_at or run.health[-1][1]
+    start = run.started_at or run.health[0].when
+    end = run.finished_at or run.health[-1].when
     hours = max(0.0, _hours(end, start)) if start and end else 0.0
     envs: dict[str, EnvironmentHealth] = {}
     series: dict[str, tuple[list, list]] = {}
-    for env, when, d in run.health:
-        e = envs.setdefault(env, EnvironmentHealth(env, 0, 0, 0, 0))
-        mem, rss = series.setdefault(env, ([], []))
-        if d.get("event") == "lost":
+    for c in run.health:
+        e = envs.setdefault(c.environment, EnvironmentHealth(c.environment, 0, 0, 0, 0))
+        mem, rss = series.setdefault(c.environment, ([], []))
+        if c.event == "lost":
             e.lost += 1
-        elif d.get("event") == "recovered":
+        elif c.event == "recovered":
             e.recovered += 1
             mem.clear()
             rss.clear()             # a new guest: growth is judged on this one alone
         else:
             e.checks += 1
-            if not d.get("probe_ok"):
+            if not c.probe_ok:
                 e.failed_checks += 1
-                e.first_failure = e.first_failure or d.get("error")
-            t = _hours(when, start) if when and start else 0.0
-            if isinstance(d.get("mem_used_kib"), int):
-                mem.append((t, d["mem_used_kib"] / 1024))
-            guests = [g.get("rss_kib") for g in d.get("qemu") or [] if isinstance(g.get("rss_kib"), int)]
+                e.first_failure = e.first_failure or c.error
+            t = _hours(c.when, start) if c.when and start else 0.0
+            if c.mem_used_kib is not None:
+                mem.append((t, c.mem_used_kib / 1024))
+            guests = [g.rss_kib for g in c.qemu if g.rss_kib is not None]
             if guests:
                 rss.append((t, sum(guests) / 1024))
     for env, (mem, rss) in series.items():

@@ -1,0 +1,69 @@
+"""The typed records (rtvbench.records): each field decoded from the stored JSON as the probe and the
+runner write it, and a record of an older probe, a truncated one or one with a wrong type decoded
+with that field as None, never raising."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from rtvbench.records import DisruptEvent, HealthCheck, Privileges, Window
+from rtvbench.results import Measurement
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_window_keeps_its_bounds_and_every_figure():
+    w = Window.of({"type": "window", "index": 3, "cpu": 1, "t_start_ns": 1_000, "t_end_ns": 5_000, "count": 40,
+                   "missed": 2, "min_ns": 900, "max_ns": 51_000, "p99_ns": 30_000, "response_max_ns": None})
+    assert (w.index, w.cpu, w.t_start_ns, w.t_end_ns, w.missed, w.length_ns) == (3, 1, 1_000, 5_000, 2, 4_000)
+    # figures are the numeric fields only: a null (count 0) is absent, the bounds are not figures
+    assert w.values == {"count": 40, "min_ns": 900, "max_ns": 51_000, "p99_ns": 30_000}
+
+
+@pytest.mark.parametrize("record", [{}, {"type": "window"}, {"index": "3", "cpu": True, "t_start_ns": "x",
+                                                             "missed": None, "max_ns": True}])
+def test_a_truncated_or_mistyped_window_decodes_to_nones(record):
+    w = Window.of(record)
+    assert (w.index, w.cpu, w.t_start_ns, w.length_ns, w.missed, w.values) == (None, None, None, None, 0, {})
+
+
+def test_a_disrupt_event_is_only_a_disrupt_window():
+    assert DisruptEvent.of({"type": "window", "kind": "cpu", "index": 0}) is None
+    assert DisruptEvent.of({"type": "result", "kind": "disrupt"}) is None
+    # the guest's boot is measured as a float of ns (QEMU's start to the probe's ready)
+    e = DisruptEvent.of({"type": "window", "kind": "disrupt", "index": 2, "t_start_ns": 10, "t_end_ns": 90,
+                         "action": "kill", "boot_ns": 812345678.5})
+    assert (e.index, e.t_start_ns, e.t_end_ns, e.action, e.boot_ns) == (2, 10, 90, "kill", 812345678.5)
+    bare = DisruptEvent.of({"type": "window", "kind": "disrupt"})
+    assert (bare.index, bare.action, bare.boot_ns) == (0, "?", None)
+
+
+def test_a_measurement_names_its_disrupt_loads_events():
+    m = Measurement(1, "e", "l", "b", "latency", 0, "ok", [], [], None, None, None, [], load_records={
+        "reboot@vm2": [{"type": "meta", "subcommand": "disrupt"},
+                       {"type": "window", "kind": "disrupt", "index": 0, "t_start_ns": 1, "t_end_ns": 2}],
+        "cpu50": [{"type": "window", "kind": "cpu", "index": 0}]})
+    assert [(name, e.index) for name, e in m.disrupt_events] == [("reboot@vm2", 0)]
+    assert m.ran_a_disrupt_load
+
+
+def test_a_health_check_and_a_soak_event():
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    c = HealthCheck.of("guest", when, {"probe_ok": True, "answer_s": 0.1, "mem_used_kib": 51200,
+                                      "qemu": [{"guest": 1, "pid": 4242, "rss_kib": 90000, "pss_kib": None}]})
+    assert (c.event, c.probe_ok, c.mem_used_kib, c.error) == (None, True, 51200, None)
+    assert [(g.guest, g.pid, g.rss_kib, g.pss_kib) for g in c.qemu] == [(1, 4242, 90000, None)]
+    lost = HealthCheck.of("guest", None, {"event": "lost", "error": "the guest went away"})
+    assert (lost.event, lost.probe_ok, lost.error, lost.qemu) == ("lost", False, "the guest went away", ())
+    odd = HealthCheck.of("guest", None, {"probe_ok": "yes", "mem_used_kib": 1.5, "qemu": [7, {"pid": "x"}]})
+    assert (odd.probe_ok, odd.mem_used_kib, [g.pid for g in odd.qemu]) == (False, None, [None])
+
+
+def test_privileges_a_normal_policy_asked_for_no_real_time():
+    meta = {"privileges": {"euid": 0, "rt_granted": False, "mlockall": True}, "params": {"policy": "other"}}
+    assert Privileges.of(meta) == Privileges(0, None, True)
+    meta["params"]["policy"] = "fifo"
+    assert Privileges.of(meta) == Privileges(0, False, True)
+    assert Privileges.of(None) == Privileges() and Privileges.of({"privileges": "x"}) == Privileges()
