@@ -1,5 +1,7 @@
 """The records the host reads beyond a kind's results, typed: the probe's `meta.privileges`, its
-latency `window` records, a disrupt load's events, and the runner's health checks of a soak.
+latency `window` records, a disrupt load's events, the samples taken beside a measurement (what a
+qemu environment's guests cost the host; thermal, frequency and throttling state) and the runner's
+health checks of a soak.
 
 The store keeps every record verbatim (its JSON); each is decoded here once, so that no analysis
 indexes a record's dict. A field a record lacks, or holds with the wrong type, decodes as None (a
@@ -131,3 +133,90 @@ class HealthCheck:
                    _int(d.get("mem_used_kib")),
                    tuple(GuestProcess(_int(g.get("guest")), _int(g.get("pid")), _int(g.get("rss_kib")),
                                       _int(g.get("pss_kib"))) for g in guests if isinstance(g, dict)))
+
+
+def _counters(v: Any) -> dict[str, int]:
+    """name -> integer value, of a sample's object of counters (temperatures, frequencies ...)."""
+    return {str(k): x for k, x in v.items() if _int(x) is not None} if isinstance(v, dict) else {}
+
+
+@dataclass(frozen=True)
+class GuestSample:
+    """One guest's QEMU process in a host sample: CPU ticks of its vCPU threads and of its other
+    threads, how long the vCPUs waited for a host CPU, its memory."""
+
+    guest: int
+    pid: int | None
+    vcpu_ticks: int                      # user + system
+    other_ticks: int
+    vcpu_wait_ns: int | None
+    rss_kib: int | None
+    pss_kib: int | None
+
+    @classmethod
+    def of(cls, g: Any) -> GuestSample | None:
+        """None for an entry without its guest number or its CPU time (nothing to divide)."""
+        if not isinstance(g, dict) or _int(g.get("guest")) is None:
+            return None
+        ticks = [_counters(g.get(part)) for part in ("vcpu", "other")]
+        if any(not {"user", "system"} <= t.keys() for t in ticks):
+            return None
+        vcpu, other = (t["user"] + t["system"] for t in ticks)
+        return cls(g["guest"], _int(g.get("pid")), vcpu, other, _int(g.get("vcpu_wait_ns")),
+                   _int(g.get("rss_kib")), _int(g.get("pss_kib")))
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """What a qemu environment's guests had used of the host at one moment (taken right before and
+    right after the probe ran: cpu_stat rows `host_before`, `host_after`)."""
+
+    t: float                             # host monotonic seconds
+    clock_ticks: int                     # the host's ticks per second (USER_HZ)
+    guests: tuple[GuestSample, ...]
+
+    @classmethod
+    def of(cls, row: Any) -> HostSample | None:
+        if not isinstance(row, dict) or _num(row.get("t")) is None:
+            return None
+        guests = row.get("guests") if isinstance(row.get("guests"), list) else []
+        return cls(row["t"], _int(row.get("clock_ticks")) or 100,
+                   tuple(g for g in map(GuestSample.of, guests) if g is not None))
+
+
+@dataclass(frozen=True)
+class Trip:
+    type: str                            # passive, hot, critical, active ...
+    temp_mC: int
+
+
+@dataclass(frozen=True)
+class ThermalSample:
+    """One sample of the thermal sampler (`rtvb-probe sample`): each zone's temperature, each CPU's
+    frequency, the throttle counters and the cooling devices' states. The first sample of a
+    measurement also names the zones (type, trip points) and the cooling devices (type)."""
+
+    seq: int | None
+    temp_mC: dict[str, int]
+    freq_khz: dict[str, int]
+    throttle: dict[str, int]
+    cooling: dict[str, int]
+    zone_types: dict[str, str]
+    zone_trips: dict[str, tuple[Trip, ...]]
+    cooling_types: dict[str, str]
+
+    @classmethod
+    def of(cls, r: Any) -> ThermalSample | None:
+        if not isinstance(r, dict):
+            return None
+        zones = {str(k): z for k, z in r["zones"].items() if isinstance(z, dict)} \
+            if isinstance(r.get("zones"), dict) else {}
+        devices = {str(k): d for k, d in r["cooling_devices"].items() if isinstance(d, dict)} \
+            if isinstance(r.get("cooling_devices"), dict) else {}
+        trips = {name: tuple(Trip(t["type"], t["temp_mC"]) for t in (z.get("trips") or []) if isinstance(t, dict)
+                             and isinstance(t.get("type"), str) and _int(t.get("temp_mC")) is not None)
+                 for name, z in zones.items() if isinstance(z.get("trips") or [], list)}
+        return cls(_int(r.get("seq")), _counters(r.get("temp_mC")), _counters(r.get("freq_khz")),
+                   _counters(r.get("throttle")), _counters(r.get("cooling")),
+                   {name: z["type"] for name, z in zones.items() if isinstance(z.get("type"), str)}, trips,
+                   {name: d["type"] for name, d in devices.items() if isinstance(d.get("type"), str)})

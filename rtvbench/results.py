@@ -12,7 +12,7 @@ from functools import cached_property
 from datetime import datetime
 from typing import Any
 
-from rtvbench.records import DisruptEvent, HealthCheck, Privileges, Window
+from rtvbench.records import DisruptEvent, HealthCheck, HostSample, Privileges, ThermalSample, Window
 from rtvbench.spec import CampaignSpec
 
 
@@ -58,6 +58,20 @@ class Measurement:
     def window_records(self) -> list[Window]:
         """`windows`, typed."""
         return [Window.of(w) for w in self.windows]
+
+    @cached_property
+    def host_samples(self) -> tuple[HostSample | None, HostSample | None]:
+        """What a qemu environment's guests had used of the host right before and right after the
+        probe ran; None each when not sampled (another target, an older run)."""
+        stat = self.cpu_stat or {}
+        return HostSample.of(stat.get("host_before")), HostSample.of(stat.get("host_after"))
+
+    @cached_property
+    def thermal_samples(self) -> list[ThermalSample]:
+        """The thermal sampler's samples beside the measurement, in order; [] when none ran."""
+        row = (self.cpu_stat or {}).get("thermal")
+        samples = row.get("samples") if isinstance(row, dict) else None
+        return [t for t in map(ThermalSample.of, samples) if t is not None] if isinstance(samples, list) else []
 
     @cached_property
     def disrupt_events(self) -> list[tuple[str, DisruptEvent]]:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rtvbench.records import DisruptEvent, HealthCheck, Privileges, Window
+from rtvbench.records import DisruptEvent, HealthCheck, HostSample, Privileges, ThermalSample, Window
 from rtvbench.results import Measurement
 
 pytestmark = pytest.mark.unit
@@ -67,3 +67,33 @@ def test_privileges_a_normal_policy_asked_for_no_real_time():
     meta["params"]["policy"] = "fifo"
     assert Privileges.of(meta) == Privileges(0, False, True)
     assert Privileges.of(None) == Privileges() and Privileges.of({"privileges": "x"}) == Privileges()
+
+
+def test_a_host_sample_sums_each_threads_ticks_and_leaves_out_a_guest_it_cannot_divide():
+    row = {"t": 12.5, "clock_ticks": 100, "guests": [
+        {"guest": 1, "pid": 10, "vcpu": {"user": 300, "system": 20}, "other": {"user": 5, "system": 7},
+         "vcpu_wait_ns": 4_000_000, "rss_kib": 204800, "pss_kib": 102400},
+        {"guest": 2, "pid": 11, "vcpu": {"user": 1}},              # truncated: no system ticks, no other
+        "junk"]}
+    s = HostSample.of(row)
+    assert (s.t, s.clock_ticks) == (12.5, 100)
+    (g,) = s.guests
+    assert (g.guest, g.pid, g.vcpu_ticks, g.other_ticks, g.vcpu_wait_ns, g.rss_kib, g.pss_kib) == \
+        (1, 10, 320, 12, 4_000_000, 204800, 102400)
+    assert HostSample.of(None) is None and HostSample.of({"guests": []}) is None      # no time: nothing to divide
+    assert HostSample.of({"t": 1.0}).clock_ticks == 100                              # USER_HZ when not said
+
+
+def test_a_thermal_sample_keeps_numbers_and_names_and_drops_the_rest():
+    s = ThermalSample.of({"seq": 0, "temp_mC": {"thermal_zone0": 45000, "bad": "hot"}, "freq_khz": {"cpu0": 2_000_000},
+                          "throttle": {"cpu0.core_throttle_count": 3}, "cooling": {"cooling_device0": True},
+                          "zones": {"thermal_zone0": {"type": "x86_pkg_temp", "trips": [
+                              {"type": "passive", "temp_mC": 95000}, {"type": "hot"}, "x"]}},
+                          "cooling_devices": {"cooling_device0": {"type": "Fan"}, "cooling_device1": {}}})
+    assert (s.seq, s.temp_mC, s.freq_khz, s.throttle, s.cooling) == \
+        (0, {"thermal_zone0": 45000}, {"cpu0": 2_000_000}, {"cpu0.core_throttle_count": 3}, {})
+    assert s.zone_types == {"thermal_zone0": "x86_pkg_temp"} and s.cooling_types == {"cooling_device0": "Fan"}
+    assert [(t.type, t.temp_mC) for t in s.zone_trips["thermal_zone0"]] == [("passive", 95000)]
+    assert ThermalSample.of("x") is None
+    bare = ThermalSample.of({})
+    assert (bare.seq, bare.temp_mC, bare.zone_trips) == (None, {}, {})

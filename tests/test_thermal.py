@@ -22,18 +22,20 @@ import pytest
 
 from host_helpers import cli_env, run_cli, run_report, wait_for, waiting_benchmark, work_campaign
 from probe_records import of_type, records
+from rtvbench.records import ThermalSample
 from rtvbench.run_analyses.thermal.analysis import thermal_state
 from rtvbench.run_analyses.thermal.section import NO_DATA
 
 pytestmark = pytest.mark.functional
 
 
-def sample(seq: int, freq=None, throttle=None, temp=None, cooling=None, zones=None, devices=None) -> dict:
+def sample(seq: int, freq=None, throttle=None, temp=None, cooling=None, zones=None, devices=None) -> ThermalSample:
+    """A sample as the probe prints it, decoded as the store's reader does."""
     s = {"type": "sample", "seq": seq, "t_ns": seq * 500_000_000, "temp_mC": temp or {}, "freq_khz": freq or {},
          "throttle": throttle or {}, "cooling": cooling or {}}
     if seq == 0:
         s["zones"], s["cooling_devices"] = zones or {}, devices or {}
-    return s
+    return ThermalSample.of(s)
 
 
 # -- the flagging logic ------------------------------------------------------

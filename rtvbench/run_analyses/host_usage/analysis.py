@@ -34,33 +34,27 @@ class GuestUsage:
         return self.vcpu_percent + self.other_percent
 
 
-def _share(before: dict, after: dict, part: str, seconds: float, hz: float) -> float:
-    ticks = sum(after[part][k] - before[part][k] for k in ("user", "system"))
-    return 100.0 * ticks / hz / seconds
-
-
 def measurement_host_usage(m: Measurement) -> list[GuestUsage]:
     """Per guest that ran through the whole measurement (same QEMU process in both samples)."""
-    before, after = (m.cpu_stat or {}).get("host_before"), (m.cpu_stat or {}).get("host_after")
-    if not isinstance(before, dict) or not isinstance(after, dict):
+    before, after = m.host_samples
+    if before is None or after is None or after.t - before.t <= 0:
         return []
-    seconds, hz = after.get("t", 0) - before.get("t", 0), after.get("clock_ticks") or 100
-    if seconds <= 0:
-        return []
-    first = {g["guest"]: g for g in before.get("guests", [])}
+    seconds, hz = after.t - before.t, after.clock_ticks
+
+    def share(ticks: int) -> float:
+        return 100.0 * ticks / hz / seconds
+
+    first = {g.guest: g for g in before.guests}
     out = []
-    try:
-        for g in after.get("guests", []):
-            b = first.get(g["guest"])
-            if b is None or b.get("pid") != g.get("pid"):
-                continue        # booted (again) during the measurement: no interval to divide
-            wait = (100.0 * (g["vcpu_wait_ns"] - b["vcpu_wait_ns"]) / 1e9 / seconds
-                    if "vcpu_wait_ns" in g and "vcpu_wait_ns" in b else None)
-            out.append(GuestUsage(g["guest"], _share(b, g, "vcpu", seconds, hz), _share(b, g, "other", seconds, hz),
-                                  g["rss_kib"] / 1024 if "rss_kib" in g else None,
-                                  g["pss_kib"] / 1024 if "pss_kib" in g else None, wait))
-    except (KeyError, TypeError):
-        return []
+    for g in after.guests:
+        b = first.get(g.guest)
+        if b is None or b.pid != g.pid:
+            continue        # booted (again) during the measurement: no interval to divide
+        wait = (100.0 * (g.vcpu_wait_ns - b.vcpu_wait_ns) / 1e9 / seconds
+                if g.vcpu_wait_ns is not None and b.vcpu_wait_ns is not None else None)
+        out.append(GuestUsage(g.guest, share(g.vcpu_ticks - b.vcpu_ticks), share(g.other_ticks - b.other_ticks),
+                              g.rss_kib / 1024 if g.rss_kib is not None else None,
+                              g.pss_kib / 1024 if g.pss_kib is not None else None, wait))
     return sorted(out, key=lambda u: u.guest)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
+from rtvbench.records import ThermalSample
 from rtvbench.results import Measurement
 
 FREQ_CHANGE_PERCENT = 5.0
@@ -52,15 +53,12 @@ def combined(states: list[ThermalState]) -> ThermalState:
                         max(temps) if temps else None)
 
 
-def _series(samples: list[dict], key: str) -> dict[str, list[int]]:
-    """name -> its values in sample order, for one of the sample's objects (temp_mC, freq_khz ...)."""
+def _series(samples: list[ThermalSample], key: str) -> dict[str, list[int]]:
+    """name -> its values in sample order, for one of the samples' counters (temp_mC, freq_khz ...)."""
     out: dict[str, list[int]] = {}
     for s in samples:
-        values = s.get(key)
-        if isinstance(values, dict):
-            for name, v in values.items():
-                if isinstance(v, int) and not isinstance(v, bool):
-                    out.setdefault(name, []).append(v)
+        for name, v in getattr(s, key).items():
+            out.setdefault(name, []).append(v)
     return out
 
 
@@ -68,11 +66,10 @@ def _celsius(mC: int) -> str:
     return f"{mC / 1000:.1f} °C"
 
 
-def thermal_state(samples: list[dict], freq_change_percent: float = FREQ_CHANGE_PERCENT) -> ThermalState:
+def thermal_state(samples: list[ThermalSample], freq_change_percent: float = FREQ_CHANGE_PERCENT) -> ThermalState:
     """The state over one measurement's samples (in order, the first one carrying the zones'
     types and trip points and the cooling devices' types)."""
-    samples = [s for s in samples if isinstance(s, dict)]
-    first = next((s for s in samples if s.get("seq") == 0), samples[0] if samples else {})
+    first = next((s for s in samples if s.seq == 0), samples[0] if samples else None)
     temps, freqs = _series(samples, "temp_mC"), _series(samples, "freq_khz")
     throttle, cooling = _series(samples, "throttle"), _series(samples, "cooling")
     st = ThermalState(len(samples), bool(temps or freqs or throttle or cooling))
@@ -89,19 +86,18 @@ def thermal_state(samples: list[dict], freq_change_percent: float = FREQ_CHANGE_
         if hi > 0 and (hi - lo) * 100.0 / hi > freq_change_percent:
             st.flags.append(f"frequency of {cpu} changed by {(hi - lo) * 100.0 / hi:.0f} % "
                             f"({lo / 1000:.0f} to {hi / 1000:.0f} MHz)")
-    zones = first.get("zones") if isinstance(first.get("zones"), dict) else {}
+    zone_types = first.zone_types if first else {}
     for zone, vs in sorted(temps.items()):
-        info = zones.get(zone) if isinstance(zones.get(zone), dict) else {}
-        trips = [t for t in info.get("trips") or [] if isinstance(t, dict) and t.get("type") in THROTTLING_TRIPS
-                 and isinstance(t.get("temp_mC"), int) and t["temp_mC"] > 0]
+        trips = [t for t in (first.zone_trips.get(zone, ()) if first else ())
+                 if t.type in THROTTLING_TRIPS and t.temp_mC > 0]
         if trips:
-            trip = min(trips, key=lambda t: t["temp_mC"])
-            if max(vs) >= trip["temp_mC"]:
-                st.flags.append(f"{zone} ({info.get('type') or '?'}) reached {_celsius(max(vs))}, at or above its "
-                                f"{trip['type']} trip point {_celsius(trip['temp_mC'])}")
-    devices = first.get("cooling_devices") if isinstance(first.get("cooling_devices"), dict) else {}
+            trip = min(trips, key=lambda t: t.temp_mC)
+            if max(vs) >= trip.temp_mC:
+                st.flags.append(f"{zone} ({zone_types.get(zone) or '?'}) reached {_celsius(max(vs))}, at or above "
+                                f"its {trip.type} trip point {_celsius(trip.temp_mC)}")
+    cooling_types = first.cooling_types if first else {}
     for dev, vs in sorted(cooling.items()):
-        kind = str((devices.get(dev) or {}).get("type") or "")
+        kind = cooling_types.get(dev, "")
         if "fan" not in kind.lower() and max(vs) > vs[0]:
             st.flags.append(f"cooling device {dev} ({kind or '?'}) went from state {vs[0]} to {max(vs)}")
     return st
@@ -109,9 +105,7 @@ def thermal_state(samples: list[dict], freq_change_percent: float = FREQ_CHANGE_
 
 def measurement_thermal(m: Measurement) -> ThermalState | None:
     """The measurement's state, or None when no sampler ran beside it (an older run, a failure)."""
-    row = (m.cpu_stat or {}).get("thermal")
-    samples = row.get("samples") if isinstance(row, dict) else None
-    return thermal_state(samples) if isinstance(samples, list) and samples else None
+    return thermal_state(m.thermal_samples) if m.thermal_samples else None
 
 
 @dataclass(frozen=True)
