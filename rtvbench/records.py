@@ -220,3 +220,23 @@ class ThermalSample:
                    _counters(r.get("throttle")), _counters(r.get("cooling")),
                    {name: z["type"] for name, z in zones.items() if isinstance(z.get("type"), str)}, trips,
                    {name: d["type"] for name, d in devices.items() if isinstance(d.get("type"), str)})
+
+
+@dataclass(frozen=True)
+class ProbeEnd:
+    """The probe's `end` record: how its run ended, its wall and CPU time."""
+
+    status: str | None                   # ok | interrupted | error
+    elapsed_ns: int | None
+    cpu_time_ns: int | None              # user + system of the whole probe process
+
+    @classmethod
+    def of(cls, r: Any) -> ProbeEnd | None:
+        if not isinstance(r, dict):
+            return None
+        return cls(_text(r.get("status")), _int(r.get("elapsed_ns")), _int(r.get("cpu_time_ns")))
+
+
+def load_average(row: Any) -> float | None:
+    """The 1-minute load average of a /proc/loadavg sample (cpu_stat row `loadavg_after`)."""
+    return _num(row.get("1")) if isinstance(row, dict) else None

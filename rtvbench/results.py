@@ -12,7 +12,8 @@ from functools import cached_property
 from datetime import datetime
 from typing import Any
 
-from rtvbench.records import DisruptEvent, HealthCheck, HostSample, Privileges, ThermalSample, Window
+from rtvbench.records import (DisruptEvent, HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window,
+                              load_average)
 from rtvbench.spec import CampaignSpec
 
 
@@ -58,6 +59,16 @@ class Measurement:
     def window_records(self) -> list[Window]:
         """`windows`, typed."""
         return [Window.of(w) for w in self.windows]
+
+    @cached_property
+    def probe_end(self) -> ProbeEnd | None:
+        """`end`, typed; None when the probe printed none."""
+        return ProbeEnd.of(self.end)
+
+    @cached_property
+    def load_average_after(self) -> float | None:
+        """The target's 1-minute load average right after the probe ended, when it was read."""
+        return load_average((self.cpu_stat or {}).get("loadavg_after"))
 
     @cached_property
     def host_samples(self) -> tuple[HostSample | None, HostSample | None]:

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rtvbench.records import DisruptEvent, HealthCheck, HostSample, Privileges, ThermalSample, Window
+from rtvbench.records import (DisruptEvent, HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window,
+                              load_average)
 from rtvbench.results import Measurement
 
 pytestmark = pytest.mark.unit
@@ -97,3 +98,12 @@ def test_a_thermal_sample_keeps_numbers_and_names_and_drops_the_rest():
     assert ThermalSample.of("x") is None
     bare = ThermalSample.of({})
     assert (bare.seq, bare.temp_mC, bare.zone_trips) == (None, {}, {})
+
+
+def test_the_probes_end_and_the_load_average():
+    e = ProbeEnd.of({"type": "end", "status": "ok", "elapsed_ns": 1_000_000_000, "cpu_time_ns": 12_000_000})
+    assert (e.status, e.elapsed_ns, e.cpu_time_ns) == ("ok", 1_000_000_000, 12_000_000)
+    old = ProbeEnd.of({"type": "end", "status": "ok"})          # a probe that did not count its CPU time
+    assert (old.elapsed_ns, old.cpu_time_ns) == (None, None) and ProbeEnd.of(None) is None
+    assert load_average({"1": 2.5, "5": 1.0, "15": 0.5}) == 2.5
+    assert load_average({"1": "high"}) is None and load_average(None) is None

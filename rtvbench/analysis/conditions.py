@@ -84,8 +84,8 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
     if steal > max_steal and steal_ticks > 1.5:
         problems.append(f"{steal:.0f} % of the time of {_cpu_words(cpus)} was stolen by the hypervisor "
                         f"(limit {max_steal:g} %)")
-    end = m.end or {}
-    cpu_ns, elapsed_ns = end.get("cpu_time_ns"), end.get("elapsed_ns")
+    end = m.probe_end
+    cpu_ns, elapsed_ns = (end.cpu_time_ns, end.elapsed_ns) if end is not None else (None, None)
     load = data.load(m.load)
     foreign = None
     judged = True
@@ -99,7 +99,7 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
                                       "(the target does not list its processes)")
         else:
             foreign = 100.0 * ticks / max(1, sum(usage[c].ticks for c in cpus))
-    elif not isinstance(cpu_ns, (int, float)) or not isinstance(elapsed_ns, (int, float)) or elapsed_ns <= 0:
+    elif cpu_ns is None or elapsed_ns is None or elapsed_ns <= 0:
         judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
     else:
         own = 100.0 * cpu_ns / elapsed_ns                     # CPU-% the probe used
@@ -113,8 +113,7 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
         if named:
             text += ": " + ", ".join(f"{name} (pid {pid}) {pct:.0f} %" for name, pid, pct in named)
         problems.append(text)
-    loadavg = m.cpu_stat.get("loadavg_after")
-    load_average = loadavg.get("1") if isinstance(loadavg, dict) and isinstance(loadavg.get("1"), (int, float)) else None
+    load_average = m.load_average_after
     reason = "; ".join(problems) if problems else why_not
     if problems and load_average is not None:
         reason += f" (load average {load_average:.2f} when the probe ended)"
