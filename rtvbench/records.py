@@ -1,5 +1,5 @@
 """The records the host reads beyond a kind's results, typed: the probe's `meta.privileges`, its
-latency `window` records, a disrupt load's events, the samples taken beside a measurement (what a
+latency `window` records, the samples taken beside a measurement (what a
 qemu environment's guests cost the host; thermal, frequency and throttling state) and the runner's
 health checks of a soak.
 
@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any
 
 
-def _int(v: Any) -> int | None:
+def as_int(v: Any) -> int | None:
+    """An integer field of a record, else None (a bool is not one)."""
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
@@ -23,11 +24,13 @@ def _flag(v: Any) -> bool | None:
     return v if isinstance(v, bool) else None
 
 
-def _num(v: Any) -> float | int | None:
+def as_number(v: Any) -> float | int | None:
+    """A numeric field of a record, else None."""
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _text(v: Any) -> str | None:
+def as_text(v: Any) -> str | None:
+    """A text field of a record, else None."""
     return v if isinstance(v, str) else None
 
 
@@ -50,7 +53,7 @@ class Privileges:
         asked = params.get("policy") if isinstance(params, dict) else None
         if rt is False and isinstance(asked, str) and asked not in ("fifo", "rr"):
             rt = None           # a run at a normal policy asked for no real-time priority to be refused
-        return cls(_int(p.get("euid")), rt, _flag(p.get("mlockall")))
+        return cls(as_int(p.get("euid")), rt, _flag(p.get("mlockall")))
 
 
 #: a window record's fields that are not figures of the window
@@ -78,29 +81,9 @@ class Window:
     @classmethod
     def of(cls, r: dict[str, Any]) -> Window:
         cpu = r.get("cpu")
-        return cls(_int(r.get("index")), cpu if isinstance(cpu, (int, str)) and not isinstance(cpu, bool) else None,
-                   _int(r.get("t_start_ns")), _int(r.get("t_end_ns")), _int(r.get("missed")) or 0,
-                   {k: v for k, v in r.items() if k not in _WINDOW_FIELDS and _num(v) is not None})
-
-
-@dataclass(frozen=True)
-class DisruptEvent:
-    """One event of a disrupt load (a neighbour guest rebooted, or killed and booted again): its
-    `window` record of kind `disrupt`, timed from the load's start."""
-
-    index: int
-    t_start_ns: int
-    t_end_ns: int
-    action: str                          # what was done to the guest; "?" when not said
-    boot_ns: float | None                # the guest's boot, QEMU start to its probe's ready
-
-    @classmethod
-    def of(cls, r: dict[str, Any]) -> DisruptEvent | None:
-        """The event of a load record; None for any other record."""
-        if r.get("type") != "window" or r.get("kind") != "disrupt":
-            return None
-        return cls(_int(r.get("index")) or 0, _int(r.get("t_start_ns")) or 0, _int(r.get("t_end_ns")) or 0,
-                   _text(r.get("action")) or "?", _num(r.get("boot_ns")))
+        return cls(as_int(r.get("index")), cpu if isinstance(cpu, (int, str)) and not isinstance(cpu, bool) else None,
+                   as_int(r.get("t_start_ns")), as_int(r.get("t_end_ns")), as_int(r.get("missed")) or 0,
+                   {k: v for k, v in r.items() if k not in _WINDOW_FIELDS and as_number(v) is not None})
 
 
 @dataclass(frozen=True)
@@ -129,15 +112,15 @@ class HealthCheck:
     @classmethod
     def of(cls, environment: str, when: datetime | None, d: dict[str, Any]) -> HealthCheck:
         guests = d.get("qemu") if isinstance(d.get("qemu"), list) else []
-        return cls(environment, when, _text(d.get("event")), d.get("probe_ok") is True, _text(d.get("error")),
-                   _int(d.get("mem_used_kib")),
-                   tuple(GuestProcess(_int(g.get("guest")), _int(g.get("pid")), _int(g.get("rss_kib")),
-                                      _int(g.get("pss_kib"))) for g in guests if isinstance(g, dict)))
+        return cls(environment, when, as_text(d.get("event")), d.get("probe_ok") is True, as_text(d.get("error")),
+                   as_int(d.get("mem_used_kib")),
+                   tuple(GuestProcess(as_int(g.get("guest")), as_int(g.get("pid")), as_int(g.get("rss_kib")),
+                                      as_int(g.get("pss_kib"))) for g in guests if isinstance(g, dict)))
 
 
 def _counters(v: Any) -> dict[str, int]:
     """name -> integer value, of a sample's object of counters (temperatures, frequencies ...)."""
-    return {str(k): x for k, x in v.items() if _int(x) is not None} if isinstance(v, dict) else {}
+    return {str(k): x for k, x in v.items() if as_int(x) is not None} if isinstance(v, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -156,14 +139,14 @@ class GuestSample:
     @classmethod
     def of(cls, g: Any) -> GuestSample | None:
         """None for an entry without its guest number or its CPU time (nothing to divide)."""
-        if not isinstance(g, dict) or _int(g.get("guest")) is None:
+        if not isinstance(g, dict) or as_int(g.get("guest")) is None:
             return None
         ticks = [_counters(g.get(part)) for part in ("vcpu", "other")]
         if any(not {"user", "system"} <= t.keys() for t in ticks):
             return None
         vcpu, other = (t["user"] + t["system"] for t in ticks)
-        return cls(g["guest"], _int(g.get("pid")), vcpu, other, _int(g.get("vcpu_wait_ns")),
-                   _int(g.get("rss_kib")), _int(g.get("pss_kib")))
+        return cls(g["guest"], as_int(g.get("pid")), vcpu, other, as_int(g.get("vcpu_wait_ns")),
+                   as_int(g.get("rss_kib")), as_int(g.get("pss_kib")))
 
 
 @dataclass(frozen=True)
@@ -177,10 +160,10 @@ class HostSample:
 
     @classmethod
     def of(cls, row: Any) -> HostSample | None:
-        if not isinstance(row, dict) or _num(row.get("t")) is None:
+        if not isinstance(row, dict) or as_number(row.get("t")) is None:
             return None
         guests = row.get("guests") if isinstance(row.get("guests"), list) else []
-        return cls(row["t"], _int(row.get("clock_ticks")) or 100,
+        return cls(row["t"], as_int(row.get("clock_ticks")) or 100,
                    tuple(g for g in map(GuestSample.of, guests) if g is not None))
 
 
@@ -214,9 +197,9 @@ class ThermalSample:
         devices = {str(k): d for k, d in r["cooling_devices"].items() if isinstance(d, dict)} \
             if isinstance(r.get("cooling_devices"), dict) else {}
         trips = {name: tuple(Trip(t["type"], t["temp_mC"]) for t in (z.get("trips") or []) if isinstance(t, dict)
-                             and isinstance(t.get("type"), str) and _int(t.get("temp_mC")) is not None)
+                             and isinstance(t.get("type"), str) and as_int(t.get("temp_mC")) is not None)
                  for name, z in zones.items() if isinstance(z.get("trips") or [], list)}
-        return cls(_int(r.get("seq")), _counters(r.get("temp_mC")), _counters(r.get("freq_khz")),
+        return cls(as_int(r.get("seq")), _counters(r.get("temp_mC")), _counters(r.get("freq_khz")),
                    _counters(r.get("throttle")), _counters(r.get("cooling")),
                    {name: z["type"] for name, z in zones.items() if isinstance(z.get("type"), str)}, trips,
                    {name: d["type"] for name, d in devices.items() if isinstance(d.get("type"), str)})
@@ -234,9 +217,9 @@ class ProbeEnd:
     def of(cls, r: Any) -> ProbeEnd | None:
         if not isinstance(r, dict):
             return None
-        return cls(_text(r.get("status")), _int(r.get("elapsed_ns")), _int(r.get("cpu_time_ns")))
+        return cls(as_text(r.get("status")), as_int(r.get("elapsed_ns")), as_int(r.get("cpu_time_ns")))
 
 
 def load_average(row: Any) -> float | None:
     """The 1-minute load average of a /proc/loadavg sample (cpu_stat row `loadavg_after`)."""
-    return _num(row.get("1")) if isinstance(row, dict) else None
+    return as_number(row.get("1")) if isinstance(row, dict) else None

@@ -12,8 +12,7 @@ from functools import cached_property
 from datetime import datetime
 from typing import Any
 
-from rtvbench.records import (DisruptEvent, HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window,
-                              load_average)
+from rtvbench.records import HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window, load_average
 from rtvbench.spec import CampaignSpec
 
 
@@ -83,18 +82,6 @@ class Measurement:
         row = (self.cpu_stat or {}).get("thermal")
         samples = row.get("samples") if isinstance(row, dict) else None
         return [t for t in map(ThermalSample.of, samples) if t is not None] if isinstance(samples, list) else []
-
-    @cached_property
-    def disrupt_events(self) -> list[tuple[str, DisruptEvent]]:
-        """(the load's records' name, event) of every disrupt load's event during the measurement."""
-        return [(name, e) for name, records in self.load_records.items() for r in records
-                if (e := DisruptEvent.of(r)) is not None]
-
-    @cached_property
-    def ran_a_disrupt_load(self) -> bool:
-        """Whether a disrupt load ran beside it (its meta record arrived), with events or none."""
-        return any(r.get("type") == "meta" and r.get("subcommand") == "disrupt"
-                   for records in self.load_records.values() for r in records)
 
     def result(self, cpu: Any = "all") -> dict[str, Any] | None:
         """The result record for a CPU ("all" = merged), or None."""

@@ -16,6 +16,9 @@ import re
 import pytest
 
 from host_helpers import cli_env, run_cli, run_report
+from rtvbench.loads.disrupt import achieved as disrupt
+from rtvbench.loads.disrupt.achieved import DisruptEvent
+from rtvbench.results import Measurement
 from rtvbench.store import load_run, open_store
 from test_qemu_target import _kernel, _needs_qemu
 
@@ -104,3 +107,26 @@ def test_validate_refuses_disrupting_the_measured_guest(tmp_path, probe):
                                      '[benchmarks.w]\nkind = "latency"\nduration_s = 1\n')
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2 and "a disrupt load power-cycles a guest beside the one measured" in r.stderr, r.stderr
+
+
+# -- decoding a disrupt load's records (loads/disrupt/achieved.py) --------------------------------
+
+def test_a_disrupt_event_is_only_a_disrupt_window():
+    assert DisruptEvent.of({"type": "window", "kind": "cpu", "index": 0}) is None
+    assert DisruptEvent.of({"type": "result", "kind": "disrupt"}) is None
+    # the guest's boot is measured as a float of ns (QEMU's start to the probe's ready)
+    e = DisruptEvent.of({"type": "window", "kind": "disrupt", "index": 2, "t_start_ns": 10, "t_end_ns": 90,
+                         "action": "kill", "boot_ns": 812345678.5})
+    assert (e.index, e.t_start_ns, e.t_end_ns, e.action, e.boot_ns) == (2, 10, 90, "kill", 812345678.5)
+    bare = DisruptEvent.of({"type": "window", "kind": "disrupt"})
+    assert (bare.index, bare.action, bare.boot_ns) == (0, "?", None)
+
+
+def test_a_measurement_names_its_disrupt_loads_events():
+    m = Measurement(1, "e", "l", "b", "latency", 0, "ok", [], [], None, None, None, [], load_records={
+        "reboot@vm2": [{"type": "meta", "subcommand": "disrupt"},
+                       {"type": "window", "kind": "disrupt", "index": 0, "t_start_ns": 1, "t_end_ns": 2}],
+        "cpu50": [{"type": "window", "kind": "cpu", "index": 0}]})
+    assert [(name, e.index) for name, e in disrupt.events(m)] == [("reboot@vm2", 0)]
+    assert disrupt.ran_beside(m) and not disrupt.ran_beside(Measurement(
+        2, "e", "l", "b", "latency", 0, "ok", [], [], None, None, None, [], load_records={"cpu50": []}))

@@ -167,7 +167,8 @@ def test_no_stage_imports_one_it_may_not():
 
 # What the report stage may take from analysis modules besides the evaluation: their types (classes)
 # and constants, and these functions, which word or name a figure rather than compute one.
-REPORT_WORDING = {"describe_all", "no_record_words", "busy_text", "cpu_figure", "split_cpu", "figure_unit"}
+REPORT_WORDING = {"describe_all", "no_record_words", "definition_words", "busy_text", "cpu_figure", "split_cpu",
+                  "figure_unit"}
 
 
 def _definitions(module: str) -> dict[str, str]:

@@ -8,9 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rtvbench.records import (DisruptEvent, HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window,
-                              load_average)
-from rtvbench.results import Measurement
+from rtvbench.records import HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window, load_average
 
 pytestmark = pytest.mark.unit
 
@@ -28,26 +26,6 @@ def test_a_window_keeps_its_bounds_and_every_figure():
 def test_a_truncated_or_mistyped_window_decodes_to_nones(record):
     w = Window.of(record)
     assert (w.index, w.cpu, w.t_start_ns, w.length_ns, w.missed, w.values) == (None, None, None, None, 0, {})
-
-
-def test_a_disrupt_event_is_only_a_disrupt_window():
-    assert DisruptEvent.of({"type": "window", "kind": "cpu", "index": 0}) is None
-    assert DisruptEvent.of({"type": "result", "kind": "disrupt"}) is None
-    # the guest's boot is measured as a float of ns (QEMU's start to the probe's ready)
-    e = DisruptEvent.of({"type": "window", "kind": "disrupt", "index": 2, "t_start_ns": 10, "t_end_ns": 90,
-                         "action": "kill", "boot_ns": 812345678.5})
-    assert (e.index, e.t_start_ns, e.t_end_ns, e.action, e.boot_ns) == (2, 10, 90, "kill", 812345678.5)
-    bare = DisruptEvent.of({"type": "window", "kind": "disrupt"})
-    assert (bare.index, bare.action, bare.boot_ns) == (0, "?", None)
-
-
-def test_a_measurement_names_its_disrupt_loads_events():
-    m = Measurement(1, "e", "l", "b", "latency", 0, "ok", [], [], None, None, None, [], load_records={
-        "reboot@vm2": [{"type": "meta", "subcommand": "disrupt"},
-                       {"type": "window", "kind": "disrupt", "index": 0, "t_start_ns": 1, "t_end_ns": 2}],
-        "cpu50": [{"type": "window", "kind": "cpu", "index": 0}]})
-    assert [(name, e.index) for name, e in m.disrupt_events] == [("reboot@vm2", 0)]
-    assert m.ran_a_disrupt_load
 
 
 def test_a_health_check_and_a_soak_event():

@@ -17,6 +17,7 @@ from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.load_figures import FIGURES, Achieved, LoadFigures
 from rtvbench.loads import load as load_folders
 from rtvbench.results import Measurement
+from rtvbench.spec import LoadSpec
 
 # Every load folder's achieved.py registers its kind's figures in FIGURES.
 load_folders("achieved")
@@ -160,6 +161,11 @@ def describe(a: Achieved, quote: bool = True) -> str:
 def no_record_words(kind: str | None) -> str:
     """What the report says of a measurement under a load of `kind` without a record of it."""
     return figures_of(kind or "").no_record
+
+
+def definition_words(spec: LoadSpec) -> str:
+    """What runs as a load of this definition and where, as the report's table of loads says it."""
+    return figures_of(spec.kind or "").definition(spec)
 
 
 def describe_all(achieved: list[Achieved], quote: bool = True) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rtvbench.registry import Registry
+from rtvbench.spec import LoadSpec
 from rtvbench.units import significant
 
 FIGURES: Registry["LoadFigures"] = Registry("load kind")
@@ -85,6 +86,12 @@ class LoadFigures:
     def nothing(self, a: Achieved) -> bool:
         """Whether the load did none of its work."""
         return False
+
+    def definition(self, spec: LoadSpec) -> str:
+        """What runs and where, as the report's table of loads says it."""
+        shown = ", ".join(f"{k} = {v}" for k, v in spec.params.items() if v is not None)
+        return (f"probe load generator `{spec.kind}`" + (f" ({shown})" if shown else "")
+                + (f", running in environment `{spec.where}`" if spec.where != "same" else ""))
 
     def describe(self, a: Achieved, name: str) -> str:
         """One phrase, the way an evaluation report would write it (`name` already quoted or not)."""

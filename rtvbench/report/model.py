@@ -12,7 +12,7 @@ from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
-from rtvbench.analysis.load_achieved import describe_all
+from rtvbench.analysis.load_achieved import definition_words, describe_all
 from rtvbench.units import suffix_unit
 from rtvbench.report import plots
 from rtvbench.report.environments import fingerprint_view
@@ -107,16 +107,7 @@ def _load_words(ev: Evaluation, load: str) -> str:
     if spec.parts:
         return "several loads at once: " + "; ".join(
             f"`{p}` = {_load_words(ev, p)}" for p in spec.parts if p != load)
-    if spec.kind == "command":
-        text = f"external command `{' '.join(spec.commands)}`"
-        if spec.where != "same":
-            text += f", running in environment `{spec.where}` (measured here, loaded there)"
-        return text
-    shown = {k: v for k, v in spec.params.items() if v is not None}
-    text = f"probe load generator `{spec.kind}`" + (f" ({_describe_table(shown)})" if shown else "")
-    if spec.where != "same":
-        text += f", running in environment `{spec.where}`"
-    return text
+    return definition_words(spec)
 
 
 def build(ev: Evaluation, with_plots: bool) -> ReportModel:

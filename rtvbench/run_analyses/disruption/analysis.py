@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
+from rtvbench.loads.disrupt import achieved as disrupt
 from rtvbench.results import Measurement
 
 #: how much an event is widened on each side to cover the offset between the two clocks' origins
@@ -59,8 +60,8 @@ def _victim_windows(m: Measurement) -> list[tuple[float, float, float, int]]:
 def measurement_disruption(m: Measurement) -> Disruption | None:
     """The events of the measurement's disrupt loads and the victim around them; None without any."""
     events = [(name, e.index, e.t_start_ns / 1e9, e.t_end_ns / 1e9, e.action,
-               e.boot_ns / 1e9 if e.boot_ns is not None else None) for name, e in m.disrupt_events]
-    if not events and not m.ran_a_disrupt_load:
+               e.boot_ns / 1e9 if e.boot_ns is not None else None) for name, e in disrupt.events(m)]
+    if not events and not disrupt.ran_beside(m):
         return None
     windows = _victim_windows(m)
     impacts, touched = [], set()
