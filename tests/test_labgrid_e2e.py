@@ -167,7 +167,7 @@ def test_the_place_is_released_when_the_run_is_stopped(lab, place, tmp_path, pro
         else:
             wait_for(lambda: lab.power.log == ["on"], 120, "the board to be switched on")
             # The runner tries to reach the board from then on; its first attempt makes the ssh
-            # control directory of its own (rtvbench/targets/ssh.py: rtvb-ssh-<runner pid>-...).
+            # control directory of its own (rtvbench/targets/ssh/connection.py: rtvb-ssh-<runner pid>-...).
             base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
             wait_for(lambda: list(Path(base).glob(f"rtvb-ssh-{proc.pid}-*")), 120,
                      "the runner to try to reach the board")

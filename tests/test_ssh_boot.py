@@ -167,4 +167,4 @@ def test_an_ssh_board_cannot_be_killed_as_a_crash(board):
     t = _target(board)
     with pytest.raises(TargetError, match='cannot be killed as a crash would; use action = "reboot"'):
         t.power_cycle(hard=True)
-    assert t._master_pid() is None or not _alive(t._master_pid())
+    assert t.connection.master_pid() is None or not _alive(t.connection.master_pid())

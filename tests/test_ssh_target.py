@@ -28,9 +28,9 @@ from rtvbench.probe.stream import ProbeStream
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.targets import TARGETS
 from rtvbench.probe.binary import probe_for_arch
-from rtvbench.targets import ssh as ssh_module
+from rtvbench.targets.ssh import session as ssh_session
 from rtvbench.targets.ssh import STOP_GRACE_S, SshBackground, SshParams, SshTarget, _alive
-from rtvbench.targets.ssh_wrapper import SCRIPT, remote_command, split_exit
+from rtvbench.targets.ssh.wrapper import SCRIPT, remote_command, split_exit
 
 LATENCY = ["latency", "--interval-us", "1000", "--policy", "other", "--cpus", "0", "--window-s", "0.5"]
 
@@ -65,7 +65,7 @@ def make_target(base_dir: Path, **keys) -> SshTarget:
 def target(sshd):
     t = make_target(sshd.root)
     yield t
-    master, remote_dir = t._master_pid(), t._remote_dir
+    master, remote_dir = t.connection.master_pid(), t.probe_copy.directory
     t.close()
     # close() asks the master to exit and, if it has not within a second, kills it; a killed
     # process may take a moment to be gone on a busy machine (a hang guard, not a time limit).
@@ -283,7 +283,7 @@ def test_deploy_run_stream_and_close(target, sshd, probe):
 
     # Every command went over one shared connection.
     assert len(sshd.connection_processes()) == 1
-    master = target._master_pid()
+    master = target.connection.master_pid()
     assert master is not None
     target.close()
     assert not Path(path).parent.exists()
@@ -306,7 +306,7 @@ def test_a_killed_runners_probe_copy_and_connection_are_removed_by_the_next_runn
     code = (f"import os, signal, sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "from pathlib import Path\nfrom test_ssh_target import make_target\n"
             f"t = make_target(Path({str(sshd.root)!r}))\n"
-            "print(t.deploy_probe(), t._control_dir, t._master_pid(), flush=True)\n"
+            "print(t.deploy_probe(), t.connection.control_dir, t.connection.master_pid(), flush=True)\n"
             "if sys.argv[1] == 'kill':\n    os.kill(os.getpid(), signal.SIGKILL)\n"
             "sys.stdin.read()\nt.close()\n")
     live = subprocess.Popen([sys.executable, "-c", code, "live"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -474,7 +474,7 @@ def test_a_background_load_stops_with_its_last_lines_and_leaves_nothing(target, 
     with monkeypatch.context() as m:
         # stop() waits STOP_GRACE_S + 1 s for a load told to stop before it kills it; a load that
         # stops on SIGTERM, as this one does, may take longer than that to say so on a busy machine.
-        m.setattr(ssh_module, "STOP_GRACE_S", 60)
+        m.setattr(ssh_session, "STOP_GRACE_S", 60)
         bg.stop()
     assert [r["type"] for r in records][0] == "meta"
     assert records[-1]["type"] == "end" and records[-1]["status"] == "interrupted"
@@ -533,15 +533,15 @@ def test_a_dropped_connection_is_target_lost_and_the_probe_does_not_survive(targ
     # The next command re-establishes the connection.
     lines: list[str] = []
     assert target.run([path, "--version"], lines.append).returncode == 0
-    assert lines[0].startswith("rtvb-probe ") and target._master_pid() is not None
+    assert lines[0].startswith("rtvb-probe ") and target.connection.master_pid() is not None
     assert target.deploy_probe() == path                       # still there: not copied again
-    master = target._master_pid()
+    master = target.connection.master_pid()
     os.kill(master, signal.SIGKILL)                             # our master dies, its socket stays
     # Dead, not dying: until then it still answers on its socket (SIGKILL takes effect when the
     # process is next scheduled, which on a busy machine may be a while).
     wait_for(lambda: not _alive(master), 30, "the killed master to be gone")
     assert target.run([path, "--version"], lines.append).returncode == 0
-    assert target._master_pid() is not None                     # shared again, not one-off connections
+    assert target.connection.master_pid() is not None          # shared again, not one-off connections
     shutil.rmtree(Path(path).parent)                            # the target restarted, /tmp is empty
     path = target.deploy_probe()
     assert os.access(path, os.X_OK)
