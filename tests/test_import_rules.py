@@ -213,6 +213,14 @@ def test_the_report_computes_no_analysis():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_report_does_not_run_the_preflight_check():
+    """preflight is a leaf every stage may import, but the report takes its warnings from the
+    evaluation, which repeats the check once with what the measurements observed."""
+    wrong = [f"{MODULES[m].relative_to(ROOT)}:{line}" for m in MODULES if stage(m) == "report"
+             for target, line in imports(m) if target == "rtvbench.preflight"]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_import_cycle():
     # A registry loads its folders on first lookup, once its own module is imported, and the folders'
     # modules import the registry's types: that is what a registry is, so those edges are left out here
