@@ -14,6 +14,7 @@ from rtvbench.campaign.reader import CampaignError
 from rtvbench.runner.run import Runner
 from rtvbench.store import load_run, open_store
 from rtvbench.targets.base import TARGETS
+from rtvbench.targets.capabilities import Pausing
 from rtvbench.targets.local import LocalParams, LocalTarget
 
 
@@ -21,7 +22,7 @@ class GroupParams(LocalParams):
     count: int = 1
 
 
-class GroupTarget(LocalTarget):
+class GroupTarget(LocalTarget, Pausing):
     """`count` stand-in guests, all on this machine: the first measured, the others neighbours."""
 
     kind = "test-group"

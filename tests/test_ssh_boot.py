@@ -22,6 +22,8 @@ from host_helpers import cli_env, run_cli
 from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.errors import TargetError
 from rtvbench.store import load_run, open_store
+from rtvbench.targets import capabilities
+from rtvbench.targets.capabilities import PowerCycling
 from rtvbench.targets.ssh import SshParams, SshTarget, _alive, boot_phases
 
 OFF_S, KERNEL_S = 1.5, 0.5
@@ -149,7 +151,7 @@ def test_reboot_keys_are_validated_and_make_ssh_power_cyclable(tmp_path):
     ok = parse_campaign(base + 'reboot_command = "sudo reboot"\nboot_timeout_s = 60\n'
                         '[benchmarks.boot]\nkind = "boot"\n', "c.toml", tmp_path)
     board = ok.environments["board"]
-    assert board.can_power_cycle and board.params.boot_timeout_s == 60
+    assert capabilities.missing(board, PowerCycling) is None and board.params.boot_timeout_s == 60
     bad = {'reboot_command = " "': "environments.board.reboot_command: must be a shell command that reboots",
            'boot_timeout_s = 60': "boot_timeout_s bounds a reboot, and this environment has no reboot_command",
            'reboot_command = "reboot"\nboot_timeout_s = 0': "environments.board.boot_timeout_s:"}

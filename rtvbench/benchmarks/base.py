@@ -13,6 +13,7 @@ from typing import ClassVar
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 from rtvbench.spec import Placement
+from rtvbench.targets.capabilities import Capability
 
 # Every designed kind is implemented; a kind planned later goes into `planned`.
 BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark kind", planned=())
@@ -49,6 +50,10 @@ class Benchmark(ABC):
         """Where its measuring threads run (pinned CPUs, threads, real-time priority), for preflight;
         by default one thread wherever the scheduler puts it."""
         return Placement()
+
+    #: what it needs of every environment it measures (targets/capabilities.py); validate refuses an
+    #: environment without it
+    requires: ClassVar[tuple[type[Capability], ...]] = ()
 
     def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
         """What in the rest of the campaign this benchmark cannot run with, for `validate`: (key path,

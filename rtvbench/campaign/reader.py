@@ -29,7 +29,8 @@ from rtvbench.loads.base import LOADS, NEIGHBOURS, Load, kind_of
 from rtvbench.loads.combine.params import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
-from rtvbench.targets import TARGETS, Target
+from rtvbench.targets import TARGETS, Target, capabilities
+from rtvbench.targets.capabilities import PowerCycling
 from rtvbench.targets import shm as shm_regions
 from rtvbench.tomlloc import TomlLocator, format_path
 
@@ -463,15 +464,17 @@ class _Validator:
                 self._combine(name, load, loads)
                 continue
             where = load.where
-            if load.power_cycles and where == "same":
+            if PowerCycling in load.requires and where == "same":
                 self.add(("loads", name, "where"), f'a {load.kind} load power-cycles a guest beside the one measured: '
                          'name "neighbours" (the other guests of a qemu environment with count > 1) or another '
                          "qemu environment")
                 continue
-            if load.power_cycles and where in envs and envs[where] is not None and \
-                    not envs[where].can_power_cycle:
-                self.add(("loads", name, "where"), f'environment "{where}" is a {envs[where].kind} target, which '
-                         "rtvbench cannot power-cycle; name a qemu environment or \"neighbours\"")
+            lacking = [(cap, problem) for cap in load.requires if where in envs and envs[where] is not None
+                       and (problem := capabilities.missing(envs[where], cap))]
+            if lacking:
+                cap, problem = lacking[0]
+                self.add(("loads", name, "where"), f'environment "{where}" is {problem}, which rtvbench cannot '
+                         f'{cap.verb}; name one of {cap.advice}, or "neighbours"')
                 continue
             if where not in ("same", NEIGHBOURS) and where not in envs:
                 self.add(("loads", name, "where"), _undefined("environment", where, envs)
@@ -561,10 +564,19 @@ class _Validator:
     def _check_with_campaign(self, envs: dict, loads: dict, benches: dict) -> None:
         """What a benchmark kind cannot run with in this campaign (its environments, its loads), as the
         kind itself says (Benchmark.campaign_problems)."""
-        for bench in benches.values():
-            if bench is not None:
-                for path, message in bench.campaign_problems(envs, loads):
-                    self.add(path, message)
+        for name, bench in benches.items():
+            if bench is None:
+                continue
+            for cap in bench.requires:
+                lacking = [(env, problem) for env, target in envs.items()
+                           if target is not None and (problem := capabilities.missing(target, cap))]
+                if lacking:
+                    env, problem = lacking[0]
+                    self.add(("benchmarks", name, "kind"),
+                             f'"{bench.kind}" needs to {cap.verb} every environment it measures, and environment '
+                             f'"{env}" is {problem}, which rtvbench cannot {cap.verb}; measure it in {cap.advice}')
+            for path, message in bench.campaign_problems(envs, loads):
+                self.add(path, message)
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""
@@ -778,7 +790,7 @@ class _UnknownKind:
     """An entry of a stored campaign whose kind this version of rtvbench does not know."""
 
     where = "same"
-    power_cycles = False
+    requires = ()
 
     def __init__(self, name: str, kind: str, params: dict[str, Any]) -> None:
         self.name, self.kind, self.params = name, kind, params

@@ -19,6 +19,7 @@ from pydantic import AfterValidator
 from rtvbench.params import Number, StrictModel
 from rtvbench.registry import Registry
 from rtvbench.targets.base import Background, Target
+from rtvbench.targets.capabilities import Capability
 
 LOADS: Registry[type["Load"]] = Registry("load kind")
 
@@ -85,8 +86,9 @@ class LoadContext:
 class Load(ABC):
     kind: ClassVar[str]
     Params: ClassVar[type[StrictModel]]     # campaign keys, without `kind`
-    #: restarts the guest(s) of the environment `where` names, which must be able to power-cycle
-    power_cycles: ClassVar[bool] = False
+    #: what it needs of the environment(s) it runs in (targets/capabilities.py): the disrupt load
+    #: power-cycles the guests `where` names; validate refuses an environment without it
+    requires: ClassVar[tuple[type[Capability], ...]] = ()
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from rtvbench.errors import TargetError
+from rtvbench.targets import capabilities
 
 
 def _meminfo_kib(text: str) -> dict[str, int]:
@@ -43,7 +44,7 @@ def health_check(target, probe: str | None) -> dict[str, Any]:
                 check["mem_total_kib"] = mem["MemTotal"]
         except (TargetError, ValueError):
             pass
-    usage = target.host_usage()
+    usage = capabilities.host_usage(target)
     if usage:
         # Every guest of a qemu environment (a neighbour's own check has none: this one lists them all).
         check["qemu"] = [{"guest": g["guest"], "pid": g["pid"], "rss_kib": g.get("rss_kib"),

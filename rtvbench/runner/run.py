@@ -33,7 +33,8 @@ from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, pars
 from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
-from rtvbench.targets import Background, Completed
+from rtvbench.targets import Background, Completed, capabilities
+from rtvbench.targets.capabilities import Pausing
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
 
@@ -275,9 +276,9 @@ class Runner:
         BUSY_SAMPLE_S spent running processes and, where the target lists them, the processes
         that took it (for preflight's "already busy" warning). None when it cannot be read."""
         try:
-            before, procs_before = parse_proc_stat(target.read_file("/proc/stat")), target.process_ticks()
+            before, procs_before = parse_proc_stat(target.read_file("/proc/stat")), capabilities.process_ticks(target)
             time.sleep(BUSY_SAMPLE_S)
-            after, procs_after = parse_proc_stat(target.read_file("/proc/stat")), target.process_ticks()
+            after, procs_after = parse_proc_stat(target.read_file("/proc/stat")), capabilities.process_ticks(target)
         except (TargetError, ValueError):
             return None
         deltas = {line[3:]: d for line, d in cpu_deltas(before, after).items() if line != "cpu"}
@@ -323,10 +324,12 @@ class Runner:
         """Only the environments a measurement uses run: the guests of the others are paused (an
         idle TCG guest still takes host CPU), theirs resumed."""
         for name, target in self.campaign.environments.items():
-            if name not in involved:
+            if name not in involved and isinstance(target, Pausing):
                 target.pause()
         for name in involved:
-            self.campaign.environments[name].resume()
+            target = self.campaign.environments[name]
+            if isinstance(target, Pausing):
+                target.resume()
 
     def _neighbours(self, env: str) -> list[LoadSite]:
         """The other guests of a multi-guest environment (`count` > 1), named `<env>#2` ...,
@@ -357,11 +360,11 @@ class Runner:
             return
         m.add_cpu_sample(environment, phase, counters)
         # What its guests cost this machine (qemu environments): CPU time of QEMU's threads, memory.
-        usage = target.host_usage()
+        usage = capabilities.host_usage(target)
         if usage:
             m.add_cpu_sample(environment, f"host_{phase}", usage)
         # Which processes took the time, where the target lists them (this machine, ssh boards).
-        processes = target.process_ticks()
+        processes = capabilities.process_ticks(target)
         if processes:
             m.add_cpu_sample(environment, f"processes_{phase}", processes)
         if phase == "after":

@@ -146,14 +146,6 @@ class Target(ABC):
     def describe(self) -> dict[str, Any]:
         """What this target is, for the store and the report (kind, host ...)."""
 
-    def pause(self) -> None:
-        """Stop taking the host's CPU while other environments are measured (a guest's vCPUs are
-        paused), so that an idle guest does not disturb a native measurement; idempotent.
-        Targets that run on other hardware have nothing to pause."""
-
-    def resume(self) -> None:
-        """Undo pause(); idempotent. The runner calls it before the target is used again."""
-
     def close(self) -> None:
         """Release what the target holds (connections, guests, deployed files); idempotent.
         The runner calls it once the campaign run ends, however it ends."""
@@ -168,35 +160,6 @@ class Target(ABC):
             raise TargetError(f"cannot read {path} in environment {self.name} "
                               f"(cat exited with status {done.returncode}: {done.stderr.strip() or 'no message'}).")
         return "".join(line + "\n" for line in lines)
-
-    def process_ticks(self) -> dict[str, list] | None:
-        """CPU time of every process, where the target can list it cheaply: pid -> [name, ticks
-        (user + system, USER_HZ), CPU it last ran on, 1 if rtvbench started it (or is it), else 0].
-        None where it cannot (the default): the measurement conditions then say how much other
-        processes took, not which ones, and cannot judge them under a load."""
-        return None
-
-    #: whether power_cycle works (the `boot` benchmark needs it; validate asks)
-    can_power_cycle: ClassVar[bool] = False
-
-    @property
-    def not_power_cycled_as(self) -> str:
-        """What this environment is when can_power_cycle is false, as validate says it
-        ("environment X is <this>, which rtvbench cannot power-cycle")."""
-        return f"a {self.kind} target"
-
-    def power_cycle(self, hard: bool = False) -> dict[str, float]:
-        """Switch the environment off (`hard`: as a crash would, without asking it) and on again,
-        wait until its probe answers, and return the boot's phases in ns (`total_ns` at least).
-        Raises TargetError where it cannot."""
-        raise TargetError(f"environment {self.name} cannot be power-cycled (a {self.kind} target); "
-                          "measure boot times in qemu environments, or in ssh ones with a reboot_command.")
-
-    def host_usage(self) -> dict[str, Any] | None:
-        """What the environment costs the machine rtvbench runs on (the guests it boots: CPU time of
-        their vCPU threads and of the rest of QEMU, memory), or None where that machine does not run
-        it (a board, this machine itself)."""
-        return None
 
     def remove_dir(self, path: str) -> None:
         """Remove a directory tree on the target (what a killed load generator left behind).

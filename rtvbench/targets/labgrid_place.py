@@ -29,6 +29,8 @@ from pydantic import field_validator, model_validator
 from rtvbench.errors import TargetError
 from rtvbench.params import PositiveNumber
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets import capabilities
+from rtvbench.targets.capabilities import Capability, PowerCycling, ProcessListing
 from rtvbench.targets.serial_line import SerialBoardTarget, SerialLine, program_problem
 from rtvbench.targets.ssh import SshAccess, SshParams, SshTarget
 
@@ -128,7 +130,7 @@ def _labgrid_log():
 
 
 @TARGETS.register("labgrid")
-class LabgridTarget(Target):
+class LabgridTarget(Target, ProcessListing, PowerCycling):
     kind = "labgrid"
     Params = LabgridParams
 
@@ -331,22 +333,22 @@ class LabgridTarget(Target):
 
     # -- boot times (the `boot` kind) ----------------------------------------------------
 
-    @property
-    def can_power_cycle(self) -> bool:      # type: ignore[override]
+    def capability_problem(self, capability: type[Capability]) -> str | None:
         # What validate can know before the place is acquired; a place without a power resource
         # says so when its boot is measured.
-        return self.params.power_cycle and self.params.connection == "ssh"
+        if capability is PowerCycling and not self._power_cycles():
+            return 'a labgrid target with power_cycle = false or connection = "serial"'
+        return None
 
-    @property
-    def not_power_cycled_as(self) -> str:
-        return 'a labgrid target with power_cycle = false or connection = "serial"'
+    def _power_cycles(self) -> bool:
+        return self.params.power_cycle and self.params.connection == "ssh"
 
     def power_cycle(self, hard: bool = False) -> dict[str, Any]:
         """The board switched off, power_off_s later on again, and timed as the ssh target times a
         reboot (SshTarget.come_back), from the moment rtvbench asks the switch for off: `down_ns`
         when the switch has answered, `login_ns`, `total_ns`, and the board's uptime split. The power
         goes either way: `hard` changes nothing."""
-        if not self.can_power_cycle:
+        if not self._power_cycles():
             why = 'connection = "serial"' if self.params.connection == "serial" else "power_cycle = false"
             raise TargetError(f"{self._where()} is not power-cycled by rtvbench "
                               f"({why}); its boot time is measured over ssh with power_cycle = true.")
@@ -381,7 +383,7 @@ class LabgridTarget(Target):
         return self._board.read_file(path)
 
     def process_ticks(self) -> dict[str, list] | None:
-        return self._board.process_ticks()
+        return capabilities.process_ticks(self._board)
 
     def remove_dir(self, path: str) -> None:
         self._board.remove_dir(path)

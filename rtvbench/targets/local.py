@@ -22,6 +22,7 @@ from rtvbench.params import StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
 from rtvbench.targets.base import (TARGETS, Background, Completed, Target, drain_lines, drain_or_stop,
                                    kill_timer, pipe_drain)
+from rtvbench.targets.capabilities import ProcessListing
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
 STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
@@ -133,7 +134,7 @@ def _stop_all() -> None:
 
 
 @TARGETS.register("local")
-class LocalTarget(Target):
+class LocalTarget(Target, ProcessListing):
     kind = "local"
     Params = LocalParams
 

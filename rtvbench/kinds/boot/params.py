@@ -16,6 +16,7 @@ from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Completed
+from rtvbench.targets.capabilities import PowerCycling
 
 #: a TCG boot of Debian's kernel takes 5-15 s here; the ETA only needs the order of magnitude
 _EXPECTED_S = 10.0
@@ -28,6 +29,7 @@ class BootParams(StrictModel):
 @BENCHMARKS.register("boot")
 class BootBenchmark(Benchmark):
     kind = "boot"
+    requires = (PowerCycling,)
     Params = BootParams
 
     def probe_args(self) -> list[str]:
@@ -37,17 +39,9 @@ class BootBenchmark(Benchmark):
         return _EXPECTED_S
 
     def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
-        """Every environment it measures is switched off and on: each must be one rtvbench can
-        power-cycle, and no load may run inside the guest being cycled (it would die with it)."""
+        """No load may run inside the guest being cycled (it would die with it); that every environment
+        can be power-cycled at all is its `requires`."""
         out = []
-        for env_name, target in environments.items():
-            if target is not None and not target.can_power_cycle:
-                out.append((("benchmarks", self.name, "kind"),
-                            f'"boot" power-cycles every environment, and environment "{env_name}" is '
-                            f"{target.not_power_cycled_as}, which rtvbench cannot power-cycle; measure boot "
-                            "times in qemu environments, ssh environments with a reboot_command, or labgrid "
-                            "ones reached over ssh"))
-                break
         for load_name, load in loads.items():
             parts = getattr(load, "parts", None) or [load]
             if any(p is not None and p.kind != "idle" and p.where == "same" for p in parts):

@@ -21,6 +21,7 @@ from rtvbench.loads.base import LOADS, Load, LoadContext
 from rtvbench.params import Name, Number, StrictModel
 from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Target
+from rtvbench.targets.capabilities import PowerCycling
 
 
 class DisruptParams(StrictModel):
@@ -99,7 +100,7 @@ class Disruption(Background):
 class DisruptLoad(Load):
     kind = "disrupt"
     Params = DisruptParams
-    power_cycles = True
+    requires = (PowerCycling,)
 
     def commands(self) -> list[str]:
         p: DisruptParams = self.params

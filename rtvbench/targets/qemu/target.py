@@ -34,6 +34,7 @@ from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_
 from rtvbench.params import Name, NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
 from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop
+from rtvbench.targets.capabilities import HostCost, Pausing, PowerCycling
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
@@ -358,7 +359,7 @@ class ChannelTarget(Target):
 
 
 @TARGETS.register("qemu")
-class QemuTarget(ChannelTarget):
+class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing):
     kind = "qemu"
     Params = QemuParams
 
@@ -541,8 +542,6 @@ class QemuTarget(ChannelTarget):
     def host_usage(self) -> dict[str, Any] | None:
         return sample_host_usage(self._guests or [])
 
-    can_power_cycle = True
-
     def power_cycle(self, hard: bool = False) -> dict[str, float]:
         """The measured guest off (its neighbours keep running) and booted again; see cycle_guest."""
         return self.cycle_guest(0, hard)
@@ -620,7 +619,7 @@ class QemuTarget(ChannelTarget):
         return self._addresses[0]
 
 
-class QemuNeighbour(ChannelTarget):
+class QemuNeighbour(ChannelTarget, PowerCycling):
     """Guest number index+1 of a `count = N` environment: where loads run beside the measured guest."""
 
     kind = "qemu"
@@ -639,8 +638,6 @@ class QemuNeighbour(ChannelTarget):
 
     def _guest_record(self) -> QemuGuest:
         return self.parent._prepare()[self.index]
-
-    can_power_cycle = True
 
     def power_cycle(self, hard: bool = False) -> dict[str, float]:
         return self.parent.cycle_guest(self.index, hard)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.procstat import mark_own, parse_process_stat
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop, kill_timer, pipe_drain
+from rtvbench.targets.capabilities import Capability, PowerCycling, ProcessListing
 from rtvbench.targets.ssh import power
 from rtvbench.targets.ssh.connection import SshConnection, _last_line, _tail
 from rtvbench.targets.ssh.deploy import ProbeCopy
@@ -21,7 +22,7 @@ from rtvbench.targets.ssh.wrapper import EXIT_MARK, split_exit
 
 
 @TARGETS.register("ssh")
-class SshTarget(Target):
+class SshTarget(Target, ProcessListing, PowerCycling):
     kind = "ssh"
     Params = SshParams
 
@@ -98,19 +99,18 @@ class SshTarget(Target):
 
     # -- rebooting the board (the `boot` kind) -----------------------------------------
 
-    @property
-    def can_power_cycle(self) -> bool:      # type: ignore[override]
-        return self.params.reboot_command is not None
-
-    @property
-    def not_power_cycled_as(self) -> str:
-        return "a ssh target without reboot_command"
+    def capability_problem(self, capability: type[Capability]) -> str | None:
+        if capability is PowerCycling and self.params.reboot_command is None:
+            return "a ssh target without reboot_command"
+        return None
 
     def power_cycle(self, hard: bool = False) -> dict[str, Any]:
         """Reboot the board with its reboot_command and time it until the probe answers again
         (power.reboot)."""
         if self.params.reboot_command is None:
-            return super().power_cycle(hard)
+            raise TargetError(f"environment {self.name} cannot be power-cycled (a ssh target without "
+                              "reboot_command); measure boot times in qemu environments, or in ssh ones with "
+                              "a reboot_command.")
         if hard:
             raise TargetError(f"environment {self.name} is an ssh target, rebooted by its reboot_command: it "
                               'cannot be killed as a crash would; use action = "reboot".')
