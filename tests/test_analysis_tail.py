@@ -63,7 +63,7 @@ def test_what_a_sample_count_covers():
 
 def test_the_report_states_coverage_and_the_estimate_per_cell():
     ev = evaluate_run(typical_run())
-    tails = ev.extras["wakeup"]["tails"]
+    tails = ev.extras["wakeup"].tails
     assert {(t.environment, t.load) for t in tails} == {(e, ld) for e in ("native", "guest")
                                                         for ld in ("idle", "stress")}
     native = next(t for t in tails if (t.environment, t.load) == ("native", "idle"))

@@ -166,7 +166,7 @@ def ranked():
 
 def test_aggressors_are_ranked_worst_first_with_significance(ranked):
     run, ev = ranked
-    [rk] = ev.extras["victim"]["rankings"]
+    [rk] = ev.extras["victim"].rankings
     assert (rk.benchmark, rk.environment, rk.baseline_load, rk.figure, rk.misses_figure) == (
         "victim", "native", "idle", "response_p999_us", "deadline_misses")
     order = [r.load for r in rk.rows]
@@ -225,7 +225,7 @@ def test_pooled_matrix_stddev_equals_that_of_all_samples():
                     repetitions=2, samples=1000, benchmark="w")
     for m, values in zip([m for m in run.measurements if m.load == "x"], parts):
         m.results = [latency_result(values)]
-    row = next(r for r in evaluate_run(run).extras["w"]["matrix"] if r.load == "x")
+    row = next(r for r in evaluate_run(run).extras["w"].matrix if r.load == "x")
     everything = np.concatenate(parts)
     assert row.cell.samples == 4000 and row.response is False
     assert row.cell.avg_us * 1000 == pytest.approx(everything.mean())

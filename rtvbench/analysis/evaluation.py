@@ -68,8 +68,9 @@ class Evaluation:
     comparisons: list[Comparison]
     verdicts: list[Verdict]
     findings: dict[str, list[Finding]]
-    #: each benchmark's analyses beyond figures and comparisons, by name (Kind.analyse)
-    extras: dict[str, dict[str, Any]]
+    #: each benchmark's analyses beyond figures and comparisons, in its kind's own type (Kind.analyse;
+    #: None for a kind with none), which only that kind's section reads
+    extras: dict[str, Any]
     #: measurement id -> what it ran under (every measurement of the run, failed ones included)
     surroundings: dict[int, Surroundings]
     #: (environment, load, benchmark) -> the same over the cell's completed repetitions
@@ -122,7 +123,7 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
     extras = {}
     for bench in data.benchmarks:
         kind = data.kind(bench)
-        extras[bench] = kind.analyse(data, bench) if kind is not None else {}
+        extras[bench] = kind.analyse(data, bench) if kind is not None else None
     conditions = {(env, load, bench): cell_conditions(data, env, load, bench)
                   for bench in data.benchmarks for env, load in data.cells(bench)}
     findings = considerations(data, comps, extras)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.dataset import RunData
@@ -31,7 +32,7 @@ class Finding:
 
 
 def considerations(data: RunData, comps: list[Comparison],
-                   extras: dict[str, dict] | None = None) -> dict[str, list[Finding]]:
+                   extras: dict[str, Any] | None = None) -> dict[str, list[Finding]]:
     """Findings per benchmark, in the order a reader wants them: result, effects, deadlines, caveats.
     `extras`: each benchmark's Kind.analyse, when already computed, so that no analysis runs twice."""
     return {bench: _benchmark_findings(data, bench, [c for c in comps if c.benchmark == bench],
@@ -39,13 +40,13 @@ def considerations(data: RunData, comps: list[Comparison],
             for bench in data.benchmarks}
 
 
-def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison], extras: dict | None) -> list[Finding]:
+def _benchmark_findings(data: RunData, bench: str, comps: list[Comparison], analysed: Any) -> list[Finding]:
     kind = data.kind(bench)
     out: list[Finding] = []
     if kind is None:
         return [Finding(WARNING, "result", f"Benchmark `{bench}` has kind `{data.kind_name(bench)}`, "
                                           "which this version of rtvbench cannot analyse.")]
-    out += [Finding(*f) for f in kind.considerations(data, bench, comps, extras)]
+    out += [Finding(*f) for f in kind.considerations(data, bench, comps, analysed)]
     return out + _probe_warnings(data, bench) + _failures(data, bench)
 
 

@@ -171,18 +171,19 @@ class Kind(ABC):
         return True
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: Any = None) -> list[tuple[str, str, str]]:
         """The kind's own findings as (severity, topic, text).
 
-        `data` is the run's RunData, `comps` the benchmark's comparisons, `extras` this kind's `analyse`
+        `data` is the run's RunData, `comps` the benchmark's comparisons, `analysed` this kind's `analyse`
         of the benchmark when already computed; the findings module adds the probe's warnings and the
         failed measurements to whatever this returns."""
         return []
 
-    def analyse(self, data, bench: str) -> dict[str, Any]:
+    def analyse(self, data, bench: str) -> Any:
         """Analyses of the whole benchmark beyond figures and comparisons (an interference ranking),
-        by name; the kind's report section reads them from `Evaluation.extras[bench]`."""
-        return {}
+        in a type of the kind's own, or None; the kind's report section reads them from
+        `Evaluation.extras[bench]`."""
+        return None
 
 
 _REGISTRY: dict[str, Kind] = {}

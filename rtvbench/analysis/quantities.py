@@ -144,7 +144,7 @@ class QuantityKind(Kind):
     # -- considerations ------------------------------------------------------
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: Any = None) -> list[tuple[str, str, str]]:
         return (self.extra_considerations(data, bench, comps) + self.results(data, bench)
                 + differences(self, comps)
                 + [(f.severity, f.topic, f.text) for f in noise(data, bench, self)])

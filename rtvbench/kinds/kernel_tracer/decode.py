@@ -118,7 +118,7 @@ class KernelTracerKind(Kind):
                 "for it (firmware, or a hypervisor taking the CPU).")
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: Any = None) -> list[tuple[str, str, str]]:
         return cell_medians(self, data, bench, SUMMARY) + differences(self, comps)
 
 

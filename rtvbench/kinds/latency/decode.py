@@ -6,6 +6,7 @@ response times (work completion - deadline) and deadline misses; they become the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rtvbench.analysis.histogram import add_time_figures, result_histogram
@@ -16,6 +17,15 @@ from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over
 from rtvbench.records import Window
 from rtvbench.results import Measurement
 from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
+
+
+@dataclass(frozen=True)
+class LatencyAnalyses:
+    """A latency benchmark's analyses beyond figures and comparisons (Evaluation.extras[bench])."""
+    rankings: list[interference.Ranking]        # the loads by the degradation they caused, per environment
+    matrix: list[interference.MatrixRow]        # response times and deadline misses per environment and load
+    tails: list[tails.CellTail]                 # each cell's tail: coverage and extrapolation
+    spikes: list[spikes.CellSpikes]             # each cell's traced spikes and their causes
 
 class LatencyKind(Kind):
     name = "latency"
@@ -87,19 +97,17 @@ class LatencyKind(Kind):
         return out
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: LatencyAnalyses | None = None) -> list[tuple[str, str, str]]:
+        a = analysed if isinstance(analysed, LatencyAnalyses) else self.analyse(data, bench)
         found = considerations.considerations(data, bench, self, comps)
-        ranked = extras["rankings"] if extras and "rankings" in extras else interference.rankings(data, bench)
-        found += interference.ranking_findings(ranked, self.label)
-        cells = extras["tails"] if extras and "tails" in extras else tails.cell_tails(data, bench)
+        found += interference.ranking_findings(a.rankings, self.label)
         out = [(f.severity, f.topic, f.text) for f in found]
-        out += [("info", "tail", text) for text in tails.tail_sentences(cells, bench)]
-        traced = extras["spikes"] if extras and "spikes" in extras else spikes.cell_spikes(data, bench)
-        return out + [("info", "spikes", text) for text in _spike_sentences(traced, comps)]
+        out += [("info", "tail", text) for text in tails.tail_sentences(a.tails, bench)]
+        return out + [("info", "spikes", text) for text in _spike_sentences(a.spikes, comps)]
 
-    def analyse(self, data, bench: str) -> dict[str, Any]:
-        return {"rankings": interference.rankings(data, bench), "matrix": interference.response_matrix(data, bench),
-                "tails": tails.cell_tails(data, bench), "spikes": spikes.cell_spikes(data, bench)}
+    def analyse(self, data, bench: str) -> LatencyAnalyses:
+        return LatencyAnalyses(interference.rankings(data, bench), interference.response_matrix(data, bench),
+                               tails.cell_tails(data, bench), spikes.cell_spikes(data, bench))
 
     def samples_needed(self, figure: str) -> int:
         # A percentile p is only a percentile when at least one sample lies beyond it:

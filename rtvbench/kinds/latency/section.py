@@ -14,6 +14,7 @@ from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.units import format_time, format_value, suffix_unit
+from rtvbench.kinds.latency.decode import LatencyAnalyses
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
 from rtvbench.kinds.latency.attribution import CAUSE_WORDS, CAUSES
@@ -29,20 +30,29 @@ from rtvbench.report.tables import Excerpt, Plot, Row, Table
 CPU_TABLE = ("count", "min_us", "avg_us", "p999_us", "max_us", "missed")
 
 
+_NONE = LatencyAnalyses([], [], [], [])
+
+
+def _analysed(ev: Evaluation, bench: str) -> LatencyAnalyses:
+    """The benchmark's own analyses (LatencyKind.analyse), empty for a benchmark that has none."""
+    a = ev.extras.get(bench)
+    return a if isinstance(a, LatencyAnalyses) else _NONE
+
+
 class LatencySection(Section):
     kind = "latency"
 
     def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
         data = ev.data
         results = [_repetition_table(ev, bench, env, load) for env, load in data.cells(bench)]
-        results += [t for t in (_cpu_table(ev, bench), tail_table(ev.extras.get(bench, {}).get("tails", []), bench))
+        results += [t for t in (_cpu_table(ev, bench), tail_table(_analysed(ev, bench).tails, bench))
                     if t]
         per_env = latency_environment_table(ev, bench)
         figures = kind.compared_figures(data.figure_names(bench))
         comparisons = ([per_env] if per_env else []) + suite.overhead_tables(ev, bench, kind, figures)
-        rankings = [ranking_table(ev, rk, kind) for rk in ev.extras.get(bench, {}).get("rankings", [])]
+        rankings = [ranking_table(ev, rk, kind) for rk in _analysed(ev, bench).rankings]
         figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
-        traced = ev.extras.get(bench, {}).get("spikes", [])
+        traced = _analysed(ev, bench).spikes
         results += spike_tables(traced, ev.data.benchmark_params(bench))
         return Parts(results, comparisons, figures, rankings, spike_excerpts(traced))
 
@@ -67,10 +77,10 @@ class LatencySection(Section):
     def json(self, ev: Evaluation, benches: list[str]) -> dict[str, Any]:
         return {
             "latency_by_environment": {b: [r.to_dict() for r in latency_by_environment(ev.data, b)] for b in benches},
-            "interference": [_ranking_json(rk) for b in benches for rk in ev.extras.get(b, {}).get("rankings", [])],
-            "response_matrix": [_matrix_json(ev, r) for b in benches for r in ev.extras.get(b, {}).get("matrix", [])],
-            "tails": {b: [c.to_dict() for c in ev.extras.get(b, {}).get("tails", [])] for b in benches},
-            "spikes": {b: [c.to_dict() for c in ev.extras.get(b, {}).get("spikes", [])] for b in benches},
+            "interference": [_ranking_json(rk) for b in benches for rk in _analysed(ev, b).rankings],
+            "response_matrix": [_matrix_json(ev, r) for b in benches for r in _analysed(ev, b).matrix],
+            "tails": {b: [c.to_dict() for c in _analysed(ev, b).tails] for b in benches},
+            "spikes": {b: [c.to_dict() for c in _analysed(ev, b).spikes] for b in benches},
         }
 
     def distribution_axis(self) -> str:
@@ -254,7 +264,7 @@ def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:
 
 
 def matrix_table(ev: Evaluation, benches: list[str]) -> Table | None:
-    rows_in = [r for b in benches for r in ev.extras.get(b, {}).get("matrix", [])]
+    rows_in = [r for b in benches for r in _analysed(ev, b).matrix]
     cells = {(r.environment, r.benchmark, r.load) for r in rows_in}
     if len(cells) < 2 or len({r.load for r in rows_in}) < 2:
         return None        # one cell is not a matrix; the benchmark's own tables say it all

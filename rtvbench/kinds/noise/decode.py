@@ -80,7 +80,7 @@ class NoiseKind(Kind):
         return record_count(m.result("all"))
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: Any = None) -> list[tuple[str, str, str]]:
         return cell_medians(self, data, bench, SUMMARY) + differences(self, comps)
 
     def unit(self, figure: str) -> str:

@@ -110,7 +110,7 @@ class RtosKind(Kind):
         return f"{row_words(row(test, part))} {stat_words(stat)}"
 
     def considerations(self, data, bench: str, comps: list,
-                       extras: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+                       analysed: Any = None) -> list[tuple[str, str, str]]:
         present = data.figure_names(bench)
         summary = tuple(figure(r, "avg") for r in rows(present) if "." not in r)[:4]
         return cell_medians(self, data, bench, summary) + differences(self, comps)
