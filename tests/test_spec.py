@@ -16,7 +16,7 @@ from sqlalchemy import column, create_engine, insert, select, table
 
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign.reader import load_campaign, parse_campaign, stored_spec
-from rtvbench.kinds.latency.params import DEFAULT_PRIORITY
+from rtvbench.kinds.latency.keys import DEFAULT_PRIORITY
 from rtvbench.spec import CampaignSpec, LoadSpec, SpecVersionError
 from rtvbench.store import RunRecorder, load_run, open_store
 from rtvbench.store.db import _alembic_config

@@ -8,6 +8,10 @@ A kind's folder holds up to three modules, one per stage of the data flow:
               distribution, time series, per-CPU figures (rtvbench.analysis.kind)
   section.py  its report section: tables, plots, JSON (rtvbench.report.section)
 
+Beside them, leaves every stage of the kind may read: names.py (its figure names), keys.py (its
+campaign keys as a model, where its analysis or report reads its parameters: of() types the stored
+keys), formats.py (the command kind's parsers).
+
 Each stage's registry asks `load(stage)` for the modules of its own stage only (rtvbench.folders).
 """
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from rtvbench.analysis.compare import EQUIVALENT, SIGNIFICANT, UNDEFINED, RatioTest, compare_cells
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.findings import INFO, WARNING, Finding
+from rtvbench.kinds.latency import keys
 from rtvbench.kinds.latency.names import RESPONSE
 from rtvbench.kinds.latency.pooled import Pooled, misses_figure, pool
 
@@ -103,9 +104,9 @@ def response_matrix(data: RunData, bench: str) -> list[MatrixRow]:
     """The response-time table's rows of one benchmark: one per environment and load, its response
     times with a work budget, else its wake-up latencies."""
     spec = data.benchmark(bench)
-    params = spec.params if spec else {}
-    interval = params.get("interval_us")
-    work = params.get("work_us")
+    params = keys.of(spec.params if spec else None)
+    interval = params.interval_us if params else None
+    work = params.work_us if params else None
     response = RESPONSE + "count" in data.figure_names(bench)
     out = []
     for env, load in data.cells(bench):

@@ -14,7 +14,9 @@ from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.units import format_time, format_value, suffix_unit
+from rtvbench.kinds.latency import keys
 from rtvbench.kinds.latency.decode import LatencyAnalyses
+from rtvbench.kinds.latency.keys import LatencyParams
 from rtvbench.kinds.latency.interference import MatrixRow, Ranking
 from rtvbench.kinds.latency.pooled import latency_by_environment
 from rtvbench.kinds.latency.attribution import CAUSE_WORDS, CAUSES
@@ -53,7 +55,7 @@ class LatencySection(Section):
         rankings = [ranking_table(ev, rk, kind) for rk in _analysed(ev, bench).rankings]
         figures = _cpu_plots(ev, bench, id_prefix) if with_plots else []
         traced = _analysed(ev, bench).spikes
-        results += spike_tables(traced, ev.data.benchmark_params(bench))
+        results += spike_tables(traced, keys.of(ev.data.benchmark_params(bench)))
         return Parts(results, comparisons, figures, rankings, spike_excerpts(traced))
 
     def key_columns(self, ev: Evaluation, bench: str, kind: Kind, env: str, load: str) -> list[tuple[str, str]]:
@@ -89,14 +91,16 @@ class LatencySection(Section):
 
 def _how(ev: Evaluation, bench: str) -> str:
     """How the benchmark ran, from the run's resolved campaign (its defaults included)."""
-    p = ev.data.benchmark_params(bench)
+    p = keys.of(ev.data.benchmark_params(bench))
+    if p is None:
+        return ""
     how = []
-    if p.get("loops"):
-        how.append(f"{p['loops']:,} loops per CPU")
-    elif p.get("duration_s"):
-        how.append(f"{p['duration_s']:g} s per repetition")
-    if p.get("interval_us"):
-        how.append(f"an interval of {p['interval_us']:g} us")
+    if p.loops:
+        how.append(f"{p.loops:,} loops per CPU")
+    elif p.duration_s:
+        how.append(f"{p.duration_s:g} s per repetition")
+    if p.interval_us:
+        how.append(f"an interval of {p.interval_us:g} us")
     how.append(_sched_words(p, long=True))
     return ", ".join(x for x in how if x)
 
@@ -109,8 +113,8 @@ def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
     for env, load in data.cells(bench):
         ms = data.measurements(env, load, bench, COMPLETE)
         cpus = sorted({c for m in ms for c in data.result(m).cpus})
-        params = data.benchmark_params(bench)
-        interval = f"{params['interval_us']:g}" if params.get("interval_us") else "–"
+        params = keys.of(data.benchmark_params(bench))
+        interval = f"{params.interval_us:g}" if params and params.interval_us else "–"
         for cpu in cpus:
             cells = [env, load, str(cpu), _sched_words(params) or "–", interval]
             for figure in CPU_TABLE:
@@ -129,13 +133,13 @@ def _cpu_table(ev: Evaluation, bench: str) -> Table | None:
                       f"`{bench}.cpu0.max_us`.")
 
 
-def _sched_words(params: dict, long: bool = False) -> str:
-    policy = params.get("policy")
-    if not policy:
+def _sched_words(params: LatencyParams | None, long: bool = False) -> str:
+    if params is None or not params.policy:
         return ""
-    if policy == "other":
+    if params.policy == "other":
         return "normal priority" if long else "other"
-    return f"priority {params.get('priority')} ({policy})" if long else f"{policy} {params.get('priority')}"
+    return (f"priority {params.priority} ({params.policy})" if long
+            else f"{params.policy} {params.priority}")
 
 
 def _cpu_plots(ev: Evaluation, bench: str, id_prefix: str) -> list[Plot]:
@@ -348,13 +352,13 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
 EXCERPTS_PER_CELL = 10
 
 
-def spike_tables(cells: list[CellSpikes], params: dict[str, Any]) -> list[Table]:
+def spike_tables(cells: list[CellSpikes], params: LatencyParams | None) -> list[Table]:
     """The counts by cause per cell, then each cell's traced spikes (per CPU, in time order)."""
     if not cells:
         return []
     causes = [c for c in CAUSES if any(c in cell.counts for cell in cells)]
-    threshold = params.get("trace_threshold_us")
-    limit = params.get("trace_breaches")
+    threshold = params.trace_threshold_us if params else None
+    limit = params.trace_breaches if params else None
     rows = [Row([f"`{c.environment}`", f"`{c.load}`", str(len(c.spikes)), str(c.untraced)]
                 + [str(c.counts.get(cause, 0)) for cause in causes]) for c in cells]
     out = [Table(f"Traced spikes by cause: wake-ups later than {threshold:g} us",

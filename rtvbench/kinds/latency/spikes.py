@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
+from rtvbench.kinds.latency import keys
 from rtvbench.kinds.latency.attribution import CAUSE_WORDS, CAUSES, Spike, attribute
 
 
@@ -47,7 +48,8 @@ class CellSpikes:
 
 def traced(data: RunData, bench: str) -> bool:
     """Whether the benchmark asked for trace capture."""
-    return bool(data.benchmark_params(bench).get("trace_threshold_us"))
+    params = keys.of(data.benchmark_params(bench))
+    return bool(params and params.trace_threshold_us)
 
 
 def cell_spikes(data: RunData, bench: str) -> list[CellSpikes]:
