@@ -42,7 +42,6 @@ from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
 from rtvbench.analysis.tail import covered
 from rtvbench.units import format_percent
-from rtvbench.results import CampaignRun
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 _SEVERITY = {PASS: 0, INCONCLUSIVE: 1, FAIL: 2}
@@ -66,12 +65,6 @@ class Verdict:
     title: str = ""                  # the requirement in one line, e.g. "wakeup.max_us <= 100 (guest; stress)"
     details: list[str] = field(default_factory=list)   # one line per environment x load checked
     cells: list[CellVerdict] = field(default_factory=list)   # the same, as data
-
-
-def evaluate(run: CampaignRun) -> list[Verdict]:
-    """A verdict for every `[[requirements]]` entry of the campaign, in campaign order."""
-    data = RunData(run)
-    return [evaluate_one(data, r) for r in data.requirements]
 
 
 def evaluate_one(data: RunData, req: Any) -> Verdict:

@@ -23,11 +23,6 @@ STAGES = ("params", "decode", "section")
 _FOLDERS = Folders(__name__, __file__, STAGES)
 
 
-def folders() -> list[str]:
-    """The kind folders, sorted (module names: a kind named with a dash has an underscore here)."""
-    return _FOLDERS.names()
-
-
 def load(stage: str) -> None:
     """Import every kind's module of one stage, which registers it; a kind may lack a stage
     (a kind with no section of its own gets the generic one)."""

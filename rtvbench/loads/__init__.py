@@ -20,10 +20,6 @@ STAGES = ("params", "achieved")
 _FOLDERS = Folders(__name__, __file__, STAGES)
 
 
-def folders() -> list[str]:
-    return _FOLDERS.names()
-
-
 def load(stage: str) -> None:
     """Import every load's module of one stage, which registers it."""
     _FOLDERS.load(stage)
