@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -40,6 +41,26 @@ def _store_option(f):
                         help="Result store: a SQLAlchemy URL (default: sqlite:///"
                              "rtvbench-results/rtvbench.db in the working directory; a shared one: "
                              "postgresql://USER@HOST/DB, with the rtvbench[postgres] extra).")(f)
+
+
+def _store_given(ctx: click.Context, store_url: str | None) -> str | None:
+    """The --store URL as the user typed it; None when there is none or it came from RTVBENCH_STORE
+    (which the command rtvbench suggests inherits anyway)."""
+    for c, value in ((ctx, store_url), (ctx.parent, ctx.obj.get("store_url"))):
+        if c is not None and value:
+            return None if c.get_parameter_source("store_url") == ParameterSource.ENVIRONMENT else value
+    return None
+
+
+def resume_hint(store_url: str | None, campaign: str | None) -> str:
+    """The command that continues an interrupted run. A store URL's password is never printed: it
+    shows as ***, for the user to put back."""
+    from rtvbench.store.db import without_password
+
+    again = ["rtvbench", "run", "--resume"]
+    if store_url:
+        again += ["--store", without_password(store_url)]
+    return shlex.join(again + ([campaign] if campaign else []))
 
 
 def _store(ctx: click.Context, store_url: str | None, write: bool = False):
@@ -257,13 +278,8 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
     engine = _store(ctx, store_url, write=True)
     outcome = Runner(c, engine, err, tagged, note).run(resume=resume)
     if outcome.interrupted:
-        again = ["rtvbench", "run", "--resume"]
-        if store_url or ctx.obj.get("store_url"):
-            again += ["--store", store_url or ctx.obj["store_url"]]
-        if campaign:
-            again.append(campaign)
         err.print(f"Interrupted: run {outcome.run_id} is saved with every finished measurement; "
-                  f"continue it with `{plain(shlex.join(again))}`.")
+                  f"continue it with `{plain(resume_hint(_store_given(ctx, store_url), campaign))}`.")
         return EXIT_INTERRUPTED
 
     result = _load_run(engine, outcome.run_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -88,6 +89,15 @@ def _schema_state(conn) -> tuple[str | None, str]:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar(), SCHEMA_HEAD
 
 
+def without_password(url: str) -> str:
+    """A store URL as a message may show it: its password, if any, as ***. Also for a URL that does
+    not parse (a typo in the scheme), whose password SQLAlchemy would not find."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^/@:]*:)[^@/]*@", r"\1***@", url)
+
+
 def open_store(url: str | None = None, write: bool = True) -> Engine:
     """An engine on the store at `url` (default: rtvbench-results/rtvbench.db in the working
     directory) whose schema is at this rtvbench's revision: migrations run only when the store is
@@ -97,7 +107,7 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise InputError(f"--store {url!r} is not a database URL; use e.g. "
+        raise InputError(f"--store {without_password(url)!r} is not a database URL; use e.g. "
                          "sqlite:///results.db or postgresql://user@host/db.") from None
     if parsed.drivername == "postgresql":
         # SQLAlchemy's default PostgreSQL driver is psycopg2; the driver rtvbench's `postgres` extra
