@@ -280,15 +280,16 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
         commands.append((f"{env} / {load}", probe_cmds, load_cmds))
 
     parts = section_for(kind_name).parts(ev, bench, kind, with_plots, id_prefix) if kind else None
+    applying = [(s, part) for s, part in with_parts(ev) if part is not None]
     figures = []
     if with_plots and kind:
         figures = parts.plots + _distribution_plots(ev, bench, kind_name, id_prefix)
         figures += _series_plots(ev, bench, kind, id_prefix) + [
-            p for s, part in with_parts(ev) if part is not None for p in s.bench_plots(ev, part, bench, id_prefix)]
+            p for s, part in applying for p in s.bench_plots(ev, part, bench, id_prefix)]
     consideration = [Sentence(f.severity, f.text) for f in ev.findings.get(bench, [])]
     return BenchmarkSection(bench, kind_name, description, pre, commands, parts.results if parts else [],
                             parts.comparisons if parts else [], figures, consideration,
-                            usage_tables(ev, bench) + [t for s, part in with_parts(ev) if part is not None
+                            usage_tables(ev, bench) + [t for s, part in applying
                                                        for t in s.bench_tables(ev, part, bench)],
                             parts.rankings if parts else [], parts.excerpts if parts else [])
 
