@@ -250,8 +250,11 @@ def test_osnoise_counts_each_real_time_wake_up_as_a_thread_event_on_its_cpu(rt_r
     one thread event each. The load counts its own wake-ups (fewer than 500/s when the emulated CPU falls
     behind: the deadlines it overslept are skipped), so the events osnoise counts on CPU 1 are those
     wake-ups plus the guest's own thread noise (30 to 70 per second seen without the load), and CPU 0's
-    stay at that background. The wake-up rate is set well above the background so that a count on the
-    wrong CPU, or of the wrong kind of event, cannot pass."""
+    stay well below the wake-ups: a count on the wrong CPU, or on both, puts all of them there. CPU 0's
+    bound is half the wake-ups, not the idle run's background, because that background grows with the
+    host's load (161 events against 523 wake-ups beside stress-ng, 0.31 of them, where the idle run
+    had far fewer). The wake-up rate is set well above the background so that a count on the wrong
+    CPU, or of the wrong kind of event, cannot pass."""
     run, _ = rt_run
     idle, ticks = _results(run, "osnoise"), _results(run, "osnoise", "rt_ticks")
     (m,) = [m for m in run.measurements if m.benchmark == "osnoise" and m.load == "rt_ticks"]
@@ -260,4 +263,4 @@ def test_osnoise_counts_each_real_time_wake_up_as_a_thread_event_on_its_cpu(rt_r
     background = idle[1]["thread_events"] * ticks[1]["count"] / idle[1]["count"]
     assert 0.8 * wake_ups <= ticks[1]["thread_events"] <= 1.2 * wake_ups + 3 * background + 50, \
         (ticks[1]["thread_events"], wake_ups, background)
-    assert ticks[0]["thread_events"] < 0.3 * wake_ups, (ticks[0]["thread_events"], wake_ups)
+    assert ticks[0]["thread_events"] < 0.5 * wake_ups, (ticks[0]["thread_events"], wake_ups)

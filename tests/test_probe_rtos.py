@@ -21,6 +21,7 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,7 +124,10 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
 
     Timer: the wake-up comes from the timer interrupt while the loop runs. A FIFO thread preempts it at
     once; an ordinary one waits until the scheduler picks it over a loop of 29 times its weight (and
-    has 50 us of timer slack). OTHER's p99 is at least 5 times FIFO's in every round.
+    has 50 us of timer slack). Over three rounds, the median of OTHER's p99 is at least 5 times the
+    median of FIFO's: a stall of this shared VM only ever adds latency, and with 200 wake-ups a round
+    two stalls put FIFO's p99 on them (seen once: a ratio of 4.7 beside stress-ng), so the median of
+    three rounds keeps one disturbed round of either policy out of the comparison.
 
     Futex: the waker is the running thread, not the loop. A FIFO waiter above it preempts it at the
     wake, every time. Under OTHER the scheduler often lets the woken thread preempt too (EEVDF's
@@ -142,16 +146,20 @@ def test_fifo_activation_beats_other_under_a_competing_load(probe):
     futex_args = ("--tests", "futex_wake", "--count", "2000", "--cpus", str(CPU))
     fifo_args = ("--policy", "fifo", "--priority", "99")
     futex = {"fifo": [], "other": []}
+    timer_p99 = {"fifo": [], "other": []}
     with NiceBusyLoop():
         time.sleep(0.1)
-        for _ in range(2):
+        for round_ in range(3):
             fifo = results(run_rtos(probe, *timer_args, *fifo_args))["timer"]
             other = results(run_rtos(probe, *timer_args, "--policy", "other"))["timer"]
-            print("timer p99", fifo["p99_ns"], other["p99_ns"])
             assert fifo["policy_granted"] == "fifo" and other["policy_granted"] == "other"
-            assert other["p99_ns"] >= 5 * fifo["p99_ns"]
-            futex["fifo"].append(results(run_rtos(probe, *futex_args, *fifo_args))["futex_wake"])
-            futex["other"].append(results(run_rtos(probe, *futex_args, "--policy", "other"))["futex_wake"])
+            timer_p99["fifo"].append(fifo["p99_ns"])
+            timer_p99["other"].append(other["p99_ns"])
+            if round_ < 2:
+                futex["fifo"].append(results(run_rtos(probe, *futex_args, *fifo_args))["futex_wake"])
+                futex["other"].append(results(run_rtos(probe, *futex_args, "--policy", "other"))["futex_wake"])
+    print("timer p99", timer_p99)
+    assert statistics.median(timer_p99["other"]) >= 5 * statistics.median(timer_p99["fifo"]), timer_p99
     threshold = 2 * min(r["p50_ns"] for r in futex["fifo"])
     slow = {p: sum(count_at_or_above(r, threshold) for r in rounds) for p, rounds in futex.items()}
     total = {p: sum(r["count"] for r in rounds) for p, rounds in futex.items()}
