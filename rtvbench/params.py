@@ -57,24 +57,6 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
 
 
-def _positive_int(v: Any) -> int:
-    if not _is_int(v) or v <= 0:
-        raise PydanticCustomError("positive_int", "must be a positive integer")
-    return v
-
-
-def _non_negative_int(v: Any) -> int:
-    if not _is_int(v) or v < 0:
-        raise PydanticCustomError("non_negative_int", "must be an integer >= 0")
-    return v
-
-
-def _positive_number(v: Any) -> float | int:
-    if not _is_number(v) or v <= 0:
-        raise PydanticCustomError("positive_number", "must be a positive number")
-    return v
-
-
 def _number(v: Any) -> float | int:
     if not _is_number(v):
         raise PydanticCustomError("number", "must be a finite number")
@@ -124,6 +106,26 @@ def _range_text(r: ProbeRange, what: str) -> str:
     return f"{'0 or ' if r.zero_ok else ''}{what} from {_limit_text(r.lo)} to {_limit_text(r.hi)}"
 
 
+def number_range(lo: float, hi: float, what: str = "a number", above: bool = False):
+    """A validator type for a finite number from lo (above lo when `above`) to hi, `what` naming it in
+    the message ("a number of seconds"): the limits of a key rtvbench itself acts on (a timeout, an off
+    time, a requirement's bound), so that no value stalls a run for ever or overflows what holds it."""
+    low = f"above {_limit_text(lo)} and at most" if above else f"from {_limit_text(lo)} to"
+
+    def check(v: Any) -> float:
+        if not _is_number(v) or not (lo < v if above else lo <= v) or v > hi:
+            raise PydanticCustomError("range", "must be {what} {low} {hi}", {"what": what, "low": low,
+                                                                            "hi": _limit_text(hi)})
+        return v
+    return Annotated[float, PlainValidator(check)]
+
+
+#: how long rtvbench waits for a target (a boot, a heartbeat, a board's off time): an hour is more than a
+#: TCG boot on a loaded host or a slow board takes, and a longer wait looks like a hang
+MAX_WAIT_S = 3600
+WaitS = number_range(0, MAX_WAIT_S, "a number of seconds", above=True)
+
+
 def probe_int(option: str, lo: int, hi: int):
     """An integer the probe takes as --OPTION, from lo to hi."""
     r = ProbeRange(option, lo, hi)
@@ -168,9 +170,6 @@ def _name(v: Any) -> str:
     return v
 
 
-PositiveInt = Annotated[int, PlainValidator(_positive_int)]
-NonNegativeInt = Annotated[int, PlainValidator(_non_negative_int)]
-PositiveNumber = Annotated[float, PlainValidator(_positive_number)]
 Number = Annotated[float, PlainValidator(_number)]
 Name = Annotated[str, PlainValidator(_name)]
 

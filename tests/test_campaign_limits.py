@@ -39,7 +39,7 @@ max = 100
 """
 
 CASES = [
-    ("nan bound", ("max = 100", "max = nan"), "campaign.toml:21: requirements[0].max: must be a finite number (got NaN)"),
+    ("nan bound", ("max = 100", "max = nan"), "campaign.toml:21: requirements[0].max: must be a number from -1e15 to 1e15 (got NaN)"),
     ("inf duration", ("duration_s = 1", "duration_s = inf"),
      "campaign.toml:16: benchmarks.wakeup.duration_s: must be a number of seconds from 0.001 to 1e7 (got Infinity)"),
     ("nan duration", ("duration_s = 1", "duration_s = nan"),

@@ -27,7 +27,7 @@ from rtvbench.errors import InputError
 from rtvbench.loads import load as load_folders
 from rtvbench.loads.base import LOADS, NEIGHBOURS, Load, kind_of
 from rtvbench.loads.combine.params import CombinedLoad
-from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name
+from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name, number_range
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target, capabilities
 from rtvbench.targets.capabilities import PowerCycling
@@ -97,6 +97,13 @@ class CampaignError(InputError):
 MAX_REPETITIONS, MAX_SEED, MAX_NAME = 100_000, 2**63 - 1, 100
 
 
+#: a requirement's bound, in the figure's unit: beyond what any figure reaches (16 GiB in bytes, a day in ns)
+MAX_BOUND = 1e15
+Bound = number_range(-MAX_BOUND, MAX_BOUND)
+#: a relative requirement's overhead in percent: a candidate a million percent slower is no comparison
+OverheadPercent = number_range(-100, 1e6, "a percentage")
+
+
 class ConditionsLimits(StrictModel):
     """`[conditions]`: what a clean measurement is (rtvbench.analysis.conditions)."""
     max_foreign_percent: Number = 5.0       # of the measured CPUs' time, to processes other than the probe
@@ -143,8 +150,8 @@ class AbsoluteRequirement(StrictModel):
     metric: str
     environments: Optional[list[str]] = None
     loads: Optional[list[str]] = None
-    max: Optional[Number] = None
-    min: Optional[Number] = None
+    max: Optional[Bound] = None
+    min: Optional[Bound] = None
 
     @model_validator(mode="after")
     def _bounded(self):
@@ -171,7 +178,7 @@ class RelativeRequirement(StrictModel):
     baseline: str               # environment names
     candidate: str
     loads: Optional[list[str]] = None
-    max_percent: Number
+    max_percent: OverheadPercent
 
 
 # ---------------------------------------------------------------------------

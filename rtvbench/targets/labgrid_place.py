@@ -27,7 +27,7 @@ from typing import Any, Callable, Literal, Optional
 from pydantic import field_validator, model_validator
 
 from rtvbench.errors import TargetError
-from rtvbench.params import PositiveNumber
+from rtvbench.params import WaitS
 from rtvbench.targets.base import TARGETS, Background, Completed, Target
 from rtvbench.targets import capabilities
 from rtvbench.targets.capabilities import Capability, PowerCycling, ProcessListing
@@ -65,13 +65,13 @@ class LabgridParams(SshAccess):
     connection: Literal["ssh", "serial"] = "ssh"
     ssh_resource: Optional[str] = None          # which NetworkService, when the place has several
     serial_resource: Optional[str] = None       # which serial port, when the place has several
-    hang_timeout_s: PositiveNumber = 10.0       # serial: no heartbeat for this long = a lost board
+    hang_timeout_s: WaitS = 10.0       # serial: no heartbeat for this long = a lost board
     power_resource: Optional[str] = None        # which power resource, when the place has several
     power_on: bool = True
     power_cycle: bool = True
     power_off_at_end: bool = False
-    power_off_s: PositiveNumber = 2.0           # off time of a power cycle
-    boot_timeout_s: PositiveNumber = 120.0
+    power_off_s: WaitS = 2.0           # off time of a power cycle
+    boot_timeout_s: WaitS = 120.0
 
     @field_validator("place", "ssh_resource", "serial_resource", "power_resource")
     @classmethod

@@ -31,7 +31,8 @@ from rtvbench.errors import InputError, TargetError, TargetLost
 from rtvbench.targets.qemu import netns
 from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_initramfs, kernel_config_for,
                                              kernel_release, resolve_modules)
-from rtvbench.params import Name, NonNegativeInt, PositiveInt, PositiveNumber, StrictModel, int_range
+from rtvbench.cpulist import MAX_CPUS
+from rtvbench.params import Name, StrictModel, WaitS, int_range
 from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop
 from rtvbench.targets.capabilities import HostCost, Pausing, PowerCycling
@@ -52,6 +53,13 @@ BOOT_TIMEOUT_S = {"tcg": 120.0, "kvm": 30.0}
 HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
 #: guests one environment boots at once: each is a QEMU process with its own memory
 MAX_GUESTS = 64
+#: a guest's vCPUs (each a host thread) and memory (1 TiB): far beyond any host rtvbench runs on, and
+#: below what makes QEMU itself refuse or a count of guests overflow the host's address space
+MAX_VCPUS, MAX_MEMORY_MB = 256, 1 << 20
+#: the kernel's command line holds 2048 bytes on x86_64 and arm64; rtvbench's own options take the rest
+MAX_CMDLINE = 1024
+#: a kernel image is some MiB; a bigger "image" is something else (a disk, a device, a log)
+MAX_KERNEL_BYTES = 256 << 20
 STOP_GRACE_S = 2.0                  # a load: SIGTERM -> SIGKILL, as for the local target
 ABANDON_S = 5.0                     # wait for the `exit` of a command we killed
 POLL_S = 0.25
@@ -86,19 +94,33 @@ def _kernel_arch(path: Path) -> str | None:
     return None                      # gzip'd or EFI zboot: cannot tell without unpacking
 
 
+def _not_an_image(path: Path) -> str | None:
+    """Why a path that is a file cannot be a kernel image (the kernel files of /proc and /sys say they are
+    empty and are not), or None."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if size == 0:
+        return "is empty or not a file on a disk"
+    if size > MAX_KERNEL_BYTES:
+        return f"is {size:,} bytes, more than a kernel image has ({MAX_KERNEL_BYTES:,})"
+    return None
+
+
 class QemuParams(StrictModel):
     arch: Literal["x86_64", "aarch64"]
     kernel: str                                  # resolved to an absolute path
     modules: Optional[str] = None                # default: <kernel dir>/modules when it exists
-    cpus: PositiveInt = 1
+    cpus: int_range(1, MAX_VCPUS) = 1
     count: int_range(1, MAX_GUESTS) = 1     # before pin_vcpus, whose check needs it
-    memory_mb: PositiveInt = 512
+    memory_mb: int_range(64, MAX_MEMORY_MB) = 512      # the kernel and the initramfs need 64 MiB
     cmdline: str = ""
     accel: Literal["auto", "kvm", "tcg"] = "auto"
-    pin_vcpus: Optional[list[NonNegativeInt]] = None
+    pin_vcpus: Optional[list[int_range(0, MAX_CPUS - 1)]] = None
     host_priority: Optional[int] = None
-    boot_timeout_s: Optional[PositiveNumber] = None
-    hang_timeout_s: Optional[PositiveNumber] = None
+    boot_timeout_s: Optional[WaitS] = None
+    hang_timeout_s: Optional[WaitS] = None
     network: bool = False                        # a virtio-net NIC per guest on the run's bridge (netns.py)
     shm: Optional[Name] = None                   # a shared-memory region (ivshmem), by name
     shm_size_mb: int = SHM_DEFAULT_MB
@@ -119,11 +141,25 @@ class QemuParams(StrictModel):
         if not p.is_file():
             raise ValueError(f"kernel image {p} does not exist; give the path of a kernel image "
                              "(relative to the campaign file) or get one with `rtvbench kernel fetch`")
+        problem = _not_an_image(p)
+        if problem:
+            raise ValueError(f"kernel {p} {problem}; give the path of a kernel image file or get one with "
+                             "`rtvbench kernel fetch`")
         arch, wanted = _kernel_arch(p), info.data.get("arch")
         if arch is not None and wanted is not None and arch != wanted:
             raise ValueError(f"kernel {p} is an {arch} kernel, not {wanted}; use a kernel of the "
                              "guest's arch or change arch")
         return str(p)
+
+    @field_validator("cmdline")
+    @classmethod
+    def _cmdline(cls, v: str) -> str:
+        if len(v.encode()) > MAX_CMDLINE:
+            raise ValueError(f"is {len(v.encode())} bytes, more than the {MAX_CMDLINE} the kernel's command line "
+                             "leaves a campaign; keep the options the guest needs")
+        if any(ord(c) < 32 for c in v):
+            raise ValueError("must be one line of kernel options, without control characters")
+        return v
 
     @field_validator("modules")
     @classmethod
@@ -135,13 +171,6 @@ class QemuParams(StrictModel):
             raise ValueError(f"modules directory {p} does not exist; name the directory of the "
                              "kernel's modules (relative to the campaign file) or drop the key")
         return str(p)
-
-    @field_validator("memory_mb")
-    @classmethod
-    def _memory(cls, v: int) -> int:
-        if v < 64:
-            raise ValueError("must be at least 64 (MiB): the kernel and the initramfs need it")
-        return v
 
     @field_validator("host_priority")
     @classmethod

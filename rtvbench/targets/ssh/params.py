@@ -10,7 +10,7 @@ from typing import Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from rtvbench.params import PositiveNumber, StrictModel
+from rtvbench.params import StrictModel, WaitS
 
 # ssh options rtvbench sets itself: changing them would break connection sharing, make ssh
 # prompt (and hang), or turn the command channel into something else.
@@ -67,7 +67,7 @@ class SshParams(SshAccess):
     host: str
     port: Optional[int] = None
     reboot_command: Optional[str] = None    # makes the environment power-cyclable (the `boot` kind)
-    boot_timeout_s: Optional[PositiveNumber] = None     # default BOOT_TIMEOUT_S, with reboot_command only
+    boot_timeout_s: Optional[WaitS] = None     # default BOOT_TIMEOUT_S, with reboot_command only
 
     @field_validator("reboot_command")
     @classmethod
