@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign import reader
+from rtvbench.cli import main
 from rtvbench.loads.base import LOADS
 from rtvbench.params import ProbeRange
 from rtvbench.targets import TARGETS
@@ -105,3 +106,74 @@ def test_every_number_of_every_model_has_an_upper_bound(label, key, listed):
     assert about, f"{label}: {key} = {value} is accepted: give it an upper bound"
     message = about[0]["msg"]
     assert re.search(r"\d", message), f"{label}: {key}: the message does not name the limit: {message}"
+
+
+# -- what the hostile campaigns gave: each refused by `rtvbench validate` with exit 2 and its key ------------
+
+CAMPAIGN = """\
+name = "hostile"
+
+[environments.vm]
+target = "qemu"
+arch = "x86_64"
+kernel = "bzImage"
+cpus = 2
+count = 2
+
+[environments.board]
+target = "labgrid"
+place = "rpi4"
+
+[loads.idle]
+[loads.cpu]
+kind = "cpu"
+percent = 50
+
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = 1
+"""
+
+CASES = [
+    ("a hundred thousand vCPUs", ("cpus = 2", "cpus = 100000"),
+     "environments.vm.cpus: must be an integer from 1 to 256"),
+    ("a 100 KB kernel command line", ('kernel = "bzImage"', f'kernel = "bzImage"\ncmdline = "{"q" * 100_000}"'),
+     "environments.vm.cmdline: is 100000 bytes, more than the 1024"),
+    ("the probe's own memory as a kernel", ('kernel = "bzImage"', 'kernel = "/proc/self/mem"'),
+     "environments.vm.kernel: kernel /proc/self/mem is empty or not a file on a disk"),
+    ("a board off for 2^63 s", ('place = "rpi4"', 'place = "rpi4"\npower_off_s = 9223372036854775808'),
+     "environments.board.power_off_s: must be a number of seconds above 0 and at most 3600"),
+    ("trace_breaches without a trace threshold", ("duration_s = 1", "duration_s = 1\ntrace_breaches = 5"),
+     "benchmarks.wakeup: trace_breaches shapes the trace capture, which trace_threshold_us switches on"),
+    ("a load named as an environment", ("[loads.cpu]", "[loads.vm]"),
+     'loads.vm: is also the name of an environment, so "vm" in a comparison'),
+    ("a load twice in one comparison", ("[benchmarks.wakeup]", '[[comparisons]]\nbaseline = "vm"\ncandidate = "board"\n'
+                                        'loads = ["cpu", "cpu"]\n\n[benchmarks.wakeup]'),
+     'comparisons[0].loads[1]: names load "cpu" a second time'),
+    ("disrupting the measured guest", ("[loads.idle]", '[loads.idle]\n[loads.reboots]\nkind = "disrupt"\nwhere = "vm"'),
+     'loads.reboots.where: environment "vm" is measured under this load too'),
+]
+
+
+@pytest.mark.parametrize("what,edit,expected", CASES, ids=[c[0] for c in CASES])
+def test_validate_refuses_what_run_would_refuse_or_misuse(tmp_path, capsys, what, edit, expected):
+    (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
+    assert edit[0] in CAMPAIGN, edit[0]
+    path = tmp_path / "campaign.toml"
+    path.write_text(CAMPAIGN.replace(edit[0], edit[1], 1))
+    with pytest.raises(SystemExit) as e:
+        main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2, err
+    lines = [line.split(": ", 1)[1] for line in err.splitlines() if line.startswith(f"{path}:")]
+    assert any(line.startswith(expected) for line in lines), err
+    assert "internal error" not in err
+
+
+def test_the_campaign_the_cases_edit_validates(tmp_path, capsys):
+    (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
+    (tmp_path / "campaign.toml").write_text(CAMPAIGN)
+    with pytest.raises(SystemExit) as e:
+        main(["validate", str(tmp_path / "campaign.toml")])
+    assert e.value.code == 0, capsys.readouterr().err

@@ -439,6 +439,7 @@ class _Validator:
         for name, table in bench_tables.items():
             benches[name] = self._kind_instance(BENCHMARKS, "benchmarks", name, table, "kind",
                                                 table.get("kind"))
+        self._check_names_apart(envs, loads)
         self._check_loads(envs, loads)
         self._check_programs(envs, benches)
         self._check_shm_sizes(envs)
@@ -463,6 +464,13 @@ class _Validator:
                         conditions=(top.conditions.model_dump() if isinstance(getattr(top, "conditions", None),
                                                                               ConditionsLimits) else {}))
 
+    def _check_names_apart(self, envs: dict, loads: dict) -> None:
+        """A comparison names its baseline and candidate by name, environment or load: one name is never both."""
+        for name in loads:
+            if name in envs:
+                self.add(("loads", name), f'is also the name of an environment, so "{name}" in a comparison or '
+                                          "a requirement would be ambiguous; rename the load or the environment")
+
     def _check_loads(self, envs: dict, loads: dict) -> None:
         for name, load in loads.items():
             if load is None:
@@ -473,8 +481,15 @@ class _Validator:
             where = load.where
             if PowerCycling in load.requires and where == "same":
                 self.add(("loads", name, "where"), f'a {load.kind} load power-cycles a guest beside the one measured: '
-                         'name "neighbours" (the other guests of a qemu environment with count > 1) or another '
-                         "qemu environment")
+                         'name "neighbours" (the other guests of a qemu environment with count > 1)')
+                continue
+            if PowerCycling in load.requires and where in envs:
+                # The plan measures every environment under every load: under this one, `where` itself
+                # would be measured while the load power-cycles it, a failure retried until it passes.
+                self.add(("loads", name, "where"), f'environment "{where}" is measured under this load too (every '
+                         f"environment is measured under every load), and a {load.kind} load would power-cycle it "
+                         'while it measures; name "neighbours" (the other guests of a qemu environment with '
+                         "count > 1) instead")
                 continue
             lacking = [(cap, problem) for cap in load.requires if where in envs and envs[where] is not None
                        and (problem := capabilities.missing(envs[where], cap))]
@@ -703,6 +718,8 @@ class _Validator:
         for j, name in enumerate(names or []):
             if name not in defined:
                 self.add(path + (j,), _undefined(what, name, defined))
+            elif name in names[:j]:
+                self.add(path + (j,), f'names {what} "{name}" a second time; list each {what} once')
 
     def _comparison(self, prefix: tuple, req: RelativeRequirement, envs: dict) -> None:
         for key in ("baseline", "candidate"):

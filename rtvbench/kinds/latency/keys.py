@@ -58,6 +58,12 @@ class LatencyParams(RealtimeThreads):
             raise ValueError("needs duration_s (seconds) or loops (activations per CPU) so that it ends")
         if self.duration_s is not None and self.loops is not None:
             raise ValueError("set duration_s or loops, not both")
+        capture_keys = [k for k in ("trace_breaches", "trace_history_ms") if k in self.model_fields_set]
+        if capture_keys and self.trace_threshold_us is None:
+            one = len(capture_keys) == 1
+            raise ValueError(f"{' and '.join(capture_keys)} {'shapes' if one else 'shape'} the trace capture, which "
+                             "trace_threshold_us switches on: add trace_threshold_us (the wake-up latency that saves "
+                             f"a trace) or drop {'it' if one else 'them'}")
         if self.work_us is not None and self.work_us >= self.interval_us:
             raise ValueError(f"work_us ({self.work_us}) must be shorter than interval_us ({self.interval_us}): "
                              "a work budget of a whole period or more misses every deadline")
