@@ -325,6 +325,33 @@ def _cpu_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_Load]) -
     return out
 
 
+def unusable_cpus(spec: CampaignSpec, allowed: Mapping[str, list[int]]) -> list[tuple[tuple, str]]:
+    """What is pinned to CPUs an environment does not give the probe, so that every measurement of it (a
+    benchmark) or under it (a load) would fail: (its key path, one sentence) each, from the CPUs the probe may
+    use per environment (what validate knows of this machine and of a guest, what a fingerprint says)."""
+    loads = _loads(spec)
+    out = []
+    for env, cpus in allowed.items():
+        def refuse(section: str, name: str, pinned: Iterable[int]) -> None:
+            missing = sorted(set(pinned) - set(cpus))
+            if missing:
+                out.append(((section, name, "cpus"), f"names {cpus_words(missing)}, but the probe may use only "
+                            f"{cpus_words(cpus)} in environment {env}, where every measurement would fail; name "
+                            f"CPUs from {cpu_list_text(cpus)}"))
+        for b in spec.benchmarks.values():
+            if not b.placement.unpinned_when_missing:
+                refuse("benchmarks", b.name, b.placement.pinned or ())
+        for ld in loads:
+            if _runs_in(ld, env):
+                refuse("loads", ld.name, ld.pinned or ())
+    return out
+
+
+def fingerprint_cpus(describe: dict, sysinfo: dict) -> list[int] | None:
+    """The CPUs the probe may use in an environment, as its fingerprint says, or None."""
+    return _Env("", describe, sysinfo, {}).allowed
+
+
 def _usable(pinned: list[int] | None, allowed: list[int]) -> list[int]:
     """The CPUs threads pinned round-robin to `pinned` end up on (all allowed ones when unpinned, or when
     no pinned CPU is available and the probe runs them unpinned)."""

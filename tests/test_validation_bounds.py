@@ -4,6 +4,7 @@ generated from the models themselves, so a key added later without a bound fails
 
 from __future__ import annotations
 
+import os
 import re
 import types
 import typing
@@ -11,13 +12,18 @@ from typing import Annotated, Any, Union
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from rich.console import Console
 
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign import reader
 from rtvbench.cli import main
+from rtvbench.errors import InputError
 from rtvbench.loads.base import LOADS
 from rtvbench.params import ProbeRange
+from rtvbench.runner.run import Runner
+from rtvbench.store import list_runs, open_store
 from rtvbench.targets import TARGETS
+from rtvbench.targets.local import LocalTarget
 
 pytestmark = pytest.mark.functional
 
@@ -156,16 +162,21 @@ CASES = [
 ]
 
 
+def _validate(path, capsys) -> tuple[int, str]:
+    """`rtvbench validate PATH`, in this process: its exit code and what it printed on stderr."""
+    with pytest.raises(SystemExit) as e:
+        main(["validate", str(path)])
+    return e.value.code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("what,edit,expected", CASES, ids=[c[0] for c in CASES])
 def test_validate_refuses_what_run_would_refuse_or_misuse(tmp_path, capsys, what, edit, expected):
     (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
     assert edit[0] in CAMPAIGN, edit[0]
     path = tmp_path / "campaign.toml"
     path.write_text(CAMPAIGN.replace(edit[0], edit[1], 1))
-    with pytest.raises(SystemExit) as e:
-        main(["validate", str(path)])
-    err = capsys.readouterr().err
-    assert e.value.code == 2, err
+    code, err = _validate(path, capsys)
+    assert code == 2, err
     lines = [line.split(": ", 1)[1] for line in err.splitlines() if line.startswith(f"{path}:")]
     assert any(line.startswith(expected) for line in lines), err
     assert "internal error" not in err
@@ -174,6 +185,69 @@ def test_validate_refuses_what_run_would_refuse_or_misuse(tmp_path, capsys, what
 def test_the_campaign_the_cases_edit_validates(tmp_path, capsys):
     (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
     (tmp_path / "campaign.toml").write_text(CAMPAIGN)
-    with pytest.raises(SystemExit) as e:
-        main(["validate", str(tmp_path / "campaign.toml")])
-    assert e.value.code == 0, capsys.readouterr().err
+    code, err = _validate(tmp_path / "campaign.toml", capsys)
+    assert code == 0, err
+
+
+# -- pinned CPUs: validate checks the ones this machine can tell, run refuses the others before measuring -------
+
+PINNED = """\
+name = "pinned"
+
+[environments.here]
+target = "{target}"
+
+[loads.idle]
+
+[benchmarks.wakeup]
+kind = "latency"
+interval_us = 1000
+duration_s = 0.2
+policy = "other"
+cpus = "0-1023"
+"""
+
+
+def test_validate_refuses_cpus_this_machine_does_not_have(tmp_path, capsys):
+    path = tmp_path / "campaign.toml"
+    path.write_text(PINNED.format(target="local"))
+    code, err = _validate(path, capsys)
+    top = max(os.sched_getaffinity(0))
+    assert code == 2, err
+    assert f"benchmarks.wakeup.cpus: names CPUs {top + 1}-1023, but the probe may use only " in err, err
+
+
+def test_validate_refuses_cpus_a_guest_does_not_have(tmp_path, capsys):
+    (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
+    path = tmp_path / "campaign.toml"
+    path.write_text(PINNED.format(target="qemu").replace('target = "qemu"', 'target = "qemu"\narch = "x86_64"\n'
+                                                         'kernel = "bzImage"\ncpus = 2'))
+    code, err = _validate(path, capsys)
+    assert code == 2 and "names CPUs 2-1023, but the probe may use only CPUs 0-1 in environment here" in err
+
+
+class FarTarget(LocalTarget):
+    """This machine as a target that, like an ssh board, says nothing of its CPUs before it is reached."""
+    kind = "test-far"
+
+    def known_cpus(self):
+        return None
+
+
+@pytest.fixture
+def far_target():
+    TARGETS.register("test-far")(FarTarget)
+    yield
+    TARGETS.unregister("test-far")
+
+
+def test_run_refuses_cpus_the_fingerprint_lacks_before_measuring(tmp_path, monkeypatch, probe, far_target):
+    monkeypatch.setenv("RTVBENCH_PROBE", str(probe))
+    campaign = reader.parse_campaign(PINNED.format(target="test-far"), "pinned.toml")     # validate cannot tell
+    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+    with pytest.raises(InputError) as e:
+        Runner(campaign, engine, Console(quiet=True)).run()
+    assert e.value.exit_code == 2
+    assert str(e.value).startswith("pinned.toml: benchmarks.wakeup.cpus: names CPUs ") and \
+        str(e.value).endswith("; nothing was measured."), e.value
+    assert list_runs(engine) == []

@@ -28,6 +28,7 @@ from rtvbench.loads import load as load_folders
 from rtvbench.loads.base import LOADS, NEIGHBOURS, Load, kind_of
 from rtvbench.loads.combine.params import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name, number_range
+from rtvbench.preflight import unusable_cpus
 from rtvbench.spec import BenchmarkSpec, CampaignSpec, EnvironmentSpec, LoadSpec, Placement
 from rtvbench.targets import TARGETS, Target, capabilities
 from rtvbench.targets.capabilities import PowerCycling
@@ -453,16 +454,34 @@ class _Validator:
                 raise CampaignError(self.filename, [Issue(("name",), "is missing or not a name")])
             envs, loads, benches = ({n: x for n, x in d.items() if x is not None}
                                     for d in (envs, loads, benches))
-        elif self.issues:
-            locator = TomlLocator(self.text)
-            raise CampaignError(self.filename, [Issue(i.path, i.message, locator.line_of(i.path))
-                                                for i in self.issues])
-        return Campaign(filename=self.filename, text=self.text, data=self.data, name=top.name,
-                        repetitions=top.repetitions, seed=top.seed, environments=envs,
-                        loads=loads, benchmarks=benches, requirements=requirements, comparisons=comparisons,
-                        equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)),
-                        conditions=(top.conditions.model_dump() if isinstance(getattr(top, "conditions", None),
-                                                                              ConditionsLimits) else {}))
+        if self.issues and not self.stored:
+            self._refuse()
+        campaign = Campaign(filename=self.filename, text=self.text, data=self.data, name=top.name,
+                            repetitions=top.repetitions, seed=top.seed, environments=envs,
+                            loads=loads, benchmarks=benches, requirements=requirements, comparisons=comparisons,
+                            equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)),
+                            conditions=(top.conditions.model_dump()
+                                        if isinstance(getattr(top, "conditions", None), ConditionsLimits) else {}))
+        if not self.stored:
+            # Pinned CPUs are checked on the resolved campaign (each kind says where it pins), once the
+            # rest is valid.
+            self._check_cpus(campaign)
+            if self.issues:
+                self._refuse()
+        return campaign
+
+    def _refuse(self) -> None:
+        locator = TomlLocator(self.text)
+        raise CampaignError(self.filename, [Issue(i.path, i.message, locator.line_of(i.path))
+                                            for i in self.issues])
+
+    def _check_cpus(self, campaign: Campaign) -> None:
+        """CPUs a benchmark or a load is pinned to that an environment does not have, where this machine can
+        tell (itself, a guest's vCPUs): what `run` would otherwise find out measurement after measurement."""
+        known = {name: cpus for name, target in campaign.environments.items()
+                 if isinstance(target, Target) and (cpus := target.known_cpus())}
+        for path, message in unusable_cpus(campaign.spec(), known):
+            self.add(path, message)
 
     def _check_names_apart(self, envs: dict, loads: dict) -> None:
         """A comparison names its baseline and candidate by name, environment or load: one name is never both."""

@@ -26,7 +26,8 @@ from rtvbench.campaign.reader import Campaign
 from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
 from rtvbench.loads.base import LoadContext, LoadError, LoadSite
 from rtvbench.campaign.plan import Planned, expected_seconds, plan
-from rtvbench.preflight import check as preflight_check, format_warnings
+from rtvbench.tomlloc import format_path
+from rtvbench.preflight import check as preflight_check, fingerprint_cpus, format_warnings, unusable_cpus
 from rtvbench.probe.stream import ProbeStream
 from rtvbench.runner.health import health_check
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
@@ -225,6 +226,7 @@ class Runner:
             self.heartbeat.start(recorder)
         have = recorder.fingerprinted() if recorder else set()
         prints = {name: self._fingerprint(name) for name in c.environments if name not in have}
+        self._refuse_missing_cpus(prints)
         if recorder is None:
             recorder = RunRecorder.create(self.engine, c, self.tags, self.note)
             self.heartbeat.start(recorder)
@@ -235,6 +237,18 @@ class Runner:
         for line in format_warnings(preflight_check(c.spec(), prints)):
             self.console.print(f"[yellow]{plain(line)}[/]", highlight=False)
         return recorder
+
+    def _refuse_missing_cpus(self, prints: dict[str, tuple[dict, dict, dict]]) -> None:
+        """CPUs the campaign pins to that a target turned out not to have (validate knows only this machine's
+        and a guest's): refused before the first measurement rather than failed in every one."""
+        c = self.campaign
+        known = {name: cpus for name, (describe, sysinfo, _) in prints.items()
+                 if (cpus := fingerprint_cpus(describe, sysinfo))}
+        refused = unusable_cpus(c.spec(), known)
+        if refused:
+            path, message = refused[0]
+            more = f" (and {len(refused) - 1} more such keys)" if len(refused) > 1 else ""
+            raise InputError(f"{c.filename}: {format_path(path)}: {message}{more}; nothing was measured.")
 
     def _resume(self) -> RunRecorder:
         c = self.campaign

@@ -208,3 +208,8 @@ class Target(ABC):
         """At validation time: why `program` cannot run on this target, or None.
         Targets that cannot tell before connecting keep this default."""
         return None
+
+    def known_cpus(self) -> list[int] | None:
+        """At validation time: the CPUs the probe may run on here, or None.
+        Targets that cannot tell before connecting keep this default (the run checks their fingerprint)."""
+        return None

@@ -206,6 +206,9 @@ class LocalTarget(Target, ProcessListing):
         ns = other.network_namespace() if other is not self else None
         return ["ip", "netns", "exec", ns, *argv] if ns else argv
 
+    def known_cpus(self) -> list[int] | None:
+        return sorted(os.sched_getaffinity(0))
+
     def check_program(self, program: str) -> str | None:
         if shutil.which(program) is None:
             where = "is not an executable file" if "/" in program else "is not found on PATH"

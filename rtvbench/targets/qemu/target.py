@@ -379,6 +379,9 @@ class ChannelTarget(Target):
     def _guest_record(self) -> QemuGuest:
         """This target's guest as it is, without booting it."""
 
+    def known_cpus(self) -> list[int] | None:
+        return list(range(self.params.cpus))        # the guest's vCPUs, every one the probe's
+
     def check_program(self, program: str) -> str | None:
         if program == PROBE_PATH:
             return None
