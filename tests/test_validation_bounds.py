@@ -4,6 +4,7 @@ generated from the models themselves, so a key added later without a bound fails
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import types
@@ -17,9 +18,10 @@ from rich.console import Console
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign import reader
 from rtvbench.cli import main
-from rtvbench.errors import InputError
+from rtvbench.errors import InputError, ProbeOutputError
 from rtvbench.loads.base import LOADS
 from rtvbench.params import ProbeRange
+from rtvbench.probe.stream import SCHEMA, ProbeStream
 from rtvbench.runner.run import Runner
 from rtvbench.store import list_runs, open_store
 from rtvbench.targets import TARGETS
@@ -251,3 +253,36 @@ def test_run_refuses_cpus_the_fingerprint_lacks_before_measuring(tmp_path, monke
     assert str(e.value).startswith("pinned.toml: benchmarks.wakeup.cpus: names CPUs ") and \
         str(e.value).endswith("; nothing was measured."), e.value
     assert list_runs(engine) == []
+
+
+# -- the probe's records: a per-CPU figure names a CPU the measurement asked for ------------------------------
+
+META = json.dumps({"type": "meta", "schema": SCHEMA, "subcommand": "latency", "params": {"cpus": [0, 1]}})
+
+
+def _result(cpu) -> str:
+    return json.dumps({"type": "result", "cpu": cpu, "count": 10, "min_ns": 1000, "max_ns": 2000})
+
+
+@pytest.mark.parametrize("cpu,rule", [
+    (5000, "line 2: `cpu` must be a CPU number below 1024"),
+    (5, "line 2: a `result` for CPU 5, which the measurement did not ask for (`meta.params.cpus`: 0, 1)"),
+])
+def test_the_stream_refuses_a_result_for_a_cpu_never_measured(cpu, rule):
+    stream = ProbeStream("probe output of native/idle/wakeup #1")
+    stream.feed(META)
+    with pytest.raises(ProbeOutputError) as e:
+        stream.feed(_result(cpu))
+    assert rule in str(e.value) and e.value.exit_code == 3, e.value
+    assert stream.results == 0
+
+
+def test_the_stream_takes_results_for_the_cpus_asked_for_and_the_merged_one():
+    stream = ProbeStream()
+    stream.feed(META)
+    assert [stream.feed(_result(cpu))["cpu"] for cpu in (0, 1, "all")] == [0, 1, "all"]
+    unpinned = ProbeStream()        # a measurement that lists no CPUs: only the bound applies
+    unpinned.feed(json.dumps({"type": "meta", "schema": SCHEMA, "subcommand": "noise", "params": {"cpus": []}}))
+    assert unpinned.feed(_result(1023))["cpu"] == 1023
+    with pytest.raises(ProbeOutputError):
+        unpinned.feed(_result(1024))

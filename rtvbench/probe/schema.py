@@ -16,6 +16,8 @@ import math
 import re
 from typing import Any
 
+from rtvbench.cpulist import MAX_CPUS
+
 #: the longest line the probe prints is a result with a full histogram (7424 buckets, ~250 KB)
 MAX_LINE_BYTES = 4 << 20
 #: the deepest record is a few levels (result -> response -> histogram -> buckets -> bucket)
@@ -130,8 +132,8 @@ def _field(key: str, v: Any) -> None:
                 if not threshold.isdigit() or not isinstance(n, int) or isinstance(n, bool) or n < 0:
                     raise RecordError(f"`over` maps thresholds in ns to counts, not {_show(threshold)}: {_show(n)}")
     elif key == "cpu":
-        if v is not None and v != "all" and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise RecordError(f"`cpu` must be a CPU number or \"all\", not {_show(v)}")
+        if v is not None and v != "all" and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < MAX_CPUS):
+            raise RecordError(f"`cpu` must be a CPU number below {MAX_CPUS} or \"all\", not {_show(v)}")
     elif key == "argv":
         if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
             raise RecordError(f"`argv` must be a list of strings, not {_show(v)}")

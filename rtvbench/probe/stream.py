@@ -63,5 +63,21 @@ class ProbeStream:
                 raise self._error(f"unknown end status {record.get('status')!r}", line)
             self.end = record
         elif rtype == "result":
+            self._check_measured_cpu(record, line)
             self.results += 1
+        elif rtype == "window":
+            self._check_measured_cpu(record, line)
         return record
+
+    def _check_measured_cpu(self, record: dict[str, Any], line: str) -> None:
+        """A per-CPU figure is for a CPU the measurement asked for (`meta.params.cpus`, when it lists them):
+        any other would be stored and reported as `cpu<N>.*`, figures of a CPU nobody measured."""
+        cpu = record.get("cpu")
+        params = self.meta.get("params") if self.meta else None
+        asked = params.get("cpus") if isinstance(params, dict) else None
+        if not isinstance(cpu, int) or isinstance(cpu, bool) or not isinstance(asked, list) or not asked:
+            return
+        if cpu not in asked:
+            shown = ", ".join(str(c) for c in asked[:8]) + (" ..." if len(asked) > 8 else "")
+            raise self._error(f"a `{record['type']}` for CPU {cpu}, which the measurement did not ask for "
+                              f"(`meta.params.cpus`: {shown})", line)
