@@ -36,6 +36,7 @@ target = "local"
 target = "qemu"
 arch = "x86_64"
 kernel = "kernels/vmlinuz"
+cpus = 2
 count = 2
 
 [loads.idle]
