@@ -149,7 +149,10 @@ CASES = [
     ("a 100 KB kernel command line", ('kernel = "bzImage"', f'kernel = "bzImage"\ncmdline = "{"q" * 100_000}"'),
      "environments.vm.cmdline: is 100000 bytes, more than the 1024"),
     ("the probe's own memory as a kernel", ('kernel = "bzImage"', 'kernel = "/proc/self/mem"'),
-     "environments.vm.kernel: kernel /proc/self/mem is empty or not a file on a disk"),
+     "environments.vm.kernel: kernel /proc/self/mem is a file of the running kernel"),
+    ("a device as a kernel", ('kernel = "bzImage"', 'kernel = "/dev/zero"'),
+     "environments.vm.kernel: kernel /dev/zero is a file of the running kernel"),
+    ("an empty kernel", ('kernel = "bzImage"', 'kernel = "empty"'), "environments.vm.kernel: kernel /"),
     ("a board off for 2^63 s", ('place = "rpi4"', 'place = "rpi4"\npower_off_s = 9223372036854775808'),
      "environments.board.power_off_s: must be a number of seconds above 0 and at most 3600"),
     ("trace_breaches without a trace threshold", ("duration_s = 1", "duration_s = 1\ntrace_breaches = 5"),
@@ -174,6 +177,7 @@ def _validate(path, capsys) -> tuple[int, str]:
 @pytest.mark.parametrize("what,edit,expected", CASES, ids=[c[0] for c in CASES])
 def test_validate_refuses_what_run_would_refuse_or_misuse(tmp_path, capsys, what, edit, expected):
     (tmp_path / "bzImage").write_bytes(b"\0" * 4096)
+    (tmp_path / "empty").write_bytes(b"")
     assert edit[0] in CAMPAIGN, edit[0]
     path = tmp_path / "campaign.toml"
     path.write_text(CAMPAIGN.replace(edit[0], edit[1], 1))
@@ -181,6 +185,8 @@ def test_validate_refuses_what_run_would_refuse_or_misuse(tmp_path, capsys, what
     assert code == 2, err
     lines = [line.split(": ", 1)[1] for line in err.splitlines() if line.startswith(f"{path}:")]
     assert any(line.startswith(expected) for line in lines), err
+    if what == "an empty kernel":
+        assert "/empty is empty; give the path of a kernel image" in err, err
     assert "internal error" not in err
 
 

@@ -94,15 +94,25 @@ def _kernel_arch(path: Path) -> str | None:
     return None                      # gzip'd or EFI zboot: cannot tell without unpacking
 
 
+#: file systems whose files are the running kernel's own, never an image: /proc/self/mem reads this process
+_KERNEL_FILES = ("/proc", "/sys", "/dev")
+
+
 def _not_an_image(path: Path) -> str | None:
-    """Why a path that is a file cannot be a kernel image (the kernel files of /proc and /sys say they are
-    empty and are not), or None."""
+    """Why a path cannot be a kernel image, or None."""
+    if not path.exists():
+        return None
+    resolved = path.resolve()
+    if any(resolved.is_relative_to(top) for top in _KERNEL_FILES):
+        return f"is a file of the running kernel ({resolved}), not a kernel image"
+    if not path.is_file():
+        return "is not a regular file"
     try:
         size = path.stat().st_size
     except OSError as e:
         return f"cannot be read ({e.strerror})"
     if size == 0:
-        return "is empty or not a file on a disk"
+        return "is empty"
     if size > MAX_KERNEL_BYTES:
         return f"is {size:,} bytes, more than a kernel image has ({MAX_KERNEL_BYTES:,})"
     return None
@@ -138,10 +148,10 @@ class QemuParams(StrictModel):
     @classmethod
     def _kernel(cls, v: str, info: ValidationInfo) -> str:
         p = _path(v, info)
-        if not p.is_file():
+        problem = _not_an_image(p)
+        if problem is None and not p.is_file():
             raise ValueError(f"kernel image {p} does not exist; give the path of a kernel image "
                              "(relative to the campaign file) or get one with `rtvbench kernel fetch`")
-        problem = _not_an_image(p)
         if problem:
             raise ValueError(f"kernel {p} {problem}; give the path of a kernel image file or get one with "
                              "`rtvbench kernel fetch`")
