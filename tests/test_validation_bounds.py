@@ -292,3 +292,13 @@ def test_the_stream_takes_results_for_the_cpus_asked_for_and_the_merged_one():
     assert unpinned.feed(_result(1023))["cpu"] == 1023
     with pytest.raises(ProbeOutputError):
         unpinned.feed(_result(1024))
+
+
+def test_a_round_trip_pins_its_peers_cpu_in_the_peer_so_validate_leaves_it_to_the_run(tmp_path, capsys):
+    """ipc's `cpus = [this end, peer]`: the peer's CPU is the peer environment's, not every environment's."""
+    path = tmp_path / "campaign.toml"
+    path.write_text('name = "rtt"\n[environments.here]\ntarget = "local"\n[environments.board]\ntarget = "ssh"\n'
+                    'host = "board.example"\n[benchmarks.rtt]\nkind = "ipc"\npeer = "board"\ncount = 10\n'
+                    "cpus = [0, 1000]\n")
+    code, err = _validate(path, capsys)
+    assert code == 0, err
