@@ -53,8 +53,8 @@ BOOT_TIMEOUT_S = {"tcg": 120.0, "kvm": 30.0}
 HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
 #: guests one environment boots at once: each is a QEMU process with its own memory
 MAX_GUESTS = 64
-#: a guest's vCPUs (each a host thread) and memory (1 TiB): far beyond any host rtvbench runs on, and
-#: below what makes QEMU itself refuse or a count of guests overflow the host's address space
+#: a guest's vCPUs (each a host thread) and memory (1 TiB): beyond any host rtvbench runs on, so that only a
+#: mistake (cpus = 100000) is refused here and QEMU never starts with what no machine can give
 MAX_VCPUS, MAX_MEMORY_MB = 256, 1 << 20
 #: the kernel's command line holds 2048 bytes on x86_64 and arm64; rtvbench's own options take the rest
 MAX_CMDLINE = 1024
