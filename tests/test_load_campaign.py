@@ -207,7 +207,7 @@ def test_where_starts_the_load_through_the_named_environments_target():
 
         deploy_probe = describe = lambda self: None     # noqa: E731
 
-        def run(self, argv, on_line) -> Completed:
+        def run(self, argv, on_line, deadline=None) -> Completed:
             return Completed(0, "")
 
     sites = {name: LoadSite(name, Recorder(name), f"/opt/{name}/rtvb-probe") for name in ("native", "neighbour")}

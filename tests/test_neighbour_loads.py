@@ -42,7 +42,7 @@ class GroupTarget(LocalTarget, Pausing):
     def resume(self):
         GroupTarget.state[self.name] = "running"
 
-    def run(self, argv, on_line):
+    def run(self, argv, on_line, deadline=None):
         if "latency" in argv:
             GroupTarget.seen.append((self.name, dict(GroupTarget.state)))
         return super().run(argv, on_line)

@@ -37,7 +37,7 @@ class FlakyTarget(LocalTarget):
             raise TargetError("environment flaky is unreachable (test).")
         return super().deploy_probe()
 
-    def run(self, argv, on_line):
+    def run(self, argv, on_line, deadline=None):
         if "latency" not in argv or not type(self).script:
             return super().run(argv, on_line)
         if type(self).script.pop(0) == "ok":

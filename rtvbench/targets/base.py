@@ -7,10 +7,13 @@ runner knows campaigns and nothing about how a machine is reached.
 
 from __future__ import annotations
 
+import os
+import select
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, TypeVar
+from typing import IO, Any, Callable, ClassVar, Iterable, TypeVar
 
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
@@ -23,6 +26,59 @@ TARGETS: Registry[type["Target"]] = Registry("target")
 
 
 PROBE_STOP_GRACE_S = 5.0    # after SIGINT, time for the probe to print its last records
+#: after the SIGTERM a command gets at its deadline, the time it has to end before SIGKILL
+KILL_GRACE_S = 5.0
+#: after that SIGKILL, how long the host still takes the output in before it stops reading: what
+#: holds the output open then is out of reach (a process that left the group, a stuck connection)
+ABANDON_AFTER_KILL_S = 3.0
+_WATCH_POLL_S = 0.5         # a deadline may be brought forward at any time
+
+
+class Deadline:
+    """When a command run by Target.run must have ended. At `due` (time.monotonic()) its whole
+    process group is sent SIGTERM, KILL_GRACE_S later SIGKILL, and ABANDON_AFTER_KILL_S after that
+    the host stops reading its output. The runner may bring it forward (a probe that printed its
+    `end` record has nothing left to do but exit)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.due = time.monotonic() + seconds
+
+    def bring_forward(self, seconds: float) -> None:
+        self.due = min(self.due, time.monotonic() + seconds)
+
+
+class Watch:
+    """A command's progress against its Deadline (none: it may take as long as it takes), for the
+    loop of a target that takes its output in: tick() sends what is due, terminate() then kill(),
+    and says when to stop waiting for the command."""
+
+    def __init__(self, deadline: Deadline | None, terminate: Callable[[], None],
+                 kill: Callable[[], None]) -> None:
+        self.deadline = deadline
+        self._terminate, self._kill = terminate, kill
+        self.sent = 0               # 1: SIGTERM sent, 2: SIGKILL too
+
+    @property
+    def overdue(self) -> bool:
+        return self.sent > 0
+
+    def tick(self) -> bool:
+        """Signal the command as its deadline says; True once the host should stop waiting."""
+        if self.deadline is None:
+            return False
+        now = time.monotonic()
+        if self.sent == 0 and now >= self.deadline.due:
+            self.sent = 1
+            self._terminate()
+        if self.sent == 1 and now >= self.deadline.due + KILL_GRACE_S:
+            self.sent = 2
+            self._kill()
+        return self.sent == 2 and now >= self.deadline.due + KILL_GRACE_S + ABANDON_AFTER_KILL_S
+
+    def wait_s(self) -> float | None:
+        """How long the caller may block before the next tick()."""
+        return None if self.deadline is None else _WATCH_POLL_S
 
 
 def drain_or_stop(drain: Callable[[], T], ask_stop: Callable[[], None],
@@ -51,6 +107,33 @@ def pipe_drain(stream: Iterable[bytes], on_line: Callable[[str], None]) -> Calla
     return drain
 
 
+def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watch) -> Callable[[], None]:
+    """drain_or_stop's drain for a command's stdout pipe under a Watch: every line to on_line until
+    the pipe ends, or until the watch gives up on the command (its output may be held open by a
+    process it left behind). Re-entrant after a KeyboardInterrupt: a partial line is kept."""
+    fd = stream.fileno()
+    pending = bytearray()
+
+    def drain() -> None:
+        while not watch.tick():
+            ready, _, _ = select.select([fd], [], [], watch.wait_s())
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            pending.extend(chunk)
+            while (end := pending.find(b"\n")) >= 0:
+                line = bytes(pending[:end])
+                del pending[:end + 1]
+                on_line(line.decode("utf-8", "replace"))
+        if pending:
+            line = bytes(pending)
+            pending.clear()
+            on_line(line.decode("utf-8", "replace"))
+    return drain
+
+
 def kill_timer(kill: Callable[[], None]) -> Callable[[float], Callable[[], None]]:
     """drain_or_stop's kill_after for a command killed from this process: a timer thread."""
     def arm(seconds: float) -> Callable[[], None]:
@@ -60,6 +143,20 @@ def kill_timer(kill: Callable[[], None]) -> Callable[[float], Callable[[], None]
     return arm
 
 
+#: the bound on read_regular_file's command: a file of a few MiB is read in well under a second
+READ_FILE_DEADLINE_S = 60.0
+
+
+def not_regular_file(path: str, environment: str) -> str:
+    return (f"{path} in environment {environment} is not a regular file (a symbolic link, FIFO, device "
+            "or directory), so it was not read.")
+
+
+def file_too_large(path: str, environment: str, max_bytes: int) -> str:
+    return (f"{path} in environment {environment} holds more than the {max_bytes} bytes read at most, "
+            "so it was not read.")
+
+
 @dataclass
 class Completed:
     """How a foreground command ended."""
@@ -67,6 +164,10 @@ class Completed:
     returncode: int
     stderr: str             # its diagnostics (tail), for error messages
     interrupted: bool = False   # we stopped it because the user pressed Ctrl-C
+    #: it outlived the Deadline it was run with: it was sent SIGTERM, then SIGKILL after KILL_GRACE_S
+    #: if it still ran (`killed`), and its output may be cut short
+    overdue: bool = False
+    killed: bool = False
 
 
 def drain_lines(stream: Iterable[bytes], on_line: Callable[[str], None],
@@ -125,13 +226,16 @@ class Target(ABC):
         Raises TargetError when that is impossible."""
 
     @abstractmethod
-    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
         """Run argv to completion, calling on_line for every stdout line as it arrives.
 
         On KeyboardInterrupt the command is asked to stop (SIGINT), its remaining
         lines are still delivered, and the result says `interrupted`: the caller
         decides what an interruption means. An exception raised by on_line kills
-        the command and propagates."""
+        the command and propagates. With a deadline, a command still running at its
+        `due` is stopped with its process group as Deadline says, and the result
+        says `overdue` (and `killed` when it took SIGKILL)."""
 
     @abstractmethod
     def start_background(self, argv: list[str],
@@ -161,10 +265,37 @@ class Target(ABC):
                               f"(cat exited with status {done.returncode}: {done.stderr.strip() or 'no message'}).")
         return "".join(line + "\n" for line in lines)
 
+    def read_regular_file(self, path: str, max_bytes: int) -> str | None:
+        """The text of `path` on the target if it is a regular file of at most max_bytes, None if
+        nothing is there. Raises TargetError (not_regular_file, file_too_large) for anything else,
+        unread: a symbolic link (to /dev/zero, say), a FIFO, a device or a directory would hang
+        the reader or fill its memory. This default runs a POSIX sh check there, under a Deadline."""
+        script = ('[ -e "$1" ] || [ -L "$1" ] || exit 2; [ -f "$1" ] && [ ! -L "$1" ] || exit 3; '
+                  'n=$(wc -c <"$1") || exit 1; [ "$n" -le "$2" ] || exit 4; '
+                  'exec head -c "$2" -- "$1"')
+        lines: list[str] = []
+        done = self.run(["sh", "-c", script, "rtvb-read", path, str(max_bytes)], lines.append,
+                        Deadline(READ_FILE_DEADLINE_S))
+        if done.returncode == 2:
+            return None
+        if done.returncode == 3:
+            raise TargetError(not_regular_file(path, self.name))
+        if done.returncode == 4:
+            raise TargetError(file_too_large(path, self.name, max_bytes))
+        if done.returncode != 0 or done.interrupted or done.overdue:
+            raise TargetError(f"cannot read {path} in environment {self.name} (status {done.returncode}: "
+                              f"{done.stderr.strip() or 'no message'}).")
+        return "".join(line + "\n" for line in lines)
+
     def remove_dir(self, path: str) -> None:
         """Remove a directory tree on the target (what a killed load generator left behind).
         This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""
         self.run(["rm", "-rf", "--", path], lambda line: None)
+
+    def slowdown(self) -> float:
+        """How many times longer than on real hardware a workload may take here, for the watchdog
+        (Benchmark.deadline_s): 1, unless the target emulates its machine."""
+        return 1.0
 
     #: the target kinds this kind can reach for round trips (the `ipc` benchmark's `peer`)
     reaches: tuple[str, ...] = ()

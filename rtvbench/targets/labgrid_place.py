@@ -28,7 +28,7 @@ from pydantic import field_validator, model_validator
 
 from rtvbench.errors import TargetError
 from rtvbench.params import WaitS
-from rtvbench.targets.base import TARGETS, Background, Completed, Target
+from rtvbench.targets.base import TARGETS, Background, Completed, Deadline, Target
 from rtvbench.targets import capabilities
 from rtvbench.targets.capabilities import Capability, PowerCycling, ProcessListing
 from rtvbench.targets.serial_line import SerialBoardTarget, SerialLine, program_problem
@@ -372,8 +372,9 @@ class LabgridTarget(Target, ProcessListing, PowerCycling):
 
     # -- the Target interface: commands go to the board (over ssh or its serial line) ---
 
-    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
-        return self._board.run(argv, on_line)
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
+        return self._board.run(argv, on_line, deadline)
 
     def start_background(self, argv: list[str],
                          on_line: Callable[[str], None] | None = None) -> Background:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import errno
 import os
 import platform
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,8 +23,8 @@ from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
-from rtvbench.targets.base import (TARGETS, Background, Completed, Target, drain_lines, drain_or_stop,
-                                   kill_timer, pipe_drain)
+from rtvbench.targets.base import (TARGETS, Background, Completed, Deadline, Target, Watch, drain_lines,
+                                   drain_or_stop, file_too_large, kill_timer, not_regular_file, watched_drain)
 from rtvbench.targets.capabilities import ProcessListing
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
@@ -43,6 +46,22 @@ def _tail(f, limit: int = 4000) -> str:
     size = f.tell()
     f.seek(max(0, size - limit))
     return f.read().decode("utf-8", "replace").strip()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass        # nothing left in it (PermissionError: only a zombie leader, on some kernels)
+
+
+def _wait_unreaped(pid: int, watch: Watch) -> None:
+    """Wait until child `pid` has exited, leaving it to be reaped (its process group number stays
+    its own meanwhile), or until the watch gives up on it."""
+    while not watch.tick():
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return
+        time.sleep(0.01 if watch.wait_s() is None else min(0.05, watch.wait_s()))
 
 
 class LocalParams(StrictModel):
@@ -144,7 +163,8 @@ class LocalTarget(Target, ProcessListing):
     def process_ticks(self) -> dict[str, list] | None:
         return local_process_ticks()
 
-    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
         with tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -152,18 +172,22 @@ class LocalTarget(Target, ProcessListing):
                                         preexec_fn=_die_with_parent)
             except OSError as e:
                 return Completed(127, f"cannot start {argv[0]}: {e.strerror}")
+            # Its own session: the group is the command and all it starts that did not leave it.
+            watch = Watch(deadline, lambda: _signal_group(proc.pid, signal.SIGTERM),
+                          lambda: _signal_group(proc.pid, signal.SIGKILL))
             try:
-                # The probe has its own session: Ctrl-C reaches only us, and we ask it to stop.
-                _, interrupted = drain_or_stop(pipe_drain(proc.stdout, on_line),
+                # Ctrl-C reaches only us, and we ask the command to stop.
+                _, interrupted = drain_or_stop(watched_drain(proc.stdout, on_line, watch),
                                                lambda: proc.send_signal(signal.SIGINT), kill_timer(proc.kill))
-                returncode = proc.wait()
+                _wait_unreaped(proc.pid, watch)
             finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+                # Whatever it left behind in its group goes with it. Its leader is not reaped yet,
+                # so the group's number cannot belong to anything else.
+                _signal_group(proc.pid, signal.SIGKILL)
+                returncode = proc.wait()
                 proc.stdout.close()
             stderr = _tail(err)
-        return Completed(returncode, stderr, interrupted)
+        return Completed(returncode, stderr, interrupted, overdue=watch.overdue, killed=watch.sent == 2)
 
     def start_background(self, argv: list[str],
                          on_line: Callable[[str], None] | None = None) -> Background:
@@ -175,6 +199,29 @@ class LocalTarget(Target, ProcessListing):
             return Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError as e:
             raise TargetError(f"cannot read {path} on this machine ({e.strerror}).") from None
+
+    def read_regular_file(self, path: str, max_bytes: int) -> str | None:
+        # O_NOFOLLOW refuses a symbolic link, O_NONBLOCK keeps a FIFO from blocking the open; what
+        # opened is checked before a byte is read.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise TargetError(not_regular_file(path, self.name)) from None
+            raise TargetError(f"cannot read {path} on this machine ({e.strerror}).") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TargetError(not_regular_file(path, self.name))
+            data = bytearray()
+            while len(data) <= max_bytes and (chunk := os.read(fd, 1 << 20)):
+                data.extend(chunk)
+        finally:
+            os.close(fd)
+        if len(data) > max_bytes:
+            raise TargetError(file_too_large(path, self.name, max_bytes))
+        return data.decode("utf-8", "replace")
 
     def remove_dir(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)

@@ -11,7 +11,6 @@ measured, the others are `neighbours` (Targets of their own) for loads. docs/tar
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import os
 import platform
@@ -34,7 +33,7 @@ from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_
 from rtvbench.cpulist import MAX_CPUS
 from rtvbench.params import Name, StrictModel, WaitS, int_range
 from rtvbench.targets import shm as shm_regions
-from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop
+from rtvbench.targets.base import TARGETS, Background, Completed, Deadline, Target, Watch, drain_or_stop
 from rtvbench.targets.capabilities import HostCost, Pausing, PowerCycling
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
@@ -51,6 +50,8 @@ HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64
 #: on a loaded 2-CPU host must not be declared failed, and a heartbeat can be late by seconds.
 BOOT_TIMEOUT_S = {"tcg": 120.0, "kvm": 30.0}
 HANG_TIMEOUT_S = {"tcg": 30.0, "kvm": 10.0}
+#: how many times slower than the host an emulated guest may run a workload, for the watchdog
+SLOWDOWN = {"tcg": 10.0, "kvm": 1.0}
 #: guests one environment boots at once: each is a QEMU process with its own memory
 MAX_GUESTS = 64
 #: a guest's vCPUs (each a host thread) and memory (1 TiB): beyond any host rtvbench runs on, so that only a
@@ -216,10 +217,13 @@ def _short(argv: list[str]) -> str:
 
 
 def _drain(guest: QemuGuest, cmd: Command, what: str, on_out: Callable[[str], None],
-           on_err: Callable[[str], None], kill_at: list[float | None]) -> int:
-    """Deliver the command's lines until its `exit`; its status. Raises TargetLost when the guest
-    goes away or stays silent for hang_timeout_s. kill_at[0]: send SIGKILL once past it."""
+           on_err: Callable[[str], None], kill_at: list[float | None], watch: Watch | None = None) -> int | None:
+    """Deliver the command's lines until its `exit`; its status, or None when the watch gave up on
+    it. Raises TargetLost when the guest goes away or stays silent for hang_timeout_s.
+    kill_at[0]: send SIGKILL once past it."""
     while True:
+        if watch is not None and watch.tick():
+            return None
         ev = cmd.next(POLL_S)
         if ev is None:
             problem = guest.problem()
@@ -227,10 +231,7 @@ def _drain(guest: QemuGuest, cmd: Command, what: str, on_out: Callable[[str], No
                 raise guest.lost(what, problem)
             if kill_at[0] is not None and time.monotonic() > kill_at[0]:
                 kill_at[0] = None
-                try:
-                    cmd.signal(9)
-                except ChannelClosed:
-                    pass
+                _signal(cmd, 9)
             continue
         if ev.kind == "out":
             on_out(ev.text)
@@ -240,6 +241,14 @@ def _drain(guest: QemuGuest, cmd: Command, what: str, on_out: Callable[[str], No
             return ev.status
         else:
             raise guest.lost(what)
+
+
+def _signal(cmd: Command, signum: int) -> None:
+    """Have the agent signal the command's process group; a closed channel is the next read's news."""
+    try:
+        cmd.signal(signum)
+    except ChannelClosed:
+        pass
 
 
 class GuestBackground(Background):
@@ -320,16 +329,15 @@ class ChannelTarget(Target):
             except ChannelClosed:
                 raise guest.lost(f"the start of {_short(argv)}") from None
 
-    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
         guest = self._guest()
         what = _short(argv)
         cmd = self._start(guest, argv)
         err: collections.deque[str] = collections.deque(maxlen=200)
         kill_at: list[float | None] = [None]
-
-        def ask_stop() -> None:
-            with contextlib.suppress(ChannelClosed):
-                cmd.signal(2)
+        # The agent signals the command's whole process group (it runs in a session of its own).
+        watch = Watch(deadline, lambda: _signal(cmd, 15), lambda: _signal(cmd, 9))
 
         def kill_after(seconds: float):
             # The guest's agent kills the command: _drain sends SIGKILL once this time has passed.
@@ -337,14 +345,17 @@ class ChannelTarget(Target):
             return lambda: None
 
         try:
-            status, interrupted = drain_or_stop(lambda: _drain(guest, cmd, what, on_line, err.append, kill_at),
-                                                ask_stop, kill_after)
+            status, interrupted = drain_or_stop(
+                lambda: _drain(guest, cmd, what, on_line, err.append, kill_at, watch),
+                lambda: _signal(cmd, 2), kill_after)
         except TargetLost:
             raise
         except BaseException:
             self._abandon(guest, cmd)       # on_line raised, or a second Ctrl-C
             raise
-        return Completed(status, "\n".join(err), interrupted)
+        # Given up on after SIGKILL: the guest did not report its end, and cannot say its status.
+        return Completed(-9 if status is None else status, "\n".join(err), interrupted,
+                         overdue=watch.overdue, killed=watch.sent == 2)
 
     @staticmethod
     def _abandon(guest: QemuGuest, cmd: Command) -> None:
@@ -557,6 +568,9 @@ class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing):
 
     def _guest_record(self) -> QemuGuest:
         return self._prepare()[0]
+
+    def slowdown(self) -> float:
+        return SLOWDOWN.get(self._facts.get("accel"), 1.0)
 
     def describe(self) -> dict[str, Any]:
         return self._describe(0)

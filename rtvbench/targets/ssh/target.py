@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.procstat import mark_own, parse_process_stat
-from rtvbench.targets.base import TARGETS, Background, Completed, Target, drain_or_stop, kill_timer, pipe_drain
+from rtvbench.targets.base import (TARGETS, Background, Completed, Deadline, Target, Watch, drain_or_stop,
+                                   kill_timer, watched_drain)
 from rtvbench.targets.capabilities import Capability, PowerCycling, ProcessListing
 from rtvbench.targets.ssh import power
 from rtvbench.targets.ssh.connection import SshConnection, _last_line, _tail
@@ -59,15 +60,23 @@ class SshTarget(Target, ProcessListing, PowerCycling):
     def deploy_probe(self) -> str:
         return self.probe_copy.deploy()
 
-    def run(self, argv: list[str], on_line: Callable[[str], None]) -> Completed:
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
         self.connection.connect()
         with tempfile.TemporaryFile() as err:
             session = _Session(self.connection, argv, subprocess.PIPE, err)
             proc = session.proc
+            # The remote wrapper signals the command's group; once the watch gives up, ssh is killed
+            # and the wrapper, seeing end of file, kills what is left.
+            watch = Watch(deadline, lambda: session.request("TERM"), lambda: session.request("KILL"))
             try:
-                _, interrupted = drain_or_stop(pipe_drain(proc.stdout, on_line), lambda: session.request("INT"),
-                                               kill_timer(session.kill))
-                proc.wait()
+                _, interrupted = drain_or_stop(watched_drain(proc.stdout, on_line, watch),
+                                               lambda: session.request("INT"), kill_timer(session.kill))
+                while proc.poll() is None and not watch.tick():
+                    try:
+                        proc.wait(watch.wait_s())
+                    except subprocess.TimeoutExpired:
+                        pass
             finally:
                 if proc.poll() is None:
                     session.kill()      # on_line failed, or a second Ctrl-C
@@ -75,14 +84,14 @@ class SshTarget(Target, ProcessListing, PowerCycling):
                 proc.stdout.close()
             status, stderr = split_exit(_tail(err))
         if status is None:
-            if interrupted:
-                return Completed(proc.returncode, stderr, True)
+            if interrupted or watch.overdue:
+                return Completed(proc.returncode, stderr, interrupted, overdue=watch.overdue, killed=watch.sent == 2)
             log = f"ssh exited with status {proc.returncode}; its diagnostics and the command's " \
                   f"stderr:\n{stderr or '(none)'}"
             raise TargetLost(f"the connection to environment {self.name} ({self.params.host}) was "
                              f"lost while `{shlex.join(argv[:2])}` ran; it is re-established for "
                              "the next command.", log)
-        return Completed(status, stderr, interrupted)
+        return Completed(status, stderr, interrupted, overdue=watch.overdue, killed=watch.sent == 2)
 
     def start_background(self, argv: list[str],
                          on_line: Callable[[str], None] | None = None) -> Background:
