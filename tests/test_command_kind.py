@@ -113,7 +113,7 @@ def test_tools_run_as_command_benchmarks(tmp_path, probe):
     by_bench = {m.benchmark: m for m in run.measurements}
     # What ran: the command with {output} replaced by a file in /tmp, under `timeout`; the file is gone.
     cmd = by_bench["sleep"].command
-    assert cmd[:2] == ["timeout", "60"] and cmd[2] == "hyperfine" and cmd[-1].startswith("/tmp/rtvbench-output-")
+    assert cmd[:4] == ["timeout", "-k", "5", "60"] and cmd[4] == "hyperfine" and cmd[-1].startswith("/tmp/rtvbench-output-")
     assert not Path(cmd[-1]).exists()
 
     # hyperfine: the figures are its file's numbers (stored verbatim), in ms; 10 ms sleeps.
@@ -191,7 +191,7 @@ def test_failures_are_failed_measurements_with_one_sentence(tmp_path, probe):
         "exits": ("error", "the command exited with status 3: something broke"),
         "unparsable": ("error", "hyperfine-json: the output is not JSON (Expecting value at line 1); "
                                 "expected the file hyperfine --export-json FILE writes."),
-        "hangs": ("error", "the command was stopped after its timeout_s of 0.5 s"),
+        "hangs": ("error", "the command did not end within timeout_s = 0.5 s; `timeout` sent it SIGTERM"),
         "nofile": ("error", errors["nofile"][1]),
         "regex": ("error", "mapping: regex value: ([0-9.]+) of figure value matches nothing in the output."),
     }

@@ -15,6 +15,16 @@ from rtvbench.registry import Registry
 from rtvbench.spec import Placement
 from rtvbench.targets.capabilities import Capability
 
+#: The probe's watchdog: a measurement still running WATCHDOG_FACTOR times its expected_seconds()
+#: (times its target's slowdown(): an emulated guest) plus WATCHDOG_MARGIN_S after it started is
+#: stopped with its process group (targets.base.Deadline) and fails. expected_seconds() is an
+#: estimate made on real hardware; the margin covers a loaded machine, and start-up and clean-up
+#: that no estimate counts.
+WATCHDOG_FACTOR = 10.0
+WATCHDOG_MARGIN_S = 120.0
+#: once the probe printed its `end` record, the time it has left to exit
+AFTER_END_S = 15.0
+
 # Every designed kind is implemented; a kind planned later goes into `planned`.
 BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark kind", planned=())
 
@@ -23,7 +33,8 @@ class Benchmark(ABC):
     kind: ClassVar[str]
     Params: ClassVar[type[StrictModel]]     # the campaign keys, without `kind`
     #: False for a kind that runs a program of its own instead of the probe; such a kind also has
-    #: output_path(), command_argv(output) and parse(text), which the runner calls instead
+    #: output_path(), command_argv(output), read_output(target, path) and parse(text), which the
+    #: runner calls instead
     runs_probe: ClassVar[bool] = True
     #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind; such a
     #: kind also has the classmethods import_keys(fmt, source) (its campaign keys) and
@@ -60,10 +71,16 @@ class Benchmark(ABC):
         sentence) pairs. `environments` and `loads` map names to targets and loads (None: invalid)."""
         return []
 
-    def execute(self, target, argv: list[str], on_line):
-        """Run one measurement in `target` (the probe command `argv`), each output line to on_line;
-        a targets.base.Completed. Kinds that measure more than a probe command override it."""
-        return target.run(argv, on_line)
+    def execute(self, target, argv: list[str], on_line, deadline=None):
+        """Run one measurement in `target` (the probe command `argv`), each output line to on_line,
+        stopped at `deadline` (a targets.base.Deadline) if it still runs then; a targets.base.Completed.
+        Kinds that measure more than a probe command override it."""
+        return target.run(argv, on_line, deadline)
+
+    def deadline_s(self, slowdown: float = 1.0) -> float:
+        """How long after its start a measurement is stopped by the watchdog, in a target that runs
+        workloads `slowdown` times slower than real hardware (Target.slowdown())."""
+        return WATCHDOG_FACTOR * self.expected_seconds() * slowdown + WATCHDOG_MARGIN_S
 
     @abstractmethod
     def probe_args(self) -> list[str]:
@@ -71,4 +88,5 @@ class Benchmark(ABC):
 
     @abstractmethod
     def expected_seconds(self) -> float:
-        """How long one measurement should take, for the progress bar's ETA."""
+        """How long one measurement should take, for the progress bar's ETA and the watchdog
+        (deadline_s)."""

@@ -23,6 +23,7 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
 from sqlalchemy import Engine
 
 from rtvbench.campaign.reader import Campaign
+from rtvbench.benchmarks.base import AFTER_END_S, WATCHDOG_FACTOR, WATCHDOG_MARGIN_S
 from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
 from rtvbench.loads.base import LoadContext, LoadError, LoadSite
 from rtvbench.campaign.plan import Planned, expected_seconds, plan
@@ -35,6 +36,7 @@ from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed, capabilities
+from rtvbench.targets.base import KILL_GRACE_S, Deadline
 from rtvbench.targets.capabilities import Pausing
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
@@ -76,6 +78,10 @@ def _exit_words(returncode: int) -> str:
         except ValueError:
             return f"was killed by signal {-returncode}"
     return f"exited with status {returncode}"
+
+
+def _then_kill(killed: bool) -> str:
+    return f", then SIGKILL after {KILL_GRACE_S:g} s" if killed else ""
 
 
 def _last_lines(text: str, n: int = 3) -> str:
@@ -390,16 +396,26 @@ class Runner:
 
     @staticmethod
     def _external_outcome(m, bench, done: Completed, stdout: list[str], output: str | None,
-                          written: str | None, elapsed: float) -> tuple[str, str | None]:
+                          written: str | None, unreadable: str | None, elapsed: float) -> tuple[str, str | None]:
         """Store an external tool's output verbatim (so that it can be parsed again), then its
         figures; (status, error). A non-zero exit is a failed measurement with stderr's tail."""
         text = "".join(line + "\n" for line in stdout)
         m.add_record(1, {"type": "output", "stdout": text, "stderr": done.stderr, "file": written,
                          "returncode": done.returncode})
+        within = f"the command did not end within timeout_s = {bench.timeout_s:g} s"
+        if done.overdue:
+            # Past `timeout` and its grace: the target's timeout did not end it, or what it started
+            # kept its output open.
+            return "error", (f"{within} and the {KILL_GRACE_S:g} s after it (its output stayed open, or "
+                             f"`timeout` did not stop it); rtvbench sent its process group SIGTERM"
+                             f"{_then_kill(done.killed)}")
         if done.returncode != 0:
             if elapsed >= bench.timeout_s:
-                return "error", f"the command was stopped after its timeout_s of {bench.timeout_s:g} s"
+                killed = done.returncode in (128 + signal.SIGKILL, -signal.SIGKILL)
+                return "error", f"{within}; `timeout` sent it SIGTERM{_then_kill(killed)}"
             return "error", f"the command {_exit_words(done.returncode)}: {_last_lines(done.stderr)}"
+        if unreadable is not None:
+            return "error", f"the command's output file {unreadable.rstrip('.')}"
         if output is not None and written is None:
             return "error", f"the command ended without writing its output file {output}"
         try:
@@ -408,6 +424,17 @@ class Runner:
             return "error", str(e)
         m.add_record(2, record)
         return "ok", None
+
+    @staticmethod
+    def _overdue_probe(bench, target, deadline: Deadline, done: Completed, ended: bool) -> str:
+        """Why the watchdog stopped the probe, in one sentence."""
+        if ended:
+            why = f"the probe printed its `end` record but did not exit within {AFTER_END_S:g} s"
+        else:
+            slower = f" × {target.slowdown():g} in an emulated machine" if target.slowdown() != 1 else ""
+            why = (f"the probe did not end within the watchdog's {deadline.seconds:g} s ({WATCHDOG_FACTOR:g} × "
+                   f"its expected {bench.expected_seconds():g} s{slower}, plus {WATCHDOG_MARGIN_S:g} s)")
+        return f"{why}; rtvbench sent its process group SIGTERM{_then_kill(done.killed)}"
 
     def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
         """Run one measurement; return (status, error). Status "lost": a target went away during
@@ -447,6 +474,8 @@ class Runner:
                 stdout.append(line)
             else:
                 m.add_record(stream.count + 1, stream.feed(line))
+                if stream.end is not None:
+                    deadline.bring_forward(AFTER_END_S)
             tick()
 
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
@@ -455,6 +484,7 @@ class Runner:
         load_status: int | None = None
         load_problem: str | None = None
         written: str | None = None          # the text of the file an external tool wrote
+        unreadable: str | None = None       # why that file was not read
         # Thermal, frequency and throttle state beside the measurement (rtvbench.runner.thermal_sampler).
         sampler = ThermalSampler(target, self.probes[p.environment])
         try:
@@ -462,13 +492,15 @@ class Runner:
             sampler.start()
             self._sample_cpu(m, p.environment, "before")
             started = time.monotonic()
-            done: Completed = bench.execute(target, argv, on_line)
+            # The watchdog: bench.deadline_s() from the start of the command.
+            deadline = Deadline(bench.deadline_s(target.slowdown()))
+            done: Completed = bench.execute(target, argv, on_line, deadline)
             elapsed = time.monotonic() - started
-            if output is not None and done.returncode == 0:
+            if output is not None and done.returncode == 0 and not done.overdue:
                 try:
-                    written = target.read_file(output)
-                except TargetError:
-                    written = None          # said as the measurement's error below
+                    written = bench.read_output(target, output)
+                except TargetError as e:
+                    unreadable = str(e)     # said as the measurement's error below
             self._sample_cpu(m, p.environment, "after")
             sampler.stop()
             if sampler.stored() is not None:
@@ -502,7 +534,7 @@ class Runner:
                     pass
             if output is not None:
                 try:
-                    target.run(["rm", "-f", "--", output], lambda line: None)
+                    target.run(["rm", "-rf", "--", output], lambda line: None)
                 except TargetError:
                     pass                        # a leftover file in the target's /tmp, not a failure
 
@@ -515,7 +547,9 @@ class Runner:
             status, error = "error", (f'load "{p.load}" ended during the measurement (status '
                                       f"{load_status}): {_last_lines(bg.output_tail())}")
         elif external:
-            status, error = self._external_outcome(m, bench, done, stdout, output, written, elapsed)
+            status, error = self._external_outcome(m, bench, done, stdout, output, written, unreadable, elapsed)
+        elif done.overdue:
+            status, error = "error", self._overdue_probe(bench, target, deadline, done, stream.end is not None)
         elif stream.end is not None and stream.end["status"] == "error":
             # Before the exit status: the probe's own reason (e.g. which workload failed its
             # verification) says more than "status 3" and an empty stderr.

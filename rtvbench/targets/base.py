@@ -99,14 +99,6 @@ def drain_or_stop(drain: Callable[[], T], ask_stop: Callable[[], None],
             disarm()
 
 
-def pipe_drain(stream: Iterable[bytes], on_line: Callable[[str], None]) -> Callable[[], None]:
-    """drain_or_stop's drain for a command's stdout pipe: every line to on_line until it ends."""
-    def drain() -> None:
-        for raw in stream:
-            on_line(raw.decode("utf-8", "replace").rstrip("\n"))
-    return drain
-
-
 def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watch) -> Callable[[], None]:
     """drain_or_stop's drain for a command's stdout pipe under a Watch: every line to on_line until
     the pipe ends, or until the watch gives up on the command (its output may be held open by a

@@ -15,7 +15,7 @@ from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.probe.stream import SCHEMA
-from rtvbench.targets.base import Completed
+from rtvbench.targets.base import Completed, Deadline
 from rtvbench.targets.capabilities import PowerCycling
 
 #: a TCG boot of Debian's kernel takes 5-15 s here; the ETA only needs the order of magnitude
@@ -51,7 +51,7 @@ class BootBenchmark(Benchmark):
                             "in a campaign without boot"))
         return out
 
-    def execute(self, target, argv: list[str], on_line) -> Completed:
+    def execute(self, target, argv: list[str], on_line, deadline: Deadline | None = None) -> Completed:
         on_line(json.dumps({"type": "meta", "schema": SCHEMA, "subcommand": "boot", "params": {},
                             "argv": argv}))
         try:
@@ -60,7 +60,8 @@ class BootBenchmark(Benchmark):
             on_line(json.dumps({"type": "end", "status": "error", "error": str(e)}))
             return Completed(3, str(e))
         sysinfo = []
-        done = target.run(argv, sysinfo.append)
+        # The power cycle is bounded by its own timeouts; the watchdog's time starts with the probe.
+        done = target.run(argv, sysinfo.append, None if deadline is None else Deadline(deadline.seconds))
         if done.interrupted or done.returncode != 0:
             status = "interrupted" if done.interrupted else "error"
             on_line(json.dumps({"type": "end", "status": status,

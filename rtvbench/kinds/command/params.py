@@ -14,11 +14,18 @@ from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.kinds.command.formats import FIGURE_NAMES, FORMATS, PARSERS, UNITS, json_path_parts, parse
 from rtvbench.loads.command.params import CommandLine
 from rtvbench.params import Number, StrictModel
+from rtvbench.targets.base import KILL_GRACE_S
 
 #: the placeholder for the file the command writes its results to (cyclictest --json={output})
 OUTPUT = "{output}"
 #: how long the progress bar assumes a command takes when the campaign does not say
 DEFAULT_EXPECTED_S = 10.0
+#: the largest `{output}` file read; a larger one fails the measurement unread
+MAX_OUTPUT_FILE_BYTES = 16 * 1024 * 1024
+#: beyond timeout_s and `timeout`'s grace (KILL_GRACE_S), the time the target has to report the
+#: command's end before the host stops it itself: its `timeout` may be gone, or something the command
+#: started may hold its output open
+COMMAND_SLACK_S = 10.0
 _FIGURE_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _CPU_PART = re.compile(r"^cpu\d+\.")
 
@@ -127,11 +134,16 @@ class CommandBenchmark(Benchmark):
         """A fresh name for the file the command writes, on the target (its /tmp), or None."""
         return f"/tmp/rtvbench-output-{uuid.uuid4().hex}" if self.writes_file else None
 
+    def read_output(self, target, path: str) -> str | None:
+        """The text of the file the command wrote at `path`, None if it wrote none; TargetError (one
+        sentence) when it is not a regular file or holds more than MAX_OUTPUT_FILE_BYTES."""
+        return target.read_regular_file(path, MAX_OUTPUT_FILE_BYTES)
+
     def command_argv(self, output: str | None) -> list[str]:
         """The command as run: `{output}` replaced, under coreutils/busybox `timeout` so that a hung
-        tool ends on every target the same way (the target itself knows no time limit)."""
+        tool ends on every target the same way: SIGTERM at timeout_s, SIGKILL KILL_GRACE_S later."""
         argv = [arg.replace(OUTPUT, output) if output else arg for arg in self.params.argv]
-        return ["timeout", f"{self.params.timeout_s:g}", *argv]
+        return ["timeout", "-k", f"{KILL_GRACE_S:g}", f"{self.params.timeout_s:g}", *argv]
 
     @property
     def timeout_s(self) -> float:
@@ -158,4 +170,8 @@ class CommandBenchmark(Benchmark):
     def expected_seconds(self) -> float:
         p: CommandParams = self.params
         return min(p.expected_s or DEFAULT_EXPECTED_S, p.timeout_s)
+
+    def deadline_s(self, slowdown: float = 1.0) -> float:
+        # timeout_s is the campaign's own bound, in the target's time whatever its speed.
+        return self.params.timeout_s + KILL_GRACE_S + COMMAND_SLACK_S
 
