@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from host_helpers import cli_env, run_cli
+from host_helpers import cli_env, kill_all, processes_with, run_cli, wait_for
 from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.errors import InputError, RtvbenchError, TargetError, TargetLost
 from rtvbench.kinds.latency.attribution import attribute
 from rtvbench.procstat import parse_proc_stat
 from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import load_run, open_store
+from rtvbench.targets.base import Deadline
 from rtvbench.targets.qemu.channel import AgentChannel
 from rtvbench.targets.qemu.guest import GuestConfig, QemuGuest
 from rtvbench.targets.qemu.initramfs import build_initramfs, kernel_release, resolve_modules
@@ -169,6 +170,22 @@ def test_stop_escalates_to_sigkill(agent):
     time.sleep(0.3)
     bg.stop()
     assert bg.poll() == 128 + 9
+
+
+@pytest.mark.functional
+def test_a_run_past_its_deadline_is_stopped_with_its_group(agent):
+    # Everything in the group ignores SIGTERM; the agent's SIGKILL to the group ends the command and
+    # what it started, which would otherwise run a minute (the bounds are hang guards).
+    marker = f"60.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    lines = []
+    try:
+        done = agent.run(["/bin/sh", "-c", f"trap '' TERM; sleep {marker} & echo end; sleep {marker}"],
+                         lines.append, Deadline(0.5))
+        wait_for(lambda: processes_with(f"sleep {marker}") == [], 30, "the command's group to end")
+    finally:
+        kill_all(f"sleep {marker}")
+    assert lines == ["end"]
+    assert (done.overdue, done.killed, done.returncode) == (True, True, 128 + 9), done
 
 
 def test_dead_agent_is_target_lost(agent):
