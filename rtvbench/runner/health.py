@@ -14,6 +14,7 @@ from typing import Any
 
 from rtvbench.errors import TargetError
 from rtvbench.targets import capabilities
+from rtvbench.targets.base import QUICK_COMMAND_DEADLINE_S, Deadline
 
 
 def _meminfo_kib(text: str) -> dict[str, int]:
@@ -29,9 +30,13 @@ def health_check(target, probe: str | None) -> dict[str, Any]:
     started = time.monotonic()
     check: dict[str, Any] = {"probe_ok": False}
     try:
-        done = target.run([probe or "rtvb-probe", "--version"], lambda line: None)
-        check["probe_ok"] = done.returncode == 0 and not done.interrupted
-        if not check["probe_ok"]:
+        done = target.run([probe or "rtvb-probe", "--version"], lambda line: None,
+                          Deadline(QUICK_COMMAND_DEADLINE_S))
+        check["probe_ok"] = done.returncode == 0 and not done.interrupted and not done.overdue
+        if done.overdue:
+            check["error"] = (f"`rtvb-probe --version` did not answer within {QUICK_COMMAND_DEADLINE_S:g} s "
+                              "and was stopped")
+        elif not check["probe_ok"]:
             check["error"] = f"the probe exited with {done.returncode}: {done.stderr.strip()[-200:]}"
     except (TargetError, OSError) as e:
         check["error"] = str(e)

@@ -36,7 +36,7 @@ from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed, capabilities
-from rtvbench.targets.base import KILL_GRACE_S, Deadline
+from rtvbench.targets.base import KILL_GRACE_S, QUICK_COMMAND_DEADLINE_S, Deadline
 from rtvbench.targets.capabilities import Pausing
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
@@ -278,11 +278,14 @@ class Runner:
             if rec["type"] == "sysinfo":
                 found.append(rec)
         try:
-            done = target.run([self.probes[env], "sysinfo"], on_line)
+            done = target.run([self.probes[env], "sysinfo"], on_line, Deadline(QUICK_COMMAND_DEADLINE_S))
         except ProbeOutputError as e:
             raise TargetError(str(e)) from None
         if done.interrupted:
             raise KeyboardInterrupt
+        if done.overdue:
+            raise TargetError(f"`rtvb-probe sysinfo` did not end within {QUICK_COMMAND_DEADLINE_S:g} s in environment "
+                              f"{env} and was stopped; check that the probe runs there (`make probe`).")
         if done.returncode != 0 or not found:
             raise TargetError(f"`rtvb-probe sysinfo` failed in environment {env} (exit "
                               f"{done.returncode}: {_last_lines(done.stderr)}); check that the probe "
