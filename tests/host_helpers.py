@@ -165,3 +165,29 @@ cpus = [0]
 window_s = 0.25
 thresholds_us = [100]
 '''
+
+
+def check_reads_only_small_regular_files(target, tmp_path: Path) -> None:
+    """target.read_regular_file reads a regular file within the cap, says None for a missing one, and
+    refuses a symbolic link to /dev/zero, a FIFO, a directory and a file over the cap in one sentence.
+    The target must see this machine's tmp_path (local, or ssh to this machine)."""
+    from rtvbench.errors import TargetError
+
+    def refusal(path: Path, cap: int) -> str:
+        try:
+            target.read_regular_file(str(path), cap)
+        except TargetError as e:
+            return str(e)
+        raise AssertionError(f"{path} was read")
+
+    regular, link, fifo = tmp_path / "regular", tmp_path / "link", tmp_path / "fifo"
+    regular.write_text("one\ntwo\n")
+    link.symlink_to("/dev/zero")
+    os.mkfifo(fifo)
+    assert target.read_regular_file(str(regular), 100) == "one\ntwo\n"
+    assert target.read_regular_file(str(tmp_path / "missing"), 100) is None
+    for odd in (link, fifo, tmp_path):
+        assert refusal(odd, 100) == (f"{odd} in environment {target.name} is not a regular file (a symbolic "
+                                     "link, FIFO, device or directory), so it was not read.")
+    assert refusal(regular, 4) == (f"{regular} in environment {target.name} holds more than the 4 bytes read "
+                                   "at most, so it was not read.")

@@ -16,7 +16,8 @@ import uuid
 import pytest
 from rich.console import Console
 
-from host_helpers import FAKE_PROBE, cli_env, kill_all, processes_with, run_cli
+from host_helpers import (FAKE_PROBE, check_reads_only_small_regular_files, cli_env, kill_all, processes_with,
+                          run_cli)
 from rtvbench.benchmarks import base as benchmarks_base
 from rtvbench.campaign.reader import parse_campaign
 from rtvbench.runner import run as runner_run
@@ -166,3 +167,7 @@ def test_a_process_that_left_the_group_cannot_hold_the_local_target(tmp_path):
     assert (done.overdue, done.killed, done.returncode) == (True, True, -9), done
     # Only the process that left the group survived it (and was killed above).
     assert len(stray) == 1
+
+
+def test_a_file_is_read_on_this_machine_only_when_it_is_a_small_regular_file(tmp_path):
+    check_reads_only_small_regular_files(LocalTarget("native", LocalParams()), tmp_path)

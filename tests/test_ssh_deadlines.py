@@ -5,14 +5,12 @@ there can be checked in /proc; the bounds are hang guards far below the minute a
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 
 from helpers.sshd import ALIAS, Sshd
-from host_helpers import kill_all, processes_with, wait_for
-from rtvbench.errors import TargetError
+from host_helpers import check_reads_only_small_regular_files, kill_all, processes_with, wait_for
 from rtvbench.targets.base import Deadline
 from rtvbench.targets.ssh import SshParams, SshTarget
 
@@ -59,16 +57,4 @@ def test_ssh_commands_are_stopped_with_their_group(board: SshTarget, script, ove
 
 
 def test_a_file_is_read_from_an_ssh_target_only_when_it_is_a_small_regular_file(board: SshTarget, tmp_path):
-    regular, link, fifo = tmp_path / "regular", tmp_path / "link", tmp_path / "fifo"
-    regular.write_text("one\ntwo\n")
-    link.symlink_to("/dev/zero")
-    os.mkfifo(fifo)
-    assert board.read_regular_file(str(regular), 100) == "one\ntwo\n"
-    assert board.read_regular_file(str(tmp_path / "missing"), 100) is None
-    for odd in (link, fifo, tmp_path):
-        with pytest.raises(TargetError, match="is not a regular file"):
-            board.read_regular_file(str(odd), 100)
-    with pytest.raises(TargetError, match="holds more than the 4 bytes read at most"):
-        board.read_regular_file(str(regular), 4)
-
-
+    check_reads_only_small_regular_files(board, tmp_path)

@@ -212,9 +212,12 @@ class LocalTarget(Target, ProcessListing):
                 raise TargetError(not_regular_file(path, self.name)) from None
             raise TargetError(f"cannot read {path} on this machine ({e.strerror}).") from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise TargetError(not_regular_file(path, self.name))
-            data = bytearray()
+            if info.st_size > max_bytes:
+                raise TargetError(file_too_large(path, self.name, max_bytes))
+            data = bytearray()     # read to its end all the same: a file may grow after fstat
             while len(data) <= max_bytes and (chunk := os.read(fd, 1 << 20)):
                 data.extend(chunk)
         finally:
