@@ -162,19 +162,60 @@ static int map_fd(int fd, size_t len, struct shm_map *m, char *err, size_t errle
     return TP_OK;
 }
 
+/* The region file lives in a directory every user may write to
+ * (/dev/shm), and the probe often runs as root: a name somebody planted
+ * there must not redirect its writes. So an existing file is opened
+ * without following a symlink (O_NOFOLLOW), without blocking on a FIFO
+ * (O_NONBLOCK), and used only if it is a regular file of this user; a
+ * new one is created exclusively (O_EXCL: a symlink or file planted at
+ * the name after we looked is refused, never written through). */
+static int open_region_file(const char *path, uint64_t create_size, int *created, struct stat *st, char *err,
+                            size_t errlen)
+{
+    *created = 0;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create_size) {
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        *created = fd >= 0;
+    }
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(err, errlen, "refusing %s: it is a symbolic link; name a regular file of this user", path);
+        else if (errno == EEXIST)
+            snprintf(err, errlen, "refusing %s: something else created that name while the probe was creating "
+                     "it; name a file nobody else can create", path);
+        else
+            snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const char *wrong = NULL;
+    if (fstat(fd, st))
+        wrong = strerror(errno);
+    else if (!S_ISREG(st->st_mode))
+        wrong = "it is not a regular file";
+    else if (st->st_uid != geteuid())
+        wrong = "it belongs to another user";
+    if (wrong) {
+        snprintf(err, errlen, "refusing %s: %s; name a regular file of this user (uid %u)", path, wrong,
+                 (unsigned)geteuid());
+        close(fd);
+        if (*created)
+            unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
 int shm_map_file(const char *path, uint64_t create_size, struct shm_map *m, char *err, size_t errlen)
 {
     *m = (struct shm_map){0};
     snprintf(m->path, sizeof m->path, "%s", path);
     snprintf(m->where, sizeof m->where, "%s", path);
-    int fd = open(path, O_RDWR | (create_size ? O_CREAT : 0) | O_CLOEXEC, 0600);
+    int created;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    int fd = open_region_file(path, create_size, &created, &st, err, errlen);
+    if (fd < 0)
         return TP_FAILED;
-    }
     if (st.st_size == 0 && create_size) {
         if (ftruncate(fd, (off_t)create_size)) {
             snprintf(err, errlen, "cannot size %s to %llu bytes: %s", path, (unsigned long long)create_size,

@@ -33,9 +33,10 @@ struct shm_map {
 };
 
 /* Map the file at path read-write and shared. When it does not exist, or
- * is empty, it is created with create_size bytes and removed again by
- * shm_unmap; create_size 0: it must exist (a client does not create the
- * server's region). TP_OK or TP_FAILED with err. */
+ * is empty, it is created with create_size bytes (exclusively, mode 0600)
+ * and removed again by shm_unmap; create_size 0: it must exist (a client
+ * does not create the server's region). A symlink, a file that is not
+ * regular or another user's file is refused. TP_OK or TP_FAILED with err. */
 int shm_map_file(const char *path, uint64_t create_size, struct shm_map *m, char *err, size_t errlen);
 /* An anonymous shared mapping of len bytes, inherited by fork(). */
 int shm_map_anon(uint64_t len, struct shm_map *m, char *err, size_t errlen);

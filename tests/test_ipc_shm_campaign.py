@@ -151,7 +151,8 @@ def test_a_shm_peer_without_a_shared_region_is_a_campaign_error(tmp_path, probe,
 def test_no_region_file_is_left_by_a_closed_environment():
     from rtvbench.targets import shm
     path = shm.hold("t1", 1 << 20)
-    assert path.stat().st_size == 1 << 20 and path.name == f"rtvb-{os.getpid()}-t1"
+    assert path.stat().st_size == 1 << 20 and re.fullmatch(rf"rtvb-{os.getpid()}-[0-9a-f]{{16}}-t1", path.name)
+    assert path.stat().st_mode & 0o777 == 0o600
     assert shm.hold("t1", 1 << 20) == path           # a second environment shares it
     shm.release("t1")
     assert path.exists()

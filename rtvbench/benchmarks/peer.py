@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtvbench import run_files
 from rtvbench.errors import ProbeOutputError
 from rtvbench.loads.base import LoadError, LoadSite
 from rtvbench.probe.stream import ProbeStream
@@ -60,7 +61,7 @@ class PeerServer:
             time.sleep(0.02)
         self.bg.stop()
         if self.leftover is not None:
-            self.leftover.unlink(missing_ok=True)   # the server removes it, unless it was killed
+            run_files.remove_own(self.leftover)     # the server removes it, unless it was killed
 
 
 class PeerEnds(ABC):

@@ -5,6 +5,9 @@ A region is a file in /dev/shm on the machine rtvbench runs on. A qemu environme
 the guest maps the device's BAR2); qemu environments that name the same region share it, and a
 local environment reaches any of them by mapping the file itself. Two local environments, or a
 local environment's own round trips, use a file the server creates for one measurement.
+
+/dev/shm is writable by every user: region files are made as run_files.py says (exclusive, never
+through a symlink, 0600, a random name after rtvbench's pid), and a killed run's are swept.
 docs/targets/qemu.md, docs/campaign.md.
 """
 
@@ -15,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from rtvbench import run_files
 from rtvbench.errors import TargetError
 
 
@@ -26,14 +30,14 @@ class Target(Protocol):
 
     def shm_region(self) -> str | None: ...
 
-SHM_DIR = Path("/dev/shm")
+SHM_DIR = run_files.SHM_DIR
 #: the probe's option naming a guest's region: its only ivshmem device
 PCI_ARGS = ["--shm-pci", "auto"]
 
 #: the probe's region header (shm.c): 8 lines of 64 bytes before the two message slots
 HEADER_BYTES, LINE_BYTES = 512, 64
 
-_held: dict[Path, int] = {}         # region file -> environments holding it
+_held: dict[str, tuple[Path, int]] = {}     # region name -> its file, environments holding it
 
 
 def capacity(region_bytes: int) -> int:
@@ -42,40 +46,66 @@ def capacity(region_bytes: int) -> int:
 
 
 def region_path(name: str) -> Path:
-    """The file behind region `name` for this rtvbench process (the pid: two runs never share)."""
-    return SHM_DIR / f"rtvb-{os.getpid()}-{name}"
+    """The file of region `name`, which an environment holds. Raises TargetError."""
+    if name not in _held:
+        raise TargetError(f"shm region {name!r} is not set up: no environment naming it has started.")
+    return _held[name][0]
+
+
+def local_file(tail: str) -> Path:
+    """A name for the region a local shm server creates for one measurement (the probe creates it
+    exclusively and refuses a name somebody planted)."""
+    return SHM_DIR / run_files.fresh_name(run_files.REGION_PREFIX, tail)
 
 
 def hold(name: str, size: int) -> Path:
-    """Create region `name` of `size` bytes (zeroed) unless an environment holds it already; its path."""
-    path = region_path(name)
-    if _held.get(path, 0) == 0:
-        try:
-            with open(path, "wb") as f:
-                f.truncate(size)
-        except OSError as e:
-            raise TargetError(f"cannot create the shm region file {path} ({e.strerror}); is /dev/shm a "
-                              "writable tmpfs?") from None
-    _held[path] = _held.get(path, 0) + 1
+    """Create region `name` of `size` bytes (zeroed) unless an environment holds it already; its path.
+    The file is this user's alone (0600): QEMU, which maps it, and a local probe run as this user."""
+    if name in _held:
+        path, users = _held[name]
+        _held[name] = (path, users + 1)
+        return path
+    try:
+        path, fd = run_files.create_file(SHM_DIR, run_files.REGION_PREFIX, name)
+    except OSError as e:
+        raise TargetError(f"cannot create the shm region file for region {name!r} in {SHM_DIR} "
+                          f"({e.strerror}); is /dev/shm a writable tmpfs?") from None
+    try:
+        os.ftruncate(fd, size)
+    except OSError as e:
+        path.unlink(missing_ok=True)
+        raise TargetError(f"cannot size the shm region file {path} to {size} bytes ({e.strerror}); "
+                          "give the region fewer MiB (shm_size_mb) or free memory in /dev/shm.") from None
+    finally:
+        os.close(fd)
+    _held[name] = (path, 1)
     return path
 
 
 def release(name: str) -> None:
     """An environment lets go of region `name`; the last one removes its file."""
-    path = region_path(name)
-    if _held.get(path, 0) > 0:
-        _held[path] -= 1
-        if _held[path] == 0:
-            del _held[path]
+    if name in _held:
+        path, users = _held[name]
+        if users > 1:
+            _held[name] = (path, users - 1)
+        else:
+            del _held[name]
             path.unlink(missing_ok=True)
 
 
 @atexit.register
 def _remove_all() -> None:
     # An exit that skips the targets' close() still leaves no region file behind.
-    for path in list(_held):
+    for path, _ in list(_held.values()):
         path.unlink(missing_ok=True)
     _held.clear()
+
+
+def check(measured: Target, peer: Target) -> None:
+    """Raises TargetError when `measured` cannot reach a shm server in `peer`."""
+    why = problem(measured, peer)
+    if why:
+        raise TargetError(why + ".")
 
 
 def problem(measured: Target, peer: Target) -> str | None:
@@ -98,9 +128,7 @@ def probe_args(measured: Target, peer: Target, local_file: Path,
     """The region options of the client (in `measured`) and of the server (in `peer`). `local_file`:
     the file of `local_bytes` a local server creates (and removes) when neither end is a guest.
     Raises TargetError."""
-    why = problem(measured, peer)
-    if why:
-        raise TargetError(why + ".")
+    check(measured, peer)
     guests = [t for t in (measured, peer) if t.kind == "qemu"]
     if not guests:
         return (["--shm-path", str(local_file)],

@@ -19,8 +19,6 @@ runs `rtvb-probe ipc --connect shm` with its own view of the same region.
 from __future__ import annotations
 
 import itertools
-import os
-from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import ValidationInfo, field_validator, model_validator
@@ -186,7 +184,7 @@ class IpcBenchmark(PeerEnds, Benchmark):
             return super().meeting(client, server)
         # A region both ends map: on this machine a file the server creates for this measurement,
         # in a guest its ivshmem device (rtvbench's own file, not the server's to remove).
-        leftover = shm_regions.SHM_DIR / f"rtvb-{os.getpid()}-ipc-{self.name}-{next(self._shm_files)}"
+        leftover = shm_regions.local_file(f"ipc-{self.name}-{next(self._shm_files)}")
         client_region, server_region = shm_regions.probe_args(client, server, leftover, self._shm_local_bytes())
         return Meeting("", server_region, client_region, leftover if "--shm-size" in server_region else None)
 
@@ -195,7 +193,7 @@ class IpcBenchmark(PeerEnds, Benchmark):
 
     def check_pair(self, client: "Target", server: "Target") -> None:
         if self._shm:
-            shm_regions.probe_args(client, server, Path(), 0)     # TargetError: no region joins them
+            shm_regions.check(client, server)
         else:
             super().check_pair(client, server)
 

@@ -1,0 +1,179 @@
+"""Files rtvbench and the probe create where every user may write (/dev/shm, the temporary directory),
+attacked the way another user of the machine would: a symlink planted at the name a region is about
+to get, at a name learnt while the run is going, another user's file or a FIFO in its place. Nothing
+outside rtvbench's own files is touched (a victim file keeps its content and mtime), and the result
+is a safe new name or one clear error. Also: what a SIGKILLed run leaves (shm regions, rtvb-qemu-*,
+rtvbench-pdf-* directories) is swept by the next command while a live run's is not, and stores and
+reports are private unless RTVBENCH_UMASK says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from probe_records import records
+from rtvbench import run_files
+from rtvbench.errors import TargetError
+from rtvbench.targets import shm
+
+pytestmark = pytest.mark.functional
+
+SHM = run_files.SHM_DIR
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def victim(tmp_path: Path):
+    """A file of somebody else's that a planted symlink points at; the test checks it is untouched."""
+    path = tmp_path / "victim"
+    path.write_bytes(b"precious\n" * 1000)
+    os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
+    before = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_size)
+    yield path
+    assert (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_size) == before
+
+
+@pytest.fixture
+def planted():
+    """Symlinks the test plants in /dev/shm, removed afterwards."""
+    links: list[Path] = []
+    yield links
+    for link in links:
+        link.unlink(missing_ok=True)
+
+
+def _tokens(monkeypatch, seed: int, first: list[str]) -> list[str]:
+    """Make the random part of run file names `first`, then seeded random hex: the names are known."""
+    rng = random.Random(seed)
+    queue = list(first)
+    handed: list[str] = []
+
+    def token_hex(n: int) -> str:
+        t = queue.pop(0) if queue else f"{rng.getrandbits(8 * n):0{2 * n}x}"
+        handed.append(t)
+        return t
+    monkeypatch.setattr(run_files.secrets, "token_hex", token_hex)
+    return handed
+
+
+def test_a_region_name_with_a_planted_symlink_is_passed_over_for_a_new_one(monkeypatch, victim, planted):
+    guessed = "0123456789abcdef"
+    link = SHM / f"rtvb-{os.getpid()}-{guessed}-safe1"
+    link.symlink_to(victim)
+    planted.append(link)
+    handed = _tokens(monkeypatch, 1, [guessed])
+    path = shm.hold("safe1", 4 << 20)
+    try:
+        assert handed[0] == guessed and path.name == f"rtvb-{os.getpid()}-{handed[1]}-safe1"
+        st = path.lstat()
+        assert stat.S_ISREG(st.st_mode) and st.st_size == 4 << 20 and stat.S_IMODE(st.st_mode) == 0o600
+        assert link.is_symlink() and os.readlink(link) == str(victim)
+    finally:
+        shm.release("safe1")
+    assert not path.exists()
+
+
+def test_a_region_whose_every_name_is_taken_is_one_clear_error(monkeypatch, victim, planted):
+    names = [f"{i:016x}" for i in range(run_files._ATTEMPTS)]
+    for t in names:
+        link = SHM / f"rtvb-{os.getpid()}-{t}-safe2"
+        link.symlink_to(victim)
+        planted.append(link)
+    _tokens(monkeypatch, 2, names)
+    with pytest.raises(TargetError) as e:
+        shm.hold("safe2", 1 << 20)
+    assert str(e.value) == (f"cannot create the shm region file for region 'safe2' in {SHM} (File exists); "
+                            "is /dev/shm a writable tmpfs?")
+    assert "safe2" not in shm._held
+
+
+def _probe_ipc(probe: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([str(probe), "ipc", "--transport", "shm", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _failure(proc: subprocess.CompletedProcess) -> str:
+    """The probe's one failure text, in its end record."""
+    end = records(proc.stdout)[-1]
+    assert proc.returncode == 3 and end["type"] == "end" and end["status"] == "error", proc.stdout
+    return end["error"]
+
+
+@pytest.mark.parametrize("mode", [["--serve"], ["--connect", "shm"], []],
+                         ids=["server", "client", "local"])
+def test_the_probe_refuses_a_symlink_at_the_region_name(probe, victim, planted, mode):
+    # The exact name the host hands the probe for a local measurement, with a link planted there
+    # after the name became known (a user listing /dev/shm).
+    link = shm.local_file("ipc-rtt-1")
+    link.symlink_to(victim)
+    planted.append(link)
+    proc = _probe_ipc(probe, *mode, "--shm-path", str(link), "--timeout-s", "1", "--sizes", "16")
+    assert _failure(proc) == (f"cannot map the shm region: refusing {link}: it is a symbolic link; name a "
+                              "regular file of this user")
+    assert link.is_symlink() and os.readlink(link) == str(victim)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_the_probe_refuses_another_users_region_file(probe, tmp_path):
+    path = shm.local_file("foreign")
+    try:
+        path.write_bytes(b"\0" * (1 << 20))
+        os.chown(path, 65534, 65534)
+        before = path.read_bytes()
+        proc = _probe_ipc(probe, "--connect", "shm", "--shm-path", str(path), "--timeout-s", "1", "--sizes", "16")
+        assert _failure(proc) == (f"cannot map the shm region: refusing {path}: it belongs to another user; "
+                                  f"name a regular file of this user (uid {os.geteuid()})")
+        assert path.read_bytes() == before
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_the_probe_refuses_a_fifo_without_waiting_on_it(probe):
+    path = shm.local_file("fifo")
+    os.mkfifo(path, 0o600)
+    try:
+        proc = _probe_ipc(probe, "--serve", "--shm-path", str(path), "--timeout-s", "1")
+        assert _failure(proc) == (f"cannot map the shm region: refusing {path}: it is not a regular file; "
+                                  f"name a regular file of this user (uid {os.geteuid()})")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _shm_campaign() -> str:
+    return ('name = "safe"\nrepetitions = 1\n[environments.native]\ntarget = "local"\n'
+            '[environments.partner]\ntarget = "local"\n'
+            '[benchmarks.rtt]\nkind = "ipc"\ntransports = ["shm"]\npeer = "partner"\nsizes = [16]\ncount = 50\n')
+
+
+def test_a_run_whose_region_name_is_taken_while_it_runs_touches_nothing_else(tmp_path, monkeypatch, probe,
+                                                                             victim, planted):
+    # The runner's own path: the name of a measurement's region is learnt as soon as the runner picks
+    # it, and a symlink planted there before the server probe creates the file.
+    from rtvbench.cli import main
+    from rtvbench.store import load_run, open_store
+    chosen = shm.local_file
+
+    def learnt(tail: str) -> Path:
+        path = chosen(tail)
+        path.symlink_to(victim)
+        planted.append(path)
+        return path
+    monkeypatch.setattr(shm, "local_file", learnt)
+    monkeypatch.setenv("RTVBENCH_PROBE", str(probe))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(_shm_campaign())
+    with pytest.raises(SystemExit):
+        main(["run", "c.toml", "--store", "sqlite:///s.db"])
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    assert len(planted) == len(run.measurements) == 2
+    for m, link in zip(run.measurements, planted):
+        assert m.status != "ok"
+        assert f"cannot map the shm region: refusing {link}: it is a symbolic link" in m.error
+    for link in planted:
+        assert link.is_symlink() and os.readlink(link) == str(victim)
