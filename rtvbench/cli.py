@@ -23,6 +23,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
+from rtvbench import run_files
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
@@ -715,6 +716,7 @@ def _say_library_warnings() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _say_library_warnings()
+    run_files.sweep()       # what killed runs left in /dev/shm and the temporary directory
     try:
         code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False)
     except click.exceptions.Abort:          # Ctrl-C outside a run

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import signal
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from host_helpers import cli_env, run_cli
 from probe_records import records
 from rtvbench import run_files
 from rtvbench.errors import TargetError
@@ -177,3 +181,61 @@ def test_a_run_whose_region_name_is_taken_while_it_runs_touches_nothing_else(tmp
         assert f"cannot map the shm region: refusing {link}: it is a symbolic link" in m.error
     for link in planted:
         assert link.is_symlink() and os.readlink(link) == str(victim)
+
+
+# ------------------------------------------------------------------ leftovers of killed runs
+
+_HOLDER = """
+import sys, time
+from rtvbench import run_files
+from rtvbench.targets import shm
+print(shm.hold("left", 1 << 20), run_files.make_dir("rtvb-qemu-"), run_files.make_dir("rtvbench-pdf-"), flush=True)
+time.sleep(600)
+"""
+
+
+def _holder(victim: Path) -> tuple[subprocess.Popen, list[Path]]:
+    """A process that made a region and the two directories the way a run does; inside each directory
+    a file and a symlink to the victim, which removing the directory must not follow."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], stdout=subprocess.PIPE, text=True,
+                            env=cli_env(), cwd=REPO)
+    paths = [Path(p) for p in proc.stdout.readline().split()]
+    assert len(paths) == 3, paths
+    for d in paths[1:]:
+        (d / "qemu.log").write_text("log")
+        (d / "outside").symlink_to(victim)
+    return proc, paths
+
+
+def test_a_killed_runs_region_and_directories_go_at_the_next_start_a_live_ones_stay(tmp_path, victim):
+    live, live_paths = _holder(victim)
+    dead, dead_paths = _holder(victim)
+    try:
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(30)
+        assert all(p.exists() for p in dead_paths)          # SIGKILL: nothing was cleaned up
+        r = run_cli("--version", cwd=tmp_path, env=cli_env())
+        assert r.returncode == 0, r.stderr
+        assert not any(os.path.lexists(p) for p in dead_paths)
+        assert all(p.exists() for p in live_paths)           # its process still runs: untouched
+        assert (live_paths[1] / "qemu.log").read_text() == "log"
+        assert re.fullmatch(rf"rtvb-{live.pid}-[0-9a-f]{{16}}-left", live_paths[0].name)
+        assert [re.fullmatch(rf"{pre}{live.pid}-\w+", p.name) is not None
+                for pre, p in zip(("rtvb-qemu-", "rtvbench-pdf-"), live_paths[1:])] == [True, True]
+    finally:
+        live.kill()
+        live.wait(30)
+        run_files.sweep()
+    assert not any(os.path.lexists(p) for p in live_paths)
+
+
+def test_the_sweep_leaves_what_is_not_a_dead_runs_own(tmp_path, victim, planted):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    link = SHM / f"rtvb-{gone.pid}-{'ab' * 8}-x"       # a dead pid's name, but a symlink: not ours
+    link.symlink_to(victim)
+    planted.append(link)
+    other = tmp_path / f"rtvb-qemu-{gone.pid}-file"     # a file where a directory would be
+    other.write_text("x")
+    removed = run_files.sweep(temp_dir=tmp_path)
+    assert link not in removed and link.is_symlink() and other.exists()

@@ -11,9 +11,9 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
+from rtvbench import run_files
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.errors import TargetError
 from rtvbench.report.html import render_html
@@ -36,7 +36,8 @@ def render_pdf(ev: Evaluation) -> bytes:
     if browser is None:
         raise TargetError(f"--format pdf prints the report with {BROWSER}, which is not on the PATH; {_FIX}.")
     html = render_html(ev)
-    with tempfile.TemporaryDirectory(prefix="rtvbench-pdf-") as tmp:
+    # The whole report and the browser's profile: private, and swept by the next command if we are killed.
+    with run_files.temporary_dir("rtvbench-pdf-") as tmp:
         page, pdf = Path(tmp) / "report.html", Path(tmp) / "report.pdf"
         page.write_text(html, encoding="utf-8")
         argv = [browser, *_FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--print-to-pdf={pdf}",

@@ -34,6 +34,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtvbench import run_files
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.targets.local import _die_with_parent, _libc
 from rtvbench.targets.qemu.channel import AgentChannel, ChannelClosed
@@ -299,7 +300,7 @@ class QemuGuest:
     def launch(self) -> None:
         """Start QEMU and connect; the guest then boots on its own (await_ready)."""
         self.kill()
-        self.tmp = Path(tempfile.mkdtemp(prefix="rtvb-qemu-"))
+        self.tmp = run_files.make_dir("rtvb-qemu-")      # the next command sweeps it if we are killed
         data_l, qmp_l = _listen(self.tmp / "data.sock"), _listen(self.tmp / "qmp.sock")
         self._sockets = [data_l, qmp_l]
         argv = qemu_argv(self.cfg, self.tmp / "data.sock", self.tmp / "qmp.sock", self.console_path)

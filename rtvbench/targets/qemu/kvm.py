@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from pathlib import Path
+
+from rtvbench import run_files
 
 TIMEOUT_S = 15.0
 #: x86: at the reset vector, `mov al, 0x21; out 0xf4, al` to an isa-debug-exit device, which
@@ -57,7 +58,7 @@ def kvm_problem(qemu: str, arch: str, machine: list[str]) -> str | None:
 
 
 def _try(qemu: str, arch: str, machine: list[str]) -> str | None:
-    with tempfile.TemporaryDirectory(prefix="rtvb-kvm-") as tmp:
+    with run_files.temporary_dir("rtvb-kvm-") as tmp:
         fw = Path(tmp) / "fw.bin"
         fw.write_bytes(_firmware(arch))
         argv = [qemu, "-accel", "kvm", *machine, "-nodefaults", "-display", "none", "-no-reboot",

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from rtvbench.errors import TargetError
+from rtvbench.run_files import alive
 
 SUPERVISOR = Path(__file__).with_name("netns_supervisor.py")
 NETNS_DIR = Path("/run/netns")       # where `ip netns` keeps its named namespaces
@@ -44,16 +45,6 @@ def _ip(*args: str) -> None:
                           "the guests' network cannot be set up.")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 def sweep() -> list[str]:
     """Delete the namespaces of runs whose runner is gone (its supervisor was killed too); their names."""
     gone = []
@@ -63,7 +54,7 @@ def sweep() -> list[str]:
         return gone
     for name in names:
         m = _OURS.match(name)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             subprocess.run(["ip", "netns", "del", name], stdin=subprocess.DEVNULL, capture_output=True)
             gone.append(name)
     return gone

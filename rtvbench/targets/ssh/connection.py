@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from rtvbench.errors import TargetError, TargetLost
+from rtvbench.run_files import alive as _alive
 from rtvbench.targets.ssh.params import SshParams
 
 CONNECT_TIMEOUT_S = 15      # default ConnectTimeout when the user's config sets none
@@ -286,24 +287,6 @@ def _remove_dead_control_dirs(base: Path) -> None:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         shutil.rmtree(d, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process runs (an exited one that its parent did not reap yet does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def _known_hosts_name(settings: dict[str, str]) -> str:
