@@ -113,7 +113,7 @@ def test_tools_run_as_command_benchmarks(tmp_path, probe):
     by_bench = {m.benchmark: m for m in run.measurements}
     # What ran: the command with {output} replaced by a file in /tmp, under `timeout`; the file is gone.
     cmd = by_bench["sleep"].command
-    assert cmd[:4] == ["timeout", "-k", "5", "60"] and cmd[4] == "hyperfine" and cmd[-1].startswith("/tmp/rtvbench-output-")
+    assert cmd[:4] == ["timeout", "-k", "5", "60"] and cmd[4] == "hyperfine" and cmd[-1].startswith("/tmp/rtvbench-output-") and cmd[-1].endswith("/output")
     assert not Path(cmd[-1]).exists()
 
     # hyperfine: the figures are its file's numbers (stored verbatim), in ms; 10 ms sleeps.

@@ -239,3 +239,20 @@ def test_the_sweep_leaves_what_is_not_a_dead_runs_own(tmp_path, victim, planted)
     other.write_text("x")
     removed = run_files.sweep(temp_dir=tmp_path)
     assert link not in removed and link.is_symlink() and other.exists()
+
+
+# ------------------------------------------------------------------ files on a target
+
+def test_a_commands_output_file_is_in_a_private_directory_removed_afterwards(tmp_path, probe):
+    # The tool reports its output directory's mode and owner as its failure, which the run stores.
+    (tmp_path / "c.toml").write_text(
+        'name = "out"\nrepetitions = 1\n[environments.native]\ntarget = "local"\n[benchmarks.t]\nkind = "command"\n'
+        'command = "sh -c \'stat -c %a:%u \\"$(dirname {output})\\" >&2; exit 1\'"\nformat = "hyperfine-json"\n')
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe))
+    assert r.returncode == 3, r.stderr
+    from rtvbench.store import load_run, open_store
+    [m] = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1).measurements
+    assert m.error == f"the command exited with status 1: 700:{os.geteuid()}", m.error
+    output = re.search(r"/tmp/rtvbench-output-\w{10}/output", m.command[-1])
+    assert output is not None, m.command
+    assert not Path(output.group()).parent.exists()

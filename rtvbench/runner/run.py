@@ -89,6 +89,18 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " / ".join(lines[-n:]) if lines else "no diagnostics"
 
 
+def _private_dir(target) -> str:
+    """A new directory in the target's /tmp that only its user may enter (mktemp -d: 0700, a random
+    name), so that a name another user planted there cannot redirect what a tool writes. TargetError."""
+    lines: list[str] = []
+    done = target.run(["mktemp", "-d", "/tmp/rtvbench-output-XXXXXXXXXX"], lines.append)
+    if done.returncode != 0 or len(lines) != 1 or not lines[0].startswith("/tmp/rtvbench-output-"):
+        raise TargetError(f"cannot make a directory for the command's output file in /tmp of environment "
+                          f"{target.name} (mktemp -d: {done.stderr.strip() or f'exit status {done.returncode}'}); "
+                          "check that /tmp there is writable.")
+    return lines[0]
+
+
 class _Heartbeat:
     """Tells the store every few seconds that this runner still holds its run (store.lease), from a
     thread of its own, so that a long measurement or a slow guest boot does not look like a dead runner."""
@@ -458,7 +470,17 @@ class Runner:
         # A kind that runs a program of its own (an external tool) instead of the probe: its stdout,
         # or the file it was told to write, is parsed once it ended.
         external = not bench.runs_probe
-        output = bench.output_path() if external else None
+        scratch: list[str] = []             # the directory of the file an external tool writes
+
+        def make_scratch() -> str:
+            scratch.append(_private_dir(target))
+            return scratch[0]
+        output = None
+        if external and server_error is None:
+            try:
+                output = bench.output_path(make_scratch)
+            except TargetError as e:
+                server_error = e
         argv = (bench.command_argv(output) if external else
                 server.client_argv if server else [self.probes[p.environment], *bench.probe_args()])
         m = recorder.start_measurement(
@@ -535,11 +557,11 @@ class Runner:
                     server.stop()
                 except TargetLost:
                     pass
-            if output is not None:
+            if scratch:
                 try:
-                    target.run(["rm", "-rf", "--", output], lambda line: None)
+                    target.run(["rm", "-rf", "--", scratch[0]], lambda line: None)
                 except TargetError:
-                    pass                        # a leftover file in the target's /tmp, not a failure
+                    pass                        # a leftover directory in the target's /tmp, not a failure
 
         status, error = "ok", None
         if done.interrupted:

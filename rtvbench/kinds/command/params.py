@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Optional
 
 from pydantic import field_validator, model_validator
@@ -130,9 +130,10 @@ class CommandBenchmark(Benchmark):
         """Whether the figures are in a file the command writes (`{output}` in it), not its stdout."""
         return any(OUTPUT in arg for arg in self.params.argv)
 
-    def output_path(self) -> str | None:
-        """A fresh name for the file the command writes, on the target (its /tmp), or None."""
-        return f"/tmp/rtvbench-output-{uuid.uuid4().hex}" if self.writes_file else None
+    def output_path(self, private_dir: Callable[[], str]) -> str | None:
+        """The file the command writes, or None: in a new directory of its own on the target, which
+        `private_dir` makes (and the runner removes afterwards)."""
+        return f"{private_dir()}/output" if self.writes_file else None
 
     def read_output(self, target, path: str) -> str | None:
         """The text of the file the command wrote at `path`, None if it wrote none; TargetError (one
