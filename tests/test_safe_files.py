@@ -256,3 +256,42 @@ def test_a_commands_output_file_is_in_a_private_directory_removed_afterwards(tmp
     output = re.search(r"/tmp/rtvbench-output-\w{10}/output", m.command[-1])
     assert output is not None, m.command
     assert not Path(output.group()).parent.exists()
+
+
+@pytest.mark.parametrize("taken_by", ["symlink", "another user"])
+def test_a_probe_directory_whose_name_was_taken_after_a_reboot_is_refused(tmp_path_factory, probe, taken_by):
+    # A reboot empties the board's /tmp; the probe's directory is made anew under its old name,
+    # which any user of the board could read in the runner's commands and take first.
+    from helpers.sshd import Sshd
+    from rtvbench.targets.ssh.deploy import copy_probe
+    from test_ssh_target import make_target
+    if taken_by == "another user" and os.geteuid() != 0:
+        pytest.skip("giving a directory to another user needs root")
+    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+    t = make_target(server.root)
+    try:
+        dest = Path(t.deploy_probe())
+        for f in dest.parent.iterdir():
+            f.unlink()
+        dest.parent.rmdir()                                 # the reboot
+        elsewhere = tmp_path_factory.mktemp("elsewhere")
+        if taken_by == "symlink":
+            dest.parent.symlink_to(elsewhere)
+        else:
+            dest.parent.mkdir()
+            os.chown(dest.parent, 65534, 65534)
+        with pytest.raises(TargetError) as e:
+            copy_probe(t.connection, probe, str(dest))
+        assert str(e.value) == (f"the probe's directory {dest.parent} in environment board ({t.params.host}) is a "
+                                "symlink or not this user's (somebody else made it); remove it there, or set "
+                                "`workdir` to a directory only this user may write.")
+        assert list(elsewhere.iterdir()) == [] and not dest.exists()
+        if dest.parent.is_symlink():
+            dest.parent.unlink()
+        else:
+            dest.parent.rmdir()
+        copy_probe(t.connection, probe, str(dest))          # the name is free again: made 0700
+        assert stat.S_IMODE(dest.parent.lstat().st_mode) == 0o700 and dest.is_file()
+    finally:
+        t.close()
+        server.stop()

@@ -73,12 +73,19 @@ def copy_probe(connection: SshConnection, local: Path, dest: str) -> None:
     where = f"environment {connection.name} ({connection.params.host})"
     parent = connection.params.workdir or "/tmp"
     # One session: copy, check the size, check that it runs (exit 90: copying failed, 91: the
-    # copy does not run).
+    # copy does not run). The directory's name is known (it is in the commands a user of the board
+    # can list), so one that a reboot removed is made anew only as a directory of this user's that
+    # nobody else may enter (92: a symlink or another user's directory took the name).
     with open(local, "rb") as f:
-        r = connection.exec(f"f={shlex.quote(dest)}; mkdir -p -- \"${{f%/*}}\" && cat > \"$f\" && "
-                            "chmod 755 \"$f\" && wc -c < \"$f\" || exit 90; "
+        r = connection.exec(f"f={shlex.quote(dest)}; d=\"${{f%/*}}\"; {{ [ -d \"$d\" ] || mkdir -m 700 -- \"$d\"; }} "
+                            "&& [ ! -L \"$d\" ] && [ -O \"$d\" ] && chmod 700 -- \"$d\" || exit 92; "
+                            "cat > \"$f\" && chmod 755 \"$f\" && wc -c < \"$f\" || exit 90; "
                             "\"$f\" --version >/dev/null || exit 91", stdin=f)
     problem = _last_line(r.stderr.decode(errors="replace"))
+    if r.returncode == 92:
+        raise TargetError(f"the probe's directory {dest.rpartition('/')[0]} in {where} is a symlink or not "
+                          "this user's (somebody else made it); remove it there, or set `workdir` to a "
+                          "directory only this user may write.")
     if r.returncode == 91:
         raise TargetError(f"the probe copied to {dest} does not run in {where} ({problem}); if "
                           f"{parent} is mounted noexec, set `workdir` to a directory that allows "
