@@ -23,7 +23,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
-from rtvbench import run_files
+from rtvbench import file_modes, run_files
 from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
@@ -77,6 +77,7 @@ def cli(ctx: click.Context, store_url: str | None) -> None:
     """Measure real-time and virtualization behaviour of a platform, compare, report."""
     ctx.ensure_object(dict)
     ctx.obj["store_url"] = store_url
+    file_modes.umask()          # a malformed RTVBENCH_UMASK is refused before any work
 
 
 # ---------------------------------------------------------------------------
@@ -96,13 +97,10 @@ def _write_report(ev, fmt: str, path: Path | None) -> Path:
     path = path.absolute()
     body = _encoded(render_evaluation(ev, fmt))
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(body)
-        os.replace(tmp, path)
+        file_modes.make_dirs(path.parent)
+        file_modes.replace_file(path, body)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
                             "choose another path with -o.") from None
     return path

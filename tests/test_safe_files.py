@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from host_helpers import cli_env, run_cli
+from host_helpers import cli_env, run_cli, work_campaign
 from probe_records import records
 from rtvbench import run_files
 from rtvbench.errors import TargetError
@@ -295,3 +295,53 @@ def test_a_probe_directory_whose_name_was_taken_after_a_reboot_is_refused(tmp_pa
     finally:
         t.close()
         server.stop()
+
+
+# ------------------------------------------------------------------ stores and reports
+
+def _modes(tmp_path: Path, env: dict[str, str]) -> dict[str, int]:
+    (tmp_path / "c.toml").write_text(work_campaign("modes", 1))
+    r = run_cli("run", "c.toml", "--store", "sqlite:///team/s.db", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    report = tmp_path / "out" / "r.json"
+    r = run_cli("report", "--store", "sqlite:///team/s.db", "--format", "json", "-o", str(report),
+                cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    paths = {"store dir": tmp_path / "team", "store": tmp_path / "team" / "s.db", "report dir": report.parent,
+             "report": report, "html report": next((tmp_path / "rtvbench-results").glob("*.html"))}
+    return {name: stat.S_IMODE(p.stat().st_mode) for name, p in paths.items()}
+
+
+def test_new_stores_and_reports_are_private_by_default(tmp_path, probe):
+    env = cli_env(probe)
+    env.pop("RTVBENCH_UMASK", None)
+    assert _modes(tmp_path, env) == {"store dir": 0o700, "store": 0o600, "report dir": 0o700, "report": 0o600,
+                                     "html report": 0o600}
+
+
+def test_rtvbench_umask_makes_them_group_readable(tmp_path, probe):
+    modes = _modes(tmp_path, cli_env(probe, RTVBENCH_UMASK="027"))
+    assert modes == {"store dir": 0o750, "store": 0o640, "report dir": 0o750, "report": 0o640,
+                     "html report": 0o640}
+
+
+def test_an_existing_store_and_report_keep_their_permissions(tmp_path, probe):
+    (tmp_path / "team").mkdir(mode=0o755)
+    os.chmod(tmp_path / "team", 0o755)
+    (tmp_path / "out").mkdir()
+    os.chmod(tmp_path / "out", 0o755)
+    for f in (tmp_path / "team" / "s.db", tmp_path / "out" / "r.json"):
+        f.touch()
+        os.chmod(f, 0o644)
+    modes = _modes(tmp_path, cli_env(probe))
+    assert {k: v for k, v in modes.items() if k != "html report"} == {
+        "store dir": 0o755, "store": 0o644, "report dir": 0o755, "report": 0o644}
+
+
+@pytest.mark.parametrize("value", ["group", "0999", "1234"])
+def test_a_malformed_rtvbench_umask_is_one_clear_input_error(tmp_path, value):
+    r = run_cli("list", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(RTVBENCH_UMASK=value))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"rtvbench: RTVBENCH_UMASK={value!r} is not an octal umask; set it to e.g. 027 (the "
+                                "group may read) or unset it (only the owner may read, the default).")
+    assert not (tmp_path / "s.db").exists()

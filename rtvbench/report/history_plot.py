@@ -7,12 +7,14 @@ report's plots it draws on an explicit Agg canvas, without pyplot.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from rtvbench import file_modes
 from rtvbench.analysis.history import History
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.report.plots import _RC, _label
@@ -51,8 +53,10 @@ def write_history_plot(h: History, path: Path) -> None:
                      fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
         if path.suffix.lower() == ".png":
-            fig.savefig(path, format="png", dpi=150)
+            fig.savefig(buf, format="png", dpi=150)
         else:   # no date in the SVG: the same history gives the same file
-            fig.savefig(path, format="svg", metadata={"Date": None})
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+    file_modes.make_dirs(path.parent)
+    file_modes.replace_file(path, buf.getvalue())

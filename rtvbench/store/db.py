@@ -12,6 +12,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from rtvbench import file_modes
 from rtvbench.errors import InputError, StoreError
 
 RESULTS_DIR = Path("rtvbench-results")
@@ -120,10 +121,15 @@ def open_store(url: str | None = None, write: bool = True) -> Engine:
         read_only = None if write else _read_only_sqlite(parsed)
         if read_only is None:
             try:
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                file_modes.make_dirs(Path(parsed.database).parent)
             except OSError as e:
                 raise StoreError(f"cannot create the directory of store {parsed.database} "
                                  f"({e.strerror}); pass a writable --store.") from None
+            try:
+                file_modes.create_file(Path(parsed.database))     # not SQLite's world-readable default
+            except OSError as e:
+                raise StoreError(f"cannot create the store file {parsed.database} ({e.strerror}); "
+                                 "pass a writable --store.") from None
     try:
         engine = create_engine(read_only or parsed)
     except ImportError as e:
