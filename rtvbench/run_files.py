@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SHM_DIR = Path("/dev/shm")
-#: a shm region file: `rtvb-<pid>-...` in SHM_DIR (before the random part, the same name told the
-#: probe's regions of earlier versions)
+#: a shm region file in SHM_DIR: `rtvb-<pid>-<random>-NAME` (the sweep also takes an earlier
+#: version's `rtvb-<pid>-NAME`)
 REGION_PREFIX = "rtvb-"
 #: a run's directories in the temporary directory: a guest's sockets and logs, the PDF printer's
 #: page and browser profile, the KVM check's firmware
