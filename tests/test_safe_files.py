@@ -258,17 +258,39 @@ def test_a_commands_output_file_is_in_a_private_directory_removed_afterwards(tmp
     assert not Path(output.group()).parent.exists()
 
 
+def test_no_private_directory_on_the_target_is_one_clear_error():
+    from rtvbench.runner.run import _private_dir
+    from rtvbench.targets import Completed
+
+    class NoTmp:
+        name = "board"
+
+        def run(self, argv, on_line):
+            assert argv[:2] == ["mktemp", "-d"]
+            return Completed(1, "mktemp: (null): Read-only file system")
+    with pytest.raises(TargetError) as e:
+        _private_dir(NoTmp())
+    assert str(e.value) == ("cannot make a directory for the command's output file in /tmp of environment board "
+                            "(mktemp -d: mktemp: (null): Read-only file system); check that /tmp there is writable.")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    from helpers.sshd import Sshd
+    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
 @pytest.mark.parametrize("taken_by", ["symlink", "another user"])
-def test_a_probe_directory_whose_name_was_taken_after_a_reboot_is_refused(tmp_path_factory, probe, taken_by):
+def test_a_probe_directory_whose_name_was_taken_after_a_reboot_is_refused(tmp_path_factory, sshd, probe, taken_by):
     # A reboot empties the board's /tmp; the probe's directory is made anew under its old name,
     # which any user of the board could read in the runner's commands and take first.
-    from helpers.sshd import Sshd
     from rtvbench.targets.ssh.deploy import copy_probe
     from test_ssh_target import make_target
     if taken_by == "another user" and os.geteuid() != 0:
         pytest.skip("giving a directory to another user needs root")
-    server = Sshd(tmp_path_factory.mktemp("sshd")).start()
-    t = make_target(server.root)
+    t = make_target(sshd.root)
     try:
         dest = Path(t.deploy_probe())
         for f in dest.parent.iterdir():
@@ -294,7 +316,6 @@ def test_a_probe_directory_whose_name_was_taken_after_a_reboot_is_refused(tmp_pa
         assert stat.S_IMODE(dest.parent.lstat().st_mode) == 0o700 and dest.is_file()
     finally:
         t.close()
-        server.stop()
 
 
 # ------------------------------------------------------------------ stores and reports

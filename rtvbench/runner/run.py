@@ -461,12 +461,12 @@ class Runner:
         self._focus({p.environment} | _load_environments(load) | ({peer} if peer else set()))
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
         # A round trip's server starts first: the command stored and run names the port it chose.
-        server, server_error = None, None
+        server, setup_error = None, None
         if peer:
             try:
                 server = bench.start_server(sites, p.environment)
             except (LoadError, TargetLost) as e:
-                server_error = e
+                setup_error = e
         # A kind that runs a program of its own (an external tool) instead of the probe: its stdout,
         # or the file it was told to write, is parsed once it ended.
         external = not bench.runs_probe
@@ -476,20 +476,20 @@ class Runner:
             scratch.append(_private_dir(target))
             return scratch[0]
         output = None
-        if external and server_error is None:
+        if external and setup_error is None:
             try:
                 output = bench.output_path(make_scratch)
             except TargetError as e:
-                server_error = e
+                setup_error = e
         argv = (bench.command_argv(output) if external else
                 server.client_argv if server else [self.probes[p.environment], *bench.probe_args()])
         m = recorder.start_measurement(
             environment=p.environment, load=p.load, benchmark=p.benchmark, kind=bench.kind,
             repetition=p.repetition, attempt=attempt, order_index=p.order_index, command=argv,
             load_commands=load.commands())
-        if server_error is not None:
-            m.finish("error", error=str(server_error), target_log=getattr(server_error, "log", None) or None)
-            return ("lost" if isinstance(server_error, TargetLost) else "error"), str(server_error)
+        if setup_error is not None:
+            m.finish("error", error=str(setup_error), target_log=getattr(setup_error, "log", None) or None)
+            return ("lost" if isinstance(setup_error, TargetLost) else "error"), str(setup_error)
         stream = ProbeStream(f"probe output of {p.label()}")
 
         stdout: list[str] = []
