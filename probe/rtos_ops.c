@@ -357,13 +357,19 @@ static const struct wake_ops handover_ops = {
 
 /* POSIX message queue, a message of MQ_MSG_BYTES. Its name is removed at
  * once: the queue lives as long as the descriptor, and a killed probe leaves
- * nothing behind in /dev/mqueue. */
+ * nothing behind in /dev/mqueue. Any user may create any name there: the
+ * clock in the name makes it hard to take first, and a taken one is passed
+ * over for another (O_EXCL never opens a queue somebody else made). */
 static int mq_setup(struct pair *p)
 {
     char name[64];
-    snprintf(name, sizeof name, "/rtvb-probe-%d", (int)getpid());
     struct mq_attr attr = {.mq_maxmsg = 4, .mq_msgsize = MQ_MSG_BYTES};
-    p->mq = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600, &attr);
+    for (int tries = 0; tries < 8; tries++) {
+        snprintf(name, sizeof name, "/rtvb-probe-%d-%llx", (int)getpid(), (unsigned long long)mono_ns());
+        p->mq = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600, &attr);
+        if (p->mq != (mqd_t)-1 || errno != EEXIST)
+            break;
+    }
     if (p->mq == (mqd_t)-1)
         return errno;
     mq_unlink(name);
