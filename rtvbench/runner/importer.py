@@ -11,6 +11,8 @@ and `history` then read it like any run.
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -18,11 +20,13 @@ from sqlalchemy import Engine
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign.reader import read_input_text, recorded_campaign
 from rtvbench.errors import InputError
+from rtvbench.kinds.command.formats import MAX_OUTPUT_BYTES
 from rtvbench.params import is_valid_name
 from rtvbench.store.writer import RunRecorder
 
-#: larger than any tool's summary; a bigger file is most likely the wrong one
-MAX_IMPORT_BYTES = 64 << 20
+#: larger than any tool's summary (a bigger file is most likely the wrong one), and the most one
+#: output of a `command` benchmark may have
+MAX_IMPORT_BYTES = MAX_OUTPUT_BYTES
 #: the target kind of an imported environment, which no rtvbench reaches
 IMPORTED_TARGET = "imported"
 
@@ -36,13 +40,25 @@ def import_formats() -> dict[str, type]:
     return out
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable_path(path: Path | str) -> str:
+    """A file's name as text of one line that TOML, the store and a message take as it is: bytes
+    that are not UTF-8 as `\\xNN`, control characters as `\\xNN` or `\\uNNNN`."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}",
+                            text)
+
+
 def campaign_text(path: Path, fmt: str, kind: type, campaign: str, environment: str, benchmark: str) -> str:
     """The campaign recorded with an imported run; strings as JSON, which TOML's basic strings read alike."""
     q = json.dumps
-    keys = {"kind": kind.kind, **kind.import_keys(fmt, path.name)}
-    return (f"# Written by `rtvbench import`: results made elsewhere, read from {path.name} as {fmt}.\n"
+    name = printable_path(path.name)
+    keys = {"kind": kind.kind, **kind.import_keys(fmt, name)}
+    return (f"# Written by `rtvbench import`: results made elsewhere, read from {name} as {fmt}.\n"
             f"name = {q(campaign)}\nrepetitions = 1\n\n"
-            f"[environments.{environment}]\ntarget = {q(IMPORTED_TARGET)}\nfile = {q(str(path.resolve()))}\n\n"
+            f"[environments.{environment}]\ntarget = {q(IMPORTED_TARGET)}\nfile = {q(printable_path(path.resolve()))}\n\n"
             f"[benchmarks.{benchmark}]\n" + "".join(f"{k} = {q(v)}\n" for k, v in keys.items()))
 
 
@@ -61,18 +77,19 @@ def import_file(engine: Engine, path: Path, fmt: str, environment: str, campaign
     for option, name in (("--environment", environment), ("--campaign", campaign), ("--benchmark", benchmark)):
         if not is_valid_name(name):
             raise InputError(f"{option} {name!r} must be a name of letters, digits, '_' and '-'.")
-    text = read_input_text(path, str(path), "results file", "name the file the tool wrote", MAX_IMPORT_BYTES)
+    shown = printable_path(path)
+    text = read_input_text(path, shown, "results file", "name the file the tool wrote", MAX_IMPORT_BYTES)
     try:
         record = kind.parse_import(fmt, text)
     except ValueError as e:
-        raise InputError(f"{path}: {e}") from None
+        raise InputError(f"{shown}: {e}") from None
     c = recorded_campaign(campaign_text(path, fmt, kind, campaign, environment, benchmark))
     recorder = RunRecorder.create(engine, c, tags, note)
     m = recorder.start_measurement(environment=environment, load="idle", benchmark=benchmark, kind=kind.kind,
-                                   repetition=0, attempt=1, order_index=0, command=["import", str(path)],
+                                   repetition=0, attempt=1, order_index=0, command=["import", shown],
                                    load_commands=[])
     m.add_record(1, {"type": "output", "stdout": None, "stderr": None, "file": text, "returncode": None,
-                     "imported_from": str(path)})
+                     "imported_from": shown})
     m.add_record(2, record)
     m.finish("ok")
     recorder.set_status("finished")

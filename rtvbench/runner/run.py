@@ -43,6 +43,8 @@ from rtvbench.units import eta_text
 
 #: how long the runner watches an environment before the run to see whether it is already busy
 BUSY_SAMPLE_S = 0.25
+#: how much of an external tool's stdout beyond its limit is kept, to show what it printed
+_STDOUT_HEAD = 64 << 10
 
 
 @dataclass
@@ -410,11 +412,18 @@ class Runner:
                 pass
 
     @staticmethod
-    def _external_outcome(m, bench, done: Completed, stdout: list[str], output: str | None,
+    def _external_outcome(m, bench, done: Completed, stdout: list[str], stdout_bytes: int, output: str | None,
                           written: str | None, unreadable: str | None, elapsed: float) -> tuple[str, str | None]:
         """Store an external tool's output verbatim (so that it can be parsed again), then its
-        figures; (status, error). A non-zero exit is a failed measurement with stderr's tail."""
+        figures; (status, error). A non-zero exit is a failed measurement with stderr's tail, and so
+        is stdout beyond the benchmark's limit (only its head is kept) or output its parser refuses."""
         text = "".join(line + "\n" for line in stdout)
+        limit = bench.max_stdout_bytes
+        if stdout_bytes > limit:
+            m.add_record(1, {"type": "output", "stdout": text[:_STDOUT_HEAD], "stderr": done.stderr,
+                             "file": written, "returncode": done.returncode, "stdout_bytes": stdout_bytes})
+            return "error", (f"the command printed {stdout_bytes:,} bytes on stdout, more than the {limit:,} a "
+                             f"command's output may have; its first {_STDOUT_HEAD:,} characters are stored")
         m.add_record(1, {"type": "output", "stdout": text, "stderr": done.stderr, "file": written,
                          "returncode": done.returncode})
         within = f"the command did not end within timeout_s = {bench.timeout_s:g} s"
@@ -437,6 +446,8 @@ class Runner:
             record = bench.parse(text if output is None else written)
         except ValueError as e:
             return "error", str(e)
+        except Exception as e:          # noqa: BLE001 - a parser's fault fails this measurement, not the run
+            return "error", f"reading the output failed ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
         m.add_record(2, record)
         return "ok", None
 
@@ -493,10 +504,15 @@ class Runner:
         stream = ProbeStream(f"probe output of {p.label()}")
 
         stdout: list[str] = []
+        stdout_bytes = 0
 
         def on_line(line: str) -> None:
+            nonlocal stdout_bytes
             if external:
-                stdout.append(line)
+                # Counted on past the limit, kept only up to it: the store gets no more than that.
+                if stdout_bytes <= bench.max_stdout_bytes:
+                    stdout.append(line)
+                stdout_bytes += len(line.encode("utf-8", "surrogateescape")) + 1
             else:
                 m.add_record(stream.count + 1, stream.feed(line))
                 if stream.end is not None:
@@ -572,7 +588,8 @@ class Runner:
             status, error = "error", (f'load "{p.load}" ended during the measurement (status '
                                       f"{load_status}): {_last_lines(bg.output_tail())}")
         elif external:
-            status, error = self._external_outcome(m, bench, done, stdout, output, written, unreadable, elapsed)
+            status, error = self._external_outcome(m, bench, done, stdout, stdout_bytes, output, written,
+                                                   unreadable, elapsed)
         elif done.overdue:
             status, error = "error", self._overdue_probe(bench, target, deadline, done, stream.end is not None)
         elif stream.end is not None and stream.end["status"] == "error":

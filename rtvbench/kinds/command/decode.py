@@ -17,6 +17,7 @@ import numpy as np
 
 from rtvbench.analysis.histogram import Histogram
 from rtvbench.analysis.kind import Kind, Result, register, split_cpu
+from rtvbench.kinds.command.formats import MAX_BUCKETS, MAX_LATENCY_US, histogram_problem
 from rtvbench.results import Measurement
 from rtvbench.units import format_value
 
@@ -37,13 +38,17 @@ _lower: dict[str, bool] = {}
 
 
 def _histogram(buckets: Any) -> Histogram | None:
-    """Stored [lo_ns, hi_ns, count] buckets as a Histogram, None when they are not such a list."""
+    """Stored [lo_ns, hi_ns, count] buckets as a Histogram, None when they are not such a list or
+    lie beyond the parsers' bounds (a store written before they were, or by hand)."""
+    if not isinstance(buckets, list) or len(buckets) > MAX_BUCKETS:
+        return None
     try:
         rows = np.array([[int(a), int(b), int(c)] for a, b, c in buckets], dtype=np.int64).reshape(-1, 3)
     except (TypeError, ValueError, OverflowError):
         return None
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
-    if rows.size == 0 or (rows[:, 1] <= rows[:, 0]).any() or (rows[:, 2] < 0).any():
+    if (rows.size == 0 or (rows[:, 1] <= rows[:, 0]).any() or (rows[:, 2] < 0).any() or (rows[:, 0] < 0).any()
+            or (rows[:, 1] > MAX_LATENCY_US * 1000).any()):
         return None
     return Histogram(lo=rows[:, 0], hi=rows[:, 1], count=rows[:, 2])
 
@@ -67,7 +72,10 @@ class CommandKind(Kind):
                     _units[split_cpu(name)[1]] = units[name]
                 if isinstance(lower.get(name), bool):
                     _lower[split_cpu(name)[1]] = lower[name]
-            for key, buckets in (r.get("histograms") or {}).items():
+            histograms = r.get("histograms")
+            if not isinstance(histograms, dict) or histogram_problem(histograms):
+                continue
+            for key, buckets in histograms.items():
                 h = _histogram(buckets)
                 if h is None or not h.total:
                     continue

@@ -8,6 +8,12 @@ parser reads the form the tool itself writes, documented in docs/command.md.
 A parser returns `Parsed`: figures (name -> value), each with its unit and whether lower is
 better, and histograms (name -> [[lo_ns, hi_ns, count], ...]). A parser that cannot find what
 its format promises raises FormatError with one sentence naming the format and what was missing.
+
+The output comes from a tool rtvbench does not control, or from a file anyone may hand to
+`rtvbench import`: this module is where it is checked. A figure the tool could not have meant
+(not finite, a negative count or latency, a minimum above its maximum, a share above 100 %), more
+threads, CPUs or buckets than the limits below, JSON nested deeper than MAX_JSON_DEPTH: each is a
+FormatError saying which figure, its value and the rule, and `parse` lets no other exception out.
 """
 
 from __future__ import annotations
@@ -18,8 +24,32 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import re2
+
 #: units a figure may have; `us`, `ms` and `ns` are times, the rest as written in reports
 UNITS = ("ns", "us", "ms", "s", "count", "bps", "B/s", "/s", "%", "B")
+
+#: the most text one output may have (a command's stdout, a file it wrote, a file imported): far
+#: more than any of these tools writes for one run, and its JSON parsed still fits in memory
+MAX_OUTPUT_BYTES = 16 << 20
+#: JSON nested deeper than this is refused before it is parsed (the tools write 4 levels at most)
+MAX_JSON_DEPTH = 64
+#: threads, CPUs, commands, stressors or algorithms in one output: each becomes figures, tables
+#: and plots in a report, which must stay quick to make
+MAX_SERIES = 512
+#: figures of one output
+MAX_FIGURES = 20_000
+#: buckets of one histogram (cyclictest's 1 us bins up to 100 ms), and of all of one output's
+MAX_BUCKETS = 100_000
+MAX_HISTOGRAM_CELLS = 1_000_000
+#: the largest latency a figure or a histogram bucket may have: one hour, in us
+MAX_LATENCY_US = 3_600_000_000
+#: the largest count: beyond it a float no longer holds every integer
+MAX_COUNT = 2 ** 53
+#: the longest name part a tool may give a figure (a command line, a stressor, an algorithm)
+MAX_NAME = 200
+#: CPU numbers a figure name may carry
+MAX_CPU = 65_535
 
 
 class FormatError(ValueError):
@@ -33,11 +63,25 @@ class Parsed:
     lower_is_better: dict[str, bool] = field(default_factory=dict)
     #: "all", "cpu<N>" or "thread<N>" -> buckets [lo_ns, hi_ns, count]
     histograms: dict[str, list[list[int]]] = field(default_factory=dict)
+    #: the tools' own formats hold no negative figure and no share above 100 %; a mapping's
+    #: figures are the campaign's (an offset may be negative, a CPU share above 100 %)
+    strict: bool = True
 
-    def add(self, name: str, value: float, unit: str, lower: bool) -> None:
-        if value is None or not math.isfinite(value):
+    def add(self, name: str, value: float | None, unit: str, lower: bool) -> None:
+        if value is None:
             return
-        self.figures[name] = float(value)
+        value = float(value)
+        if not math.isfinite(value):
+            raise FormatError(f"figure {name} is {value}, not a finite number.")
+        if self.strict and value < 0:
+            raise FormatError(f"figure {name} is {value:g}, below 0, which it cannot be.")
+        if self.strict and unit == "%" and value > 100:
+            raise FormatError(f"figure {name} is {value:g} %, above 100 %, which it cannot be.")
+        if self.strict and unit == "count" and value > MAX_COUNT:
+            raise FormatError(f"figure {name} is {value:g}, more than the {MAX_COUNT} a count may be.")
+        if name not in self.figures and len(self.figures) >= MAX_FIGURES:
+            raise FormatError(f"the output has more than {MAX_FIGURES} figures, the most one measurement may have.")
+        self.figures[name] = value
         self.units[name] = unit
         self.lower_is_better[name] = lower
 
@@ -54,15 +98,88 @@ def figure_token(text: str) -> str:
     return token or "unnamed"
 
 
+def _name_part(text: str, fmt: str, what: str) -> str:
+    token = figure_token(text)
+    if len(token) > MAX_NAME:
+        raise FormatError(f"{fmt}: a {what} of {len(token)} characters is longer than the {MAX_NAME} "
+                          "a figure's name part may have.")
+    return token
+
+
+def _series(fmt: str, n: int, what: str) -> None:
+    if n > MAX_SERIES:
+        raise FormatError(f"{fmt}: the output has {n} {what}, more than the {MAX_SERIES} one measurement may have.")
+
+
 def _number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v)
 
 
-def _json(text: str, fmt: str, what: str) -> Any:
+def _int(text: str, fmt: str, what: str) -> int:
+    """An integer the tool printed (digits, maybe a '-'), with no more digits than a count has."""
+    if len(text.lstrip("-")) > 18:
+        raise FormatError(f"{fmt}: {what} is an integer of {len(text.lstrip('-'))} digits, more than a count has.")
+    return int(text)
+
+
+def _float(text: str, fmt: str, what: str) -> float:
     try:
-        return json.loads(text)
+        value = float(text)
+    except ValueError:
+        raise FormatError(f"{fmt}: {what} {text[:40]!r} is not a number.") from None
+    if not math.isfinite(value):
+        raise FormatError(f"{fmt}: {what} is {text[:40]!r}, not a finite number.")
+    return value
+
+
+def _count(v: Any, fmt: str, what: str) -> int:
+    """A count in the tool's JSON: an integer (or a float of one) from 0 to MAX_COUNT."""
+    n = _number(v)
+    if n is None or not n.is_integer() or not 0 <= n <= MAX_COUNT:
+        raise FormatError(f"{fmt}: {what} is {str(v)[:40]}, not a count (an integer from 0 to {MAX_COUNT}).")
+    return int(n)
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_CURLY = str.maketrans("{}", "[]")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether the JSON nests more than MAX_JSON_DEPTH levels, found without parsing it (the parser
+    recurses once a level): the brackets outside strings, innermost pairs removed level by level."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).translate(_CURLY)
+    for _ in range(MAX_JSON_DEPTH):
+        shorter = brackets.replace("[]", "")
+        if len(shorter) == len(brackets):
+            break
+        brackets = shorter
+    # A pair left is one nested deeper than the limit; unpaired opening brackets beyond it would
+    # make the parser recurse as deep before it finds the text truncated.
+    return "[]" in brackets or brackets.count("[") > MAX_JSON_DEPTH
+
+
+def _json(text: str, fmt: str, what: str) -> Any:
+    def constant(name: str) -> None:
+        raise FormatError(f"{fmt}: the JSON has {name}, which is not a number JSON allows.")
+
+    def finite(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise FormatError(f"{fmt}: the JSON has the number {literal[:40]}, beyond what a float holds.")
+        return value
+
+    def integer(literal: str) -> int | float:
+        if len(literal.lstrip("-")) > 20:
+            return finite(literal)          # as JSON readers do beyond 64 bits: a float, or refused
+        return int(literal)
+
+    if _too_deep(text):
+        raise FormatError(f"{fmt}: the JSON is nested more than {MAX_JSON_DEPTH} levels deep; expected {what}.")
+    try:
+        return json.loads(text, parse_constant=constant, parse_float=finite, parse_int=integer)
     except json.JSONDecodeError as e:
         raise FormatError(f"{fmt}: the output is not JSON ({e.msg} at line {e.lineno}); "
                           f"expected {what}.") from None
@@ -92,9 +209,34 @@ class _Stats:
         out.add(f"{prefix}{stem}max_{unit}", self.max, unit, True)
 
 
+def _latencies(fmt: str, who: str, lo: float, avg: float, hi: float, unit: str = "us") -> None:
+    """The rules a tool's min/avg/max of one thread or CPU keep. The average may lie up to one unit
+    outside min..max: the tools print it cut to whole units."""
+    limit = MAX_LATENCY_US * (1000 if unit == "ns" else 1)
+    for name, v in (("min", lo), ("avg", avg), ("max", hi)):
+        if not math.isfinite(v) or not 0 <= v <= limit:
+            raise FormatError(f"{fmt}: {who} has {name} {v:g} {unit}, outside 0..{limit} {unit} (one hour, the "
+                              "largest latency read).")
+    if lo > hi:
+        raise FormatError(f"{fmt}: {who} has min {lo:g} {unit} above its max {hi:g} {unit}.")
+    if not lo - 1 <= avg <= hi + 1:
+        raise FormatError(f"{fmt}: {who} has avg {avg:g} {unit} outside its min {lo:g} .. max {hi:g} {unit}.")
+
+
 def _us_buckets(counts: dict[int, int]) -> list[list[int]]:
     """cyclictest's 1 us histogram bins as [lo_ns, hi_ns, count]."""
     return [[us * 1000, (us + 1) * 1000, n] for us, n in sorted(counts.items()) if n > 0]
+
+
+def _bin(us: int, fmt: str, who: str) -> int:
+    if us >= MAX_LATENCY_US:
+        raise FormatError(f"{fmt}: {who} has a histogram bin at {us} us, beyond the {MAX_LATENCY_US} us "
+                          "(one hour) a latency may have.")
+    return us
+
+
+def _thread_order(key: str) -> tuple[int, str]:
+    return (int(key) if key.isascii() and key.isdigit() and len(key) <= 9 else 0, key)
 
 
 def cyclictest_json(text: str) -> Parsed:
@@ -107,26 +249,41 @@ def cyclictest_json(text: str) -> Parsed:
     if not isinstance(threads, dict) or not threads:
         raise FormatError(f"{fmt}: the JSON has no `thread` object with a thread in it "
                           "(is it the file cyclictest --json=FILE wrote?).")
+    _series(fmt, len(threads), "threads")
     out = Parsed()
     merged, per_cpu = _Stats(), {}
     hist_all: dict[int, int] = {}
     hist_cpu: dict[int, dict[int, int]] = {}
-    for key, t in sorted(threads.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
+    for key, t in sorted(threads.items(), key=lambda kv: _thread_order(kv[0])):
+        who = f"thread {key[:40]}"
         values = [_number(t.get(k)) if isinstance(t, dict) else None for k in ("cycles", "min", "avg", "max")]
         if any(v is None for v in values):
-            raise FormatError(f"{fmt}: thread {key} lacks one of `cycles`, `min`, `avg`, `max`.")
-        cycles, lo, avg, hi = values
+            raise FormatError(f"{fmt}: {who} lacks one of `cycles`, `min`, `avg`, `max`.")
+        cycles, (lo, avg, hi) = _count(t["cycles"], fmt, f"`cycles` of {who}"), values[1:]
         cpu = t.get("cpu")
-        cpu = cpu if isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0 else int(key)
-        merged.add(int(cycles), lo, avg, hi)
-        per_cpu.setdefault(cpu, _Stats()).add(int(cycles), lo, avg, hi)
+        if not isinstance(cpu, int) or isinstance(cpu, bool) or cpu < 0:
+            if not _thread_order(key)[0] and key != "0":
+                raise FormatError(f"{fmt}: {who} has no `cpu` and its key is not a thread number.")
+            cpu = int(key)
+        if cpu > MAX_CPU:
+            raise FormatError(f"{fmt}: {who} ran on CPU {cpu}, beyond the CPU numbers read (0..{MAX_CPU}).")
+        if cycles:
+            # A thread without a cycle has cyclictest's starting values, not a measured min and max.
+            _latencies(fmt, who, lo, avg, hi)
+            merged.add(cycles, lo, avg, hi)
+            per_cpu.setdefault(cpu, _Stats()).add(cycles, lo, avg, hi)
         hist = t.get("histogram")
         if isinstance(hist, dict):
+            if len(hist) > MAX_BUCKETS:
+                raise FormatError(f"{fmt}: the histogram of {who} has {len(hist)} bins, more than the "
+                                  f"{MAX_BUCKETS} one may have.")
+            cpu_hist = hist_cpu.setdefault(cpu, {})
             for us, n in hist.items():
-                if str(us).isdigit() and isinstance(n, int):
-                    hist_all[int(us)] = hist_all.get(int(us), 0) + n
-                    cpu_hist = hist_cpu.setdefault(cpu, {})
-                    cpu_hist[int(us)] = cpu_hist.get(int(us), 0) + n
+                if us.isascii() and us.isdigit():
+                    us = _bin(_int(us, fmt, f"a histogram bin of {who}"), fmt, who)
+                    n = _count(n, fmt, f"bin {us} of {who}")
+                    hist_all[us] = hist_all.get(us, 0) + n
+                    cpu_hist[us] = cpu_hist.get(us, 0) + n
     merged.put(out, "")
     out.add("count", merged.count, "count", False)
     for cpu, stats in sorted(per_cpu.items()):
@@ -134,7 +291,7 @@ def cyclictest_json(text: str) -> Parsed:
         out.add(f"cpu{cpu}.count", stats.count, "count", False)
     if hist_all:
         out.histograms["all"] = _us_buckets(hist_all)
-        out.histograms.update({f"cpu{cpu}": _us_buckets(h) for cpu, h in hist_cpu.items()})
+        out.histograms.update({f"cpu{cpu}": _us_buckets(h) for cpu, h in hist_cpu.items() if h})
     return out
 
 
@@ -152,15 +309,24 @@ def cyclictest_hist(text: str) -> Parsed:
     fmt = "cyclictest-hist"
     summary: dict[str, list[int]] = {}
     bins: dict[int, list[int]] = {}
+
+    def numbers(cells: str, what: str) -> list[int]:
+        values = cells.split()
+        _series(fmt, len(values) - 1, "threads")        # -H adds a column over all threads
+        return [_int(x, fmt, what) for x in values]
+
     for line in text.splitlines():
         line = line.strip()
         m = _HIST_SUMMARY.match(line)
         if m:
-            summary[m.group(1)] = [int(x) for x in m.group(2).split()]
+            summary[m.group(1)] = numbers(m.group(2), f"a number of `# {m.group(1)}:`")
             continue
         m = _HIST_ROW.match(line)
         if m:
-            bins[int(m.group(1))] = [int(x) for x in m.group(2).split()]
+            us = _bin(_int(m.group(1), fmt, "a bin's latency"), fmt, "a row")
+            bins[us] = numbers(m.group(2), f"a count of bin {us}")
+            if len(bins) > MAX_BUCKETS:
+                raise FormatError(f"{fmt}: the histogram has more than {MAX_BUCKETS} bins, the most one may have.")
     missing = [k for k in ("Total", "Min Latencies", "Avg Latencies", "Max Latencies") if k not in summary]
     if missing:
         raise FormatError(f"{fmt}: no `# {missing[0]}:` line (is it cyclictest's output with -h or -H?).")
@@ -170,6 +336,9 @@ def cyclictest_hist(text: str) -> Parsed:
     if any(len(v) not in (n, n + 1) for v in [*summary.values(), *bins.values()]):
         raise FormatError(f"{fmt}: the histogram and summary lines disagree on the number of threads.")
     summary = {k: v[:n] for k, v in summary.items()}
+    for name, values in summary.items():
+        if min(values) < 0:
+            raise FormatError(f"{fmt}: `# {name}:` has {min(values)}, below 0, which it cannot be.")
     bins = {us: row[:n] for us, row in bins.items()}
     overflows = summary.get("Histogram Overflows", [0] * n)
     out = Parsed()
@@ -180,6 +349,7 @@ def cyclictest_hist(text: str) -> Parsed:
         if count <= 0:
             continue
         lo, avg, hi = summary["Min Latencies"][i], summary["Avg Latencies"][i], summary["Max Latencies"][i]
+        _latencies(fmt, f"thread {i}", lo, avg, hi)
         merged.add(count, lo, avg, hi)
         stats = _Stats()
         stats.add(count, lo, avg, hi)
@@ -220,18 +390,26 @@ def rtla_timerlat(text: str) -> Parsed:
         # A row may end with a remark ("<--- CPU with spike" in rtla's documentation).
         cells = line.split("<")[0].split("|")
         head = re.match(r"^\s*(\d+)\s+#(\d+)\s*$", cells[0])
+        if not head or not 3 <= len(cells) <= 4:
+            continue
         groups = [c.split() for c in cells[1:]]
-        if not head or not 2 <= len(groups) <= 3 or any(len(g) != 4 for g in groups):
+        if any(len(g) != 4 for g in groups):
             continue
         try:
             values = [[float(x) for x in g] for g in groups]
         except ValueError:
             continue
-        cpu, count = int(head.group(1)), int(head.group(2))
+        cpu, count = _int(head.group(1), fmt, "a CPU number"), _int(head.group(2), fmt, "a count")
+        if cpu > MAX_CPU:
+            raise FormatError(f"{fmt}: a row of CPU {cpu}, beyond the CPU numbers read (0..{MAX_CPU}).")
         rows += 1
+        _series(fmt, rows, "CPU rows")
         total += count
         out.add(f"cpu{cpu}.count", count, "count", False)
+        if not count:
+            continue                    # no activation: rtla's starting values, not latencies
         for i, (_, lo, avg, hi) in enumerate(values):
+            _latencies(fmt, f"CPU {cpu} ({stems[i][:-1]})", lo, avg, hi, unit)
             s = _Stats()
             s.add(count, lo, avg, hi)
             s.put(out, f"cpu{cpu}.", stems[i], unit)
@@ -267,9 +445,19 @@ def rtla_osnoise(text: str) -> Parsed:
         if not m or len(m.group(3).split()) != len(_OSNOISE_COLUMNS):
             continue
         rows += 1
-        cpu = int(m.group(1))
-        values = dict(zip(_OSNOISE_COLUMNS, (float(x) for x in m.group(3).split())))
-        out.add(f"cpu{cpu}.periods", int(m.group(2)), "count", False)
+        _series(fmt, rows, "CPU rows")
+        cpu = _int(m.group(1), fmt, "a CPU number")
+        if cpu > MAX_CPU:
+            raise FormatError(f"{fmt}: a row of CPU {cpu}, beyond the CPU numbers read (0..{MAX_CPU}).")
+        values = dict(zip(_OSNOISE_COLUMNS, (_float(x, fmt, f"a number of CPU {cpu}") for x in m.group(3).split())))
+        if values["noise_us"] > values["runtime_us"]:
+            raise FormatError(f"{fmt}: CPU {cpu} has noise {values['noise_us']:g} us above its runtime "
+                              f"{values['runtime_us']:g} us.")
+        for name in ("max_noise_us", "max_single_us"):
+            if values[name] > MAX_LATENCY_US:
+                raise FormatError(f"{fmt}: CPU {cpu} has {name} {values[name]:g}, beyond the {MAX_LATENCY_US} us "
+                                  "(one hour) a latency may have.")
+        out.add(f"cpu{cpu}.periods", _int(m.group(2), fmt, "a number of periods"), "count", False)
         for name, v in values.items():
             out.add(f"cpu{cpu}.{name}", v, _osnoise_unit(name), name != "availability_percent")
             if name.startswith("max_"):
@@ -313,6 +501,7 @@ def stress_ng_yaml(text: str) -> Parsed:
     fmt = "stress-ng-yaml"
     out = Parsed()
     stressor: str | None = None
+    stressors = 0
     in_metrics = False
     for line in text.splitlines():
         if re.match(r"^metrics:\s*$", line):
@@ -324,12 +513,14 @@ def stress_ng_yaml(text: str) -> Parsed:
             continue
         m = _YAML_ENTRY.match(line)
         if m:
-            stressor = figure_token(m.group(1))
+            stressor = _name_part(m.group(1), fmt, "stressor's name")
+            stressors += 1
+            _series(fmt, stressors, "stressors")
             continue
         m = _YAML_FIELD.match(line)
         if m and stressor and m.group(1) in _STRESS_FIGURES:
             name, unit, lower = _STRESS_FIGURES[m.group(1)]
-            out.add(f"{stressor}.{name}", float(m.group(2)), unit, lower)
+            out.add(f"{stressor}.{name}", _float(m.group(2), fmt, f"{m.group(1)} of {stressor}"), unit, lower)
     if not any(name.endswith(".bogo_ops_per_s") for name in out.figures):
         raise FormatError(f"{fmt}: no `metrics:` entry with `bogo-ops-per-second-real-time` "
                           "(was stress-ng run with --metrics and --yaml FILE?).")
@@ -345,11 +536,15 @@ def hyperfine_json(text: str) -> Parsed:
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list) or not results:
         raise FormatError(f"{fmt}: the JSON has no `results` list with a command in it.")
+    _series(fmt, len(results), "commands")
     out = Parsed()
     for i, r in enumerate(results):
         if not isinstance(r, dict) or _number(r.get("mean")) is None:
             raise FormatError(f"{fmt}: result {i} has no numeric `mean`.")
-        name = figure_token(str(r.get("command", f"command{i}")))
+        name = _name_part(str(r.get("command", f"command{i}")), fmt, "command")
+        lo, hi = _number(r.get("min")), _number(r.get("max"))
+        if lo is not None and hi is not None and lo > hi:
+            raise FormatError(f"{fmt}: command {name} has min {lo:g} s above its max {hi:g} s.")
         for key in ("mean", "stddev", "median", "min", "max", "user", "system"):
             v = _number(r.get(key))
             if v is not None:
@@ -360,7 +555,11 @@ def hyperfine_json(text: str) -> Parsed:
 
 
 def _openssl_figure(out: Parsed, alg: str, size: int, bytes_per_s: float) -> None:
-    out.add(f"{figure_token(alg)}.{size}B.bytes_per_s", bytes_per_s, "B/s", False)
+    out.add(f"{_name_part(alg, 'openssl-speed', 'algorithm')}.{size}B.bytes_per_s", bytes_per_s, "B/s", False)
+
+
+#: block sizes of one `openssl speed` (it tests 6 by default)
+_MAX_SIZES = 64
 
 
 def openssl_speed(text: str) -> Parsed:
@@ -371,22 +570,33 @@ def openssl_speed(text: str) -> Parsed:
     fmt = "openssl-speed"
     out = Parsed()
     sizes: list[int] = []
+    algorithms = 0
+
+    def block_sizes(found: list[str]) -> list[int]:
+        if len(found) > _MAX_SIZES:
+            raise FormatError(f"{fmt}: {len(found)} block sizes, more than the {_MAX_SIZES} read.")
+        return [_int(x, fmt, "a block size") for x in found]
+
     for line in text.splitlines():
         if line.startswith("+H:"):
-            sizes = [int(x) for x in line[3:].split(":") if x.isdigit()]
+            sizes = block_sizes([x for x in line[3:].split(":") if x.isascii() and x.isdigit()])
         elif line.startswith("+F:") and sizes:
             parts = line.split(":")
             if len(parts) >= 3 + len(sizes):
+                algorithms += 1
+                _series(fmt, algorithms, "algorithms")
                 for size, v in zip(sizes, parts[3:3 + len(sizes)]):
-                    _openssl_figure(out, parts[2], size, float(v))
+                    _openssl_figure(out, parts[2], size, _float(v, fmt, f"the rate of {parts[2][:40]}"))
     if not out.figures:
         table = re.search(r"^type((?:\s+\d+ bytes)+)\s*$", text, re.MULTILINE)
         if table:
-            sizes = [int(x) for x in re.findall(r"(\d+) bytes", table.group(1))]
+            sizes = block_sizes(re.findall(r"(\d+) bytes", table.group(1)))
             row = re.compile(r"^(\S.*?)((?:\s+\d+(?:\.\d+)?k){%d})\s*$" % len(sizes))
             for line in text[table.end():].splitlines():
                 m = row.match(line)
                 if m:
+                    algorithms += 1
+                    _series(fmt, algorithms, "algorithms")
                     for size, v in zip(sizes, m.group(2).split()):
                         _openssl_figure(out, m.group(1).strip(), size, float(v[:-1]) * 1000)
     if not out.figures:
@@ -402,7 +612,7 @@ def iperf3_json(text: str) -> Parsed:
     fmt = "iperf3-json"
     data = _json(text, fmt, "the output of iperf3 -J")
     if isinstance(data, dict) and isinstance(data.get("error"), str):
-        raise FormatError(f"{fmt}: iperf3 reported an error: {data['error']}.")
+        raise FormatError(f"{fmt}: iperf3 reported an error: {' '.join(data['error'].split())[:200]}.")
     end = data.get("end") if isinstance(data, dict) else None
     if not isinstance(end, dict):
         raise FormatError(f"{fmt}: the JSON has no `end` object (did the test finish?).")
@@ -420,6 +630,9 @@ def iperf3_json(text: str) -> Parsed:
         out.add("lost_packets", _number(udp.get("lost_packets")), "count", True)
         out.add("lost_percent", _number(udp.get("lost_percent")), "%", True)
         out.add("packets", _number(udp.get("packets")), "count", False)
+        lost, packets = out.figures.get("lost_packets"), out.figures.get("packets")
+        if lost is not None and packets is not None and lost > packets:
+            raise FormatError(f"{fmt}: `lost_packets` {lost:g} is more than the {packets:g} `packets` sent.")
         if "sent_bps" not in out.figures:        # iperf3 before sum_sent/sum_received for UDP
             out.add("sent_bps", _number(udp.get("bits_per_second")), "bps", False)
     if "sent_bps" not in out.figures and "received_bps" not in out.figures:
@@ -458,12 +671,31 @@ def _follow(data: Any, parts: list[str | int]) -> Any:
     return data
 
 
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False          # its reason is in the exception, said to the user once
+    return options
+
+
+def compile_regex(pattern: str) -> re2.Pattern:
+    """A mapping's regex on RE2, whose time is linear in the text whatever the pattern (no
+    backtracking); `^` and `$` match at every line. ValueError with RE2's reason when RE2 cannot
+    run it (backreferences and lookaround are what Python's `re` has and RE2 has not)."""
+    try:
+        return re2.compile("(?m)" + pattern, _re2_options())
+    except re2.error as e:
+        reason = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise ValueError(f"is not a regular expression RE2 can run ({reason}; backreferences and lookarounds "
+                         "are not supported)") from None
+
+
 def mapping(text: str, figures: list[dict[str, Any]]) -> Parsed:
     """Named figures, each picked out by a regex's capture group (the first match in the text)
     or a json_path into the output read as JSON; every figure must be found."""
     fmt = "mapping"
-    out = Parsed()
+    out = Parsed(strict=False)
     data: Any = None
+    utf8_text: str | None = None
     for f in figures:
         if f.get("json_path"):
             if data is None:
@@ -479,14 +711,19 @@ def mapping(text: str, figures: list[dict[str, Any]]) -> Parsed:
                 raise FormatError(f"{fmt}: json_path {f['json_path']} of figure {f['name']} "
                                   "leads to no number in the output.")
         else:
-            m = re.search(f["regex"], text, re.MULTILINE)
+            if utf8_text is None:
+                # RE2 reads UTF-8: bytes a tool printed that were not are stood in for.
+                utf8_text = text.encode("utf-8", "replace").decode("utf-8")
+            m = compile_regex(f["regex"]).search(utf8_text)
             if not m:
                 raise FormatError(f"{fmt}: regex {f['regex']} of figure {f['name']} matches nothing in the output.")
             try:
                 value = float(m.group(1))
             except (TypeError, ValueError):
                 raise FormatError(f"{fmt}: the capture of regex {f['regex']} of figure {f['name']} "
-                                  f"is not a number ({m.group(1)!r}).") from None
+                                  f"is not a number ({str(m.group(1))[:40]!r}).") from None
+        if not math.isfinite(value):
+            raise FormatError(f"{fmt}: figure {f['name']} is {value}, not a finite number.")
         out.add(f["name"], value, f["unit"], f["direction"] == "lower")
     return out
 
@@ -519,10 +756,42 @@ FIGURE_NAMES: dict[str, re.Pattern] = {
 }
 
 
+def histogram_problem(histograms: dict[str, list[list[int]]]) -> str | None:
+    """What puts stored histograms beyond the bounds a report can draw quickly, None when nothing."""
+    if len(histograms) > MAX_SERIES + 1:
+        return f"{len(histograms)} histograms, more than one per thread or CPU ({MAX_SERIES}) and one merged"
+    cells = 0
+    for key, buckets in histograms.items():
+        size = len(buckets) if isinstance(buckets, list) else 0
+        if size > MAX_BUCKETS:
+            return f"histogram {key} has {size} buckets, more than the {MAX_BUCKETS} one may have"
+        cells += size
+    if cells > MAX_HISTOGRAM_CELLS:
+        return f"the histograms have {cells} buckets in all, more than the {MAX_HISTOGRAM_CELLS} one output may have"
+    return None
+
+
+def _one_sentence(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
 def parse(fmt: str, text: str, figures: list[dict[str, Any]] | None = None) -> Parsed:
-    """The figures of one output in format `fmt` (FormatError when they are not there)."""
-    if fmt == "mapping":
-        return mapping(text, figures or [])
-    if fmt not in PARSERS:
+    """The figures of one output in format `fmt`: FormatError when they are not there, break a
+    rule, or the output is beyond a limit; no other exception, whatever the text."""
+    if fmt != "mapping" and fmt not in PARSERS:
         raise FormatError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)}).")
-    return PARSERS[fmt](text)
+    if len(text) > MAX_OUTPUT_BYTES:
+        raise FormatError(f"{fmt}: the output has {len(text):,} characters, more than the {MAX_OUTPUT_BYTES:,} "
+                          "one output may have.")
+    try:
+        out = mapping(text, figures or []) if fmt == "mapping" else PARSERS[fmt](text)
+    except FormatError as e:
+        message = _one_sentence(str(e))
+        raise FormatError(message if message.startswith(fmt) else f"{fmt}: {message}") from None
+    except (ValueError, ArithmeticError, RecursionError) as e:
+        raise FormatError(f"{fmt}: the output could not be read ({type(e).__name__}: "
+                          f"{_one_sentence(str(e))}).") from None
+    problem = histogram_problem(out.histograms)
+    if problem:
+        raise FormatError(f"{fmt}: {problem}.")
+    return out
