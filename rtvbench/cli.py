@@ -372,12 +372,12 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign: str | None,
             benchmark: str | None, tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
     """Store results an external tool made elsewhere (FILE) as a run of one measurement."""
-    from rtvbench.runner.importer import import_file
+    from rtvbench.runner.importer import import_file, printable_path
 
     tagged = _tags(tags)
     engine = _store(ctx, store_url, write=True)
     run_id = import_file(engine, file, fmt, environment, campaign, benchmark, tagged, note)
-    out.print(f"Run {run_id} of {plain(campaign or 'imported')}: {plain(str(file))} imported as {plain(fmt)} "
+    out.print(f"Run {run_id} of {plain(campaign or 'imported')}: {plain(printable_path(file))} imported as {plain(fmt)} "
               f"in environment {plain(environment)}.")
     return EXIT_OK
 

@@ -1,0 +1,294 @@
+"""Hostile files for `rtvbench import`, generated from a small valid file of every format with a fixed
+seed: truncated, nested deep, with Infinity, 1e400, huge, negative and impossible numbers (min above
+max, a share above 100 %), thousands of threads, bins beyond any latency, and odd file names. Each
+is either refused with one sentence (InputError, exit 2) or imported, and then every figure read
+back from the store is one the tool could have written and the report of it is made. Never another
+exception (exit 70), never a hang, never 500 MB of memory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import resource
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from host_helpers import cli_env, run_cli
+from rtvbench.analysis.kind import get_kind
+from rtvbench.errors import InputError
+from rtvbench.kinds.command.formats import (MAX_BUCKETS, MAX_COUNT, MAX_HISTOGRAM_CELLS, MAX_LATENCY_US,
+                                            MAX_OUTPUT_BYTES, MAX_SERIES, MAX_THREAD_HISTOGRAMS)
+from rtvbench.runner.importer import import_file
+from rtvbench.store import load_run, open_store
+
+pytestmark = pytest.mark.functional
+
+SEED = 20261127
+CASES = 360
+FIXTURES = Path(__file__).parent / "fixtures" / "command"
+
+
+def _thread(i: int, bins: int = 3) -> dict:
+    return {"histogram": {str(us): 5 + us for us in range(bins)}, "cycles": sum(5 + us for us in range(bins)),
+            "min": 0, "max": bins - 1, "avg": 1.2, "cpu": i, "node": 0}
+
+
+def _hist_text(threads: int, bins: int = 4) -> str:
+    rows = "".join(f"{us:06d} " + " ".join(["3"] * threads) + "\n" for us in range(bins))
+    line = lambda name, v: f"# {name}: " + " ".join([str(v)] * threads) + "\n"    # noqa: E731
+    return (f"# /dev/cpu_dma_latency set to 0us\n{rows}" + line("Total", 3 * bins) + line("Min Latencies", 0)
+            + line("Avg Latencies", 1) + line("Max Latencies", bins - 1) + line("Histogram Overflows", 0))
+
+
+BASE = {
+    "cyclictest-json": json.dumps({"file_version": 1, "thread": {str(i): _thread(i) for i in range(2)}}, indent=2),
+    "cyclictest-hist": _hist_text(2),
+    "rtla-timerlat": (FIXTURES / "rtla-timerlat-top.txt").read_text(),
+    "rtla-osnoise": (FIXTURES / "rtla-osnoise-top.txt").read_text(),
+    "stress-ng-yaml": ("system-info:\n      stress-ng-version: 0.17.06\nmetrics:\n    - stressor: cpu\n"
+                       "      bogo-ops: 1234\n      bogo-ops-per-second-usr-sys-time: 1200.5\n"
+                       "      bogo-ops-per-second-real-time: 1230.1\n      wall-clock-time: 1.003\n"),
+    "hyperfine-json": json.dumps({"results": [{"command": "sleep 0.01", "mean": 0.0105, "stddev": 0.0002,
+                                               "median": 0.0105, "user": 0.0003, "system": 0.0004, "min": 0.0101,
+                                               "max": 0.0109, "times": [0.0101, 0.0105, 0.0109]}]}, indent=2),
+    "openssl-speed": "+H:16:64:256\n+F:6:sha256:1000.5:2000.5:3000.25\n+F:6:md5:900:1900:2900\n",
+    "iperf3-json": json.dumps({"start": {"test_start": {"protocol": "UDP"}}, "end": {
+        "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0, "retransmits": 0},
+        "sum_received": {"bytes": 990, "bits_per_second": 7920.0},
+        "sum": {"jitter_ms": 0.01, "lost_packets": 1, "lost_percent": 1.0, "packets": 100, "bits_per_second": 8000.0}}},
+        indent=2),
+}
+HOSTILE_NUMBERS = ["Infinity", "-Infinity", "NaN", "1e400", "-1e400", "-5", "-0.5", "1" + "0" * 30, "9" * 5000,
+                   "1e308", "nan", "inf", "0", "4294967296000", "1.5.5"]
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _explosion(fmt: str, n: int) -> str:
+    """The format's text with n threads, CPUs, commands, stressors or algorithms."""
+    if fmt == "cyclictest-json":
+        return json.dumps({"thread": {str(i): _thread(i, 2) for i in range(n)}})
+    if fmt == "cyclictest-hist":
+        return _hist_text(n, 2)
+    if fmt == "rtla-timerlat":
+        return "".join(f"{i:3d} #10 | 1 0 1 2 | 1 0 1 2\n" for i in range(n))
+    if fmt == "rtla-osnoise":
+        return "Max Single\n" + "".join(f"{i:3d} #3 1000 10 99.0 5 5 0 0 1 0 0\n" for i in range(n))
+    if fmt == "stress-ng-yaml":
+        return "metrics:\n" + "".join(f"    - stressor: s{i}\n      bogo-ops-per-second-real-time: 1.0\n" for i in range(n))
+    if fmt == "hyperfine-json":
+        return json.dumps({"results": [{"command": f"c{i}", "mean": 0.1, "min": 0.1, "max": 0.1} for i in range(n)]})
+    if fmt == "openssl-speed":
+        return "+H:16\n" + "".join(f"+F:6:alg{i}:1000\n" for i in range(n))
+    return json.dumps({"end": {"sum_sent": {"bits_per_second": 1.0}}, "streams": [{"x": i} for i in range(n)]})
+
+
+def _mutate(rng: random.Random, fmt: str) -> str:
+    text = BASE[fmt]
+    how = rng.randrange(10)
+    if how == 0:                                        # truncated anywhere
+        return text[:rng.randrange(len(text))]
+    if how in (1, 2, 3):                                # a number made hostile
+        numbers = list(NUMBER.finditer(text))
+        m = rng.choice(numbers)
+        return text[:m.start()] + rng.choice(HOSTILE_NUMBERS) + text[m.end():]
+    if how == 4:                                        # nested deep
+        depth = rng.choice([65, 1000, 100_000])
+        if text.lstrip().startswith("{"):
+            return text.rstrip()[:-1] + ', "deep": ' + "[" * depth + "]" * depth + "}"
+        return "[" * depth + text
+    if how == 5:                                        # extremes swapped
+        if fmt in ("cyclictest-json", "hyperfine-json"):
+            return re.sub(r'"min": ([^,]+), (.*?)"max": ([^,}]+)', r'"min": \3, \2"max": \1', text, count=1, flags=re.S)
+        if fmt == "cyclictest-hist":
+            return text.replace("# Min Latencies: 0 0", "# Min Latencies: 900 900")
+        if fmt == "rtla-timerlat":
+            return text.replace("|        1         0         1        12 |", "|        1       900         1        12 |")
+        return text.replace("99.99800", "300.0").replace("1.0, \"packets\"", "200.0, \"packets\"")
+    if how == 6:                                        # more threads than a report can show
+        return _explosion(fmt, rng.choice([MAX_SERIES + 1, 10_000]))
+    if how == 7:                                        # bins beyond any latency, or too many
+        if fmt == "cyclictest-json":
+            data = json.loads(text)
+            data["thread"]["0"]["histogram"] = rng.choice([{"100000000000000000000": 1}, {str(10**12): 1},
+                                                           {str(us): 1 for us in range(MAX_BUCKETS + 1)}])
+            return json.dumps(data)
+        if fmt == "cyclictest-hist":
+            return text.replace("000000 3 3", rng.choice(["100000000000000000000 3 3", f"{10**13} 3 3", "-1 3 3"]))
+        return text + "\n" + "9" * rng.choice([30, 5000]) + "\n"
+    if how == 8:                                        # control characters and stray bytes decoded
+        i = rng.randrange(len(text))
+        return text[:i] + rng.choice(["\x00", "\x1b]0;owned\x07", "\ufffd", "\u2028", "\r"]) + text[i:]
+    return text                                         # unchanged: must import
+
+
+def _check_stored(engine, run_id: int) -> None:
+    """Every figure of the imported run is one the tool could have written, and its histograms are
+    within the bounds the report is quick for."""
+    run = load_run(engine, run_id)
+    [m] = run.measurements
+    [result] = m.results
+    figures, units = result["figures"], result["units"]
+    assert figures
+    for name, value in figures.items():
+        assert isinstance(value, float) and math.isfinite(value) and value >= 0, (name, value)
+        if units[name] == "%":
+            assert value <= 100, (name, value)
+        if units[name] == "count":
+            assert value <= MAX_COUNT, (name, value)
+        if name.endswith("_us") and re.search(r"(min|avg|max)_us$", name):
+            assert value <= MAX_LATENCY_US, (name, value)
+    for name, value in figures.items():
+        if "min_" in name and name.replace("min_", "max_") in figures:
+            assert value <= figures[name.replace("min_", "max_")], name
+    hists = result["histograms"]
+    assert len(hists) <= MAX_SERIES + 1 and sum(len(b) for b in hists.values()) <= MAX_HISTOGRAM_CELLS
+    assert sum(1 for k in hists if k.startswith("thread")) <= MAX_THREAD_HISTOGRAMS
+    for buckets in hists.values():
+        assert len(buckets) <= MAX_BUCKETS and all(0 <= lo < hi <= MAX_LATENCY_US * 1000 and n >= 0
+                                                   for lo, hi, n in buckets)
+    decoded = get_kind("command").decode(m)
+    for h in [*decoded.distributions.values(), *decoded.cpu_distributions.values()]:
+        h.percentile(99)
+
+
+def test_hostile_files_are_imported_soundly_or_refused_in_one_sentence(tmp_path):
+    rng = random.Random(SEED)
+    engine = open_store(f"sqlite:///{tmp_path}/s.db")
+    outcome = {"imported": 0, "refused": 0}
+    per_format: dict[str, dict[str, int]] = {}
+    worst, worst_case = 0.0, ""
+    start = time.process_time()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    formats = sorted(BASE)
+    for i in range(CASES):
+        fmt = formats[i % len(formats)]
+        path = tmp_path / f"case{i}"
+        path.write_text(_mutate(rng, fmt), encoding="utf-8", errors="surrogateescape")
+        one = time.process_time()
+        try:
+            run_id = import_file(engine, path, fmt, "board", benchmark=f"b{i}")
+        except InputError as e:
+            said = str(e)
+            assert "\n" not in said and said.startswith(str(path)) and len(said) < 600, said
+            outcome["refused"] += 1
+            per_format.setdefault(fmt, {"imported": 0, "refused": 0})["refused"] += 1
+        else:
+            _check_stored(engine, run_id)
+            outcome["imported"] += 1
+            per_format.setdefault(fmt, {"imported": 0, "refused": 0})["imported"] += 1
+        took = time.process_time() - one
+        if took > worst:
+            worst, worst_case = took, f"case {i} ({fmt})"
+        path.unlink()
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    print(f"import fuzz: {CASES} files, {outcome}, per format {per_format}, worst {worst:.2f} s of CPU "
+          f"({worst_case}), peak memory grown by {grown_mb:.0f} MB")
+    assert all(v["imported"] and v["refused"] for v in per_format.values()), per_format
+    assert time.process_time() - start < 60            # a hang guard: some 10 s here
+    assert grown_mb < 500, grown_mb
+
+
+IMPOSSIBLE = [
+    ("cyclictest-json", '{"thread": {"0": {"cycles": Infinity, "min": 1, "avg": 2, "max": 3}}}',
+     "cyclictest-json: the JSON has Infinity, which is not a number JSON allows."),
+    ("cyclictest-json", '{"thread": {"0": {"cycles": 1e400, "min": 1, "avg": 2, "max": 3}}}',
+     "cyclictest-json: the JSON has the number 1e400, beyond what a float holds."),
+    ("cyclictest-json", '{"thread": {"0": {"cycles": -5, "min": 1, "avg": 2, "max": 3}}}',
+     "cyclictest-json: `cycles` of thread 0 is -5, not a count"),
+    ("cyclictest-json", '{"thread": {"0": {"cycles": 5, "min": 900, "avg": 2, "max": 1}}}',
+     "cyclictest-json: thread 0 has min 900 us above its max 1 us."),
+    ("cyclictest-json", '{"thread": ' + "[" * 5000 + "]" * 5000 + "}",
+     "cyclictest-json: the JSON is nested more than 64 levels deep"),
+    ("hyperfine-json", '{"results": ' + "[" * 5000 + "]" * 5000 + "}", "hyperfine-json: the JSON is nested more"),
+    ("iperf3-json", '{"end": ' + "{\"a\": " * 5000 + "1" + "}" * 5000 + "}", "iperf3-json: the JSON is nested more"),
+    ("rtla-osnoise", "Max Single\n  0 #3 1000 10 300 5 5 0 0 1 0 0\n",
+     "rtla-osnoise: figure cpu0.availability_percent is 300 %, above 100 %, which it cannot be."),
+    ("rtla-timerlat", "  0 #10 | 1 -2 3 4 | 1 2 3 4\n", "rtla-timerlat: CPU 0 (irq) has min -2 us, outside 0.."),
+    ("stress-ng-yaml", "metrics:\n    - stressor: cpu\n      bogo-ops: -5\n      bogo-ops-per-second-real-time: 1\n",
+     "stress-ng-yaml: figure cpu.bogo_ops is -5, below 0, which it cannot be."),
+    ("iperf3-json", '{"end": {"sum": {"jitter_ms": 1, "lost_packets": 1, "lost_percent": 200, "packets": 2, '
+     '"bits_per_second": 1}}}', "iperf3-json: figure lost_percent is 200 %, above 100 %"),
+    ("cyclictest-json", json.dumps({"thread": {"0": {**_thread(0), "histogram": {str(10**14): 1}}}}),
+     "cyclictest-json: thread 0 has a histogram bin at 100000000000000 us, beyond the 3600000000 us"),
+    ("cyclictest-hist", _hist_text(10_000, 1), f"cyclictest-hist: the output has 10000 threads, more than the {MAX_SERIES}"),
+    ("cyclictest-hist", _hist_text(MAX_THREAD_HISTOGRAMS + 1, 1),
+     f"cyclictest-hist: {MAX_THREAD_HISTOGRAMS + 1} threads have a histogram, more than the {MAX_THREAD_HISTOGRAMS}"),
+    ("cyclictest-json", _explosion("cyclictest-json", 100_000), "cyclictest-json: the output has 100000 threads"),
+]
+
+
+@pytest.mark.parametrize("fmt,text,said", IMPOSSIBLE, ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(IMPOSSIBLE)])
+def test_an_impossible_figure_is_refused_naming_it(tmp_path, fmt, text, said):
+    path = tmp_path / "bad.out"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        import_file(open_store(f"sqlite:///{tmp_path}/s.db"), path, fmt, "board")
+    assert str(e.value).startswith(f"{path}: {said}"), str(e.value)
+    assert e.value.exit_code == 2
+
+
+def test_a_file_beyond_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "huge.json"
+    with path.open("wb") as f:
+        f.truncate(MAX_OUTPUT_BYTES + 1)
+    with pytest.raises(InputError, match=r"huge.json is 16,777,217 bytes, more than a results file has \(16,777,216\)"):
+        import_file(open_store(f"sqlite:///{tmp_path}/s.db"), path, "iperf3-json", "board")
+
+
+def _children_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def test_odd_file_names_hostile_files_and_the_largest_import_end_to_end(tmp_path):
+    """Through the CLI: exit 2 or 0, never 70; odd names kept readable in the stored campaign and
+    command; and the largest file the limits let in reports in bounded time and memory."""
+    env = cli_env()
+    store = "sqlite:///s.db"
+    names = [b"new\nline.json", b"bad\xffbyte.json", b"esc\x1b[31mred.json"]
+    for raw in names:
+        path = os.path.join(os.fsencode(tmp_path), raw)
+        with open(path, "w") as f:
+            f.write(BASE["hyperfine-json"])
+        r = run_cli("import", os.fsdecode(path), "--format", "hyperfine-json", "--environment", "board",
+                    "--store", store, cwd=tmp_path, env=env)
+        assert r.returncode == 0, r.stderr
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        stored = [json.loads(c) for (c,) in db.execute("SELECT command FROM measurements ORDER BY id")]
+    shown = [c[1].rsplit("/", 1)[1] for c in stored]
+    assert shown == ["new\\x0aline.json", "bad\\xffbyte.json", "esc\\x1b[31mred.json"], shown
+    r = run_cli("report", "--campaign", "2", "--store", store, "--format", "md", "-o", "-", cwd=tmp_path, env=env)
+    assert r.returncode == 0 and "imported from `bad\\xffbyte.json`" in r.stdout, r.stderr
+
+    for fmt, text in (("cyclictest-json", IMPOSSIBLE[0][1]), ("hyperfine-json", IMPOSSIBLE[5][1]),
+                      ("cyclictest-hist", _hist_text(10_000, 1))):
+        (tmp_path / "bad").write_text(text)
+        r = run_cli("import", "bad", "--format", fmt, "--environment", "board", "--store", store,
+                    cwd=tmp_path, env=env)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith(f"rtvbench: bad: {fmt}: "), r.stderr
+
+    # The most the limits let in: 512 CPUs with a histogram of 1 900 bins each (973 312 buckets),
+    # and 64 threads with a histogram of 2 000 bins each.
+    largest = [("cyclictest-json", json.dumps({"thread": {str(i): _thread(i, 1900) for i in range(MAX_SERIES)}})),
+               ("cyclictest-hist", _hist_text(MAX_THREAD_HISTOGRAMS, 2000))]
+    for i, (fmt, text) in enumerate(largest):
+        (tmp_path / f"large{i}").write_text(text)
+        r = run_cli("import", f"large{i}", "--format", fmt, "--environment", "board", "--campaign", f"large{i}",
+                    "--store", store, cwd=tmp_path, env=env)
+        assert r.returncode == 0, r.stderr
+        for report in ("json", "html"):
+            started = time.monotonic()
+            r = run_cli("report", "--campaign", f"large{i}", "--store", store, "--format", report, "-o", f"r{i}.{report}",
+                        cwd=tmp_path, env=env, timeout=120)
+            took = time.monotonic() - started
+            assert r.returncode == 0, r.stderr
+            print(f"report {report} of the largest {fmt} import: {took:.1f} s, "
+                  f"{(tmp_path / f'r{i}.{report}').stat().st_size / 1e6:.1f} MB")
+    rss = _children_rss_mb()
+    print(f"largest child RSS {rss:.0f} MB")
+    assert rss < 500, rss
