@@ -197,3 +197,24 @@ def test_odd_file_names_hostile_files_and_the_largest_import_end_to_end(tmp_path
     rss = _children_rss_mb()
     print(f"largest child RSS {rss:.0f} MB")
     assert rss < 500, rss
+
+
+def test_stored_histograms_beyond_the_bounds_are_not_plotted():
+    """A store written before the bounds (or by hand) may hold what the parsers now refuse."""
+    from rtvbench.results import Measurement
+
+    fine = [[1000, 2000, 5]]
+    stored = {"all": fine, "cpu0": [[10**23, 10**23 + 1000, 1]], "cpu1": [[-1000, 0, 1]],
+              "cpu2": [[MAX_LATENCY_US * 1000, MAX_LATENCY_US * 1000 + 1000, 1]], "cpu3": fine}
+    result = {"type": "result", "format": "cyclictest-json", "figures": {"max_us": 2.0}, "histograms": stored}
+    m = Measurement(id=1, environment="e", load="l", benchmark="b", kind="command", repetition=0, status="ok",
+                    command=[], load_commands=[], started_at=None, finished_at=None, meta=None,
+                    results=[result], windows=[], warnings=[])
+    decoded = get_kind("command").decode(m)
+    assert "latency" in decoded.distributions and sorted(decoded.cpu_distributions) == [3]
+    # Beyond what one output may have: none of its histograms is drawn.
+    for beyond in ({f"thread{i}": fine for i in range(MAX_THREAD_HISTOGRAMS + 1)},
+                   {"all": fine, "cpu0": [[i * 1000, i * 1000 + 1000, 1] for i in range(MAX_BUCKETS + 1)]}):
+        result["histograms"] = beyond
+        decoded = get_kind("command").decode(m)
+        assert not decoded.distributions and not decoded.cpu_distributions

@@ -20,13 +20,12 @@ from sqlalchemy import Engine
 from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.campaign.reader import read_input_text, recorded_campaign
 from rtvbench.errors import InputError
-from rtvbench.kinds.command.formats import MAX_OUTPUT_BYTES
 from rtvbench.params import is_valid_name
 from rtvbench.store.writer import RunRecorder
 
-#: larger than any tool's summary (a bigger file is most likely the wrong one), and the most one
-#: output of a `command` benchmark may have
-MAX_IMPORT_BYTES = MAX_OUTPUT_BYTES
+#: larger than any tool's summary (a bigger file is most likely the wrong one), and as much as the
+#: parsers read of one output (they refuse more)
+MAX_IMPORT_BYTES = 16 << 20
 #: the target kind of an imported environment, which no rtvbench reaches
 IMPORTED_TARGET = "imported"
 
