@@ -125,6 +125,8 @@ IMPOSSIBLE = [
     ("cyclictest-hist", hist_text(MAX_THREAD_HISTOGRAMS + 1, 1),
      f"cyclictest-hist: {MAX_THREAD_HISTOGRAMS + 1} threads have a histogram, more than the {MAX_THREAD_HISTOGRAMS}"),
     ("cyclictest-json", explosion("cyclictest-json", 100_000), "cyclictest-json: the output has 100000 threads"),
+    ("iperf3-json", '{"end": {}, "x": [' + "{}, " * 1_100_000 + "{}]}",
+     "iperf3-json: the JSON has 1,100,004 objects and arrays, more than the 1,000,000 one output may have"),
 ]
 
 

@@ -18,6 +18,7 @@ FormatError saying which figure, its value and the rule, and `parse` lets no oth
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -32,8 +33,11 @@ UNITS = ("ns", "us", "ms", "s", "count", "bps", "B/s", "/s", "%", "B")
 #: the most text one output may have (a command's stdout, a file it wrote, a file imported): far
 #: more than any of these tools writes for one run, and its JSON parsed still fits in memory
 MAX_OUTPUT_BYTES = 16 << 20
-#: JSON nested deeper than this is refused before it is parsed (the tools write 4 levels at most)
+#: JSON nested deeper than this is refused before it is parsed (the tools write 4 levels at most),
+#: and so is JSON of more objects and arrays than this (an hour of iperf3 -J at 1 s intervals and 128
+#: streams has some 500 000): parsed, each costs some 100 bytes
 MAX_JSON_DEPTH = 64
+MAX_JSON_CONTAINERS = 1_000_000
 #: threads, CPUs, commands, stressors or algorithms in one output: each becomes figures, tables
 #: and plots in a report, which must stay quick to make
 MAX_SERIES = 512
@@ -53,6 +57,9 @@ MAX_COUNT = 2 ** 53
 MAX_NAME = 200
 #: CPU numbers a figure name may carry
 MAX_CPU = 65_535
+#: the longest line of a text format (a cyclictest histogram row of 512 threads has some 10 000
+#: characters): the regexes that read a row keep a state per number in it
+MAX_LINE = 64 << 10
 
 
 class FormatError(ValueError):
@@ -145,23 +152,15 @@ def _count(v: Any, fmt: str, what: str) -> int:
     return int(n)
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_CURLY = str.maketrans("{}", "[]")
-
-
-def _too_deep(text: str) -> bool:
-    """Whether the JSON nests more than MAX_JSON_DEPTH levels, found without parsing it (the parser
-    recurses once a level): the brackets outside strings, innermost pairs removed level by level."""
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).translate(_CURLY)
-    for _ in range(MAX_JSON_DEPTH):
-        shorter = brackets.replace("[]", "")
-        if len(shorter) == len(brackets):
-            break
-        brackets = shorter
-    # A pair left is one nested deeper than the limit; unpaired opening brackets beyond it would
-    # make the parser recurse as deep before it finds the text truncated.
-    return "[]" in brackets or brackets.count("[") > MAX_JSON_DEPTH
+def _depth(data: Any) -> int:
+    """How many levels of objects and arrays the parsed JSON has, counted without recursion."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        value, level = todo.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, level)
+            todo.extend((v, level + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
 
 
 def _json(text: str, fmt: str, what: str) -> Any:
@@ -179,13 +178,24 @@ def _json(text: str, fmt: str, what: str) -> Any:
             return finite(literal)          # as JSON readers do beyond 64 bits: a float, or refused
         return int(literal)
 
-    if _too_deep(text):
-        raise FormatError(f"{fmt}: the JSON is nested more than {MAX_JSON_DEPTH} levels deep; expected {what}.")
+    # Counted in the text, before parsing: brackets inside strings too, which the tools' outputs
+    # hardly have.
+    containers = text.count("[") + text.count("{")
+    if containers > MAX_JSON_CONTAINERS:
+        raise FormatError(f"{fmt}: the JSON has {containers:,} objects and arrays, more than the "
+                          f"{MAX_JSON_CONTAINERS:,} one output may have; expected {what}.")
+    deep = f"{fmt}: the JSON is nested more than {MAX_JSON_DEPTH} levels deep; expected {what}."
     try:
-        return json.loads(text, parse_constant=constant, parse_float=finite, parse_int=integer)
+        data = json.loads(text, parse_constant=constant, parse_float=finite, parse_int=integer)
     except json.JSONDecodeError as e:
         raise FormatError(f"{fmt}: the output is not JSON ({e.msg} at line {e.lineno}); "
                           f"expected {what}.") from None
+    except RecursionError:
+        # The parser recurses once a level and stops cleanly at Python's recursion limit (1000).
+        raise FormatError(deep) from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise FormatError(deep)
+    return data
 
 
 # -- latency summaries (cyclictest, rtla timerlat) ---------------------------------------------
@@ -224,6 +234,16 @@ def _latencies(fmt: str, who: str, lo: float, avg: float, hi: float, unit: str =
         raise FormatError(f"{fmt}: {who} has min {lo:g} {unit} above its max {hi:g} {unit}.")
     if not lo - 1 <= avg <= hi + 1:
         raise FormatError(f"{fmt}: {who} has avg {avg:g} {unit} outside its min {lo:g} .. max {hi:g} {unit}.")
+
+
+def _lines(text: str, fmt: str):
+    """The lines of a text format, one at a time (a list of them would hold millions of short
+    strings at once), each at most MAX_LINE long."""
+    for line in io.StringIO(text, newline=None):
+        if len(line) > MAX_LINE:
+            raise FormatError(f"{fmt}: a line has {len(line):,} characters, more than the {MAX_LINE:,} a line of "
+                              "this format may have.")
+        yield line.rstrip("\n")
 
 
 def _us_buckets(counts: dict[int, int]) -> list[list[int]]:
@@ -319,7 +339,7 @@ def cyclictest_hist(text: str) -> Parsed:
             _series(fmt, len(values), "threads")
         return [_int(x, fmt, what) for x in values]
 
-    for line in text.splitlines():
+    for line in _lines(text, fmt):
         line = line.strip()
         m = _HIST_SUMMARY.match(line)
         if m:
@@ -391,7 +411,7 @@ def rtla_timerlat(text: str) -> Parsed:
     out = Parsed()
     merged = [_Stats() for _ in stems]
     total, rows = 0, 0
-    for line in text.splitlines():
+    for line in _lines(text, fmt):
         # A row may end with a remark ("<--- CPU with spike" in rtla's documentation).
         cells = line.split("<")[0].split("|")
         head = re.match(r"^\s*(\d+)\s+#(\d+)\s*$", cells[0])
@@ -445,7 +465,7 @@ def rtla_osnoise(text: str) -> Parsed:
     out = Parsed()
     sums = dict.fromkeys(_OSNOISE_COLUMNS, 0.0)
     rows = 0
-    for line in text.splitlines():
+    for line in _lines(text, fmt):
         m = row.match(line.rstrip())
         if not m or len(m.group(3).split()) != len(_OSNOISE_COLUMNS):
             continue
@@ -508,7 +528,7 @@ def stress_ng_yaml(text: str) -> Parsed:
     stressor: str | None = None
     stressors = 0
     in_metrics = False
-    for line in text.splitlines():
+    for line in _lines(text, fmt):
         if re.match(r"^metrics:\s*$", line):
             in_metrics = True
             continue
@@ -582,7 +602,7 @@ def openssl_speed(text: str) -> Parsed:
             raise FormatError(f"{fmt}: {len(found)} block sizes, more than the {_MAX_SIZES} read.")
         return [_int(x, fmt, "a block size") for x in found]
 
-    for line in text.splitlines():
+    for line in _lines(text, fmt):
         if line.startswith("+H:"):
             sizes = block_sizes([x for x in line[3:].split(":") if x.isascii() and x.isdigit()])
         elif line.startswith("+F:") and sizes:
@@ -597,7 +617,7 @@ def openssl_speed(text: str) -> Parsed:
         if table:
             sizes = block_sizes(re.findall(r"(\d+) bytes", table.group(1)))
             row = re.compile(r"^(\S.*?)((?:\s+\d+(?:\.\d+)?k){%d})\s*$" % len(sizes))
-            for line in text[table.end():].splitlines():
+            for line in _lines(text[table.end():], fmt):
                 m = row.match(line)
                 if m:
                     algorithms += 1
