@@ -34,7 +34,8 @@ class Benchmark(ABC):
     Params: ClassVar[type[StrictModel]]     # the campaign keys, without `kind`
     #: False for a kind that runs a program of its own instead of the probe; such a kind also has
     #: output_path(private_dir), command_argv(output), read_output(target, path) and parse(text), which
-    #: the runner calls instead
+    #: the runner calls instead, and max_stdout_bytes, the most of that program's stdout the runner
+    #: keeps before it fails the measurement
     runs_probe: ClassVar[bool] = True
     #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind; such a
     #: kind also has the classmethods import_keys(fmt, source) (its campaign keys) and

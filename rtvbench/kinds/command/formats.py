@@ -33,8 +33,8 @@ UNITS = ("ns", "us", "ms", "s", "count", "bps", "B/s", "/s", "%", "B")
 #: the most text one output may have (a command's stdout, a file it wrote, a file imported): far
 #: more than any of these tools writes for one run, and its JSON parsed still fits in memory
 MAX_OUTPUT_BYTES = 16 << 20
-#: JSON nested deeper than this is refused before it is parsed (the tools write 4 levels at most),
-#: and so is JSON of more objects and arrays than this (an hour of iperf3 -J at 1 s intervals and 128
+#: JSON nested deeper than this is refused (the tools write 4 levels at most), and JSON of more
+#: objects and arrays than this before it is parsed (an hour of iperf3 -J at 1 s intervals and 128
 #: streams has some 500 000): parsed, each costs some 100 bytes
 MAX_JSON_DEPTH = 64
 MAX_JSON_CONTAINERS = 1_000_000
@@ -258,8 +258,12 @@ def _bin(us: int, fmt: str, who: str) -> int:
     return us
 
 
+def _thread_number(key: str) -> int | None:
+    return int(key) if key.isascii() and key.isdigit() and len(key) <= 9 else None
+
+
 def _thread_order(key: str) -> tuple[int, str]:
-    return (int(key) if key.isascii() and key.isdigit() and len(key) <= 9 else 0, key)
+    return (_thread_number(key) or 0, key)
 
 
 def cyclictest_json(text: str) -> Parsed:
@@ -285,9 +289,9 @@ def cyclictest_json(text: str) -> Parsed:
         cycles, (lo, avg, hi) = _count(t["cycles"], fmt, f"`cycles` of {who}"), values[1:]
         cpu = t.get("cpu")
         if not isinstance(cpu, int) or isinstance(cpu, bool) or cpu < 0:
-            if not _thread_order(key)[0] and key != "0":
+            cpu = _thread_number(key)
+            if cpu is None:
                 raise FormatError(f"{fmt}: {who} has no `cpu` and its key is not a thread number.")
-            cpu = int(key)
         if cpu > MAX_CPU:
             raise FormatError(f"{fmt}: {who} ran on CPU {cpu}, beyond the CPU numbers read (0..{MAX_CPU}).")
         if cycles:
