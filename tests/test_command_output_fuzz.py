@@ -173,6 +173,8 @@ def test_hostile_outputs_fail_their_measurements_and_the_run_goes_on(tmp_path, p
                                                          "direction": "lower"}]),
         # Beyond the limit on stdout: some 17 MB of lines.
         "flood": (f"sh -c 'yes 0123456789abcdef | head -c {MAX_OUTPUT_BYTES + (1 << 20)}'", "mapping", rate),
+        # 100 MiB in one line without a newline: read in pieces, never held whole.
+        "one_line": ("sh -c 'head -c 104857600 /dev/zero | tr \\\\0 a'", "mapping", rate),
         "good": ("cat good", "hyperfine-json", None),
     }
     (tmp_path / "c.toml").write_text(_campaign(benchmarks))
@@ -192,12 +194,14 @@ def test_hostile_outputs_fail_their_measurements_and_the_run_goes_on(tmp_path, p
     assert errors["flood"][1] == (f"the command printed {MAX_OUTPUT_BYTES + (1 << 20):,} bytes on stdout, more than "
                                   f"the {MAX_OUTPUT_BYTES:,} a command's output may have; its first 65,536 characters "
                                   "are stored")
+    assert errors["one_line"][1].startswith("the command printed 104,857,6"), errors["one_line"]
     with sqlite3.connect(tmp_path / "s.db") as db:
         stored = dict(db.execute("SELECT m.benchmark, length(r.data) FROM records r JOIN measurements m "
                                  "ON m.id = r.measurement_id WHERE r.type = 'output'").fetchall())
         results = [b for (b,) in db.execute("SELECT m.benchmark FROM records r JOIN measurements m "
                                             "ON m.id = r.measurement_id WHERE r.type = 'result'")]
-    assert stored["flood"] < 100_000 and stored["deep"] > 200_000, stored    # the head; the rest kept verbatim
+    # The head of what passed the limit; the rest kept verbatim.
+    assert stored["flood"] < 100_000 and stored["one_line"] < 100_000 and stored["deep"] > 200_000, stored
     assert results == ["good"]
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"command output end to end: {len(benchmarks)} measurements, {errors}, largest child RSS {rss:.0f} MB")

@@ -99,6 +99,18 @@ def drain_or_stop(drain: Callable[[], T], ask_stop: Callable[[], None],
             disarm()
 
 
+#: A line longer than this reaches on_line in pieces of this size, as the guest agent forwards one:
+#: output without a newline (a hostile tool, a probe gone wrong) never holds more than this in
+#: memory, and the piece is refused where lines are checked (the probe's records are far shorter,
+#: a command's stdout has a limit of its own).
+LINE_PIECE_BYTES = 16 << 20
+
+
+def capped_lines(stream: IO[bytes], limit: int = LINE_PIECE_BYTES) -> Iterable[bytes]:
+    """The lines of a binary stream, each at most `limit` bytes (a longer one comes in pieces)."""
+    return iter(lambda: stream.readline(limit), b"")
+
+
 def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watch) -> Callable[[], None]:
     """drain_or_stop's drain for a command's stdout pipe under a Watch: every line to on_line until
     the pipe ends, or until the watch gives up on the command (its output may be held open by a
@@ -118,6 +130,10 @@ def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watc
             while (end := pending.find(b"\n")) >= 0:
                 line = bytes(pending[:end])
                 del pending[:end + 1]
+                on_line(line.decode("utf-8", "replace"))
+            while len(pending) >= LINE_PIECE_BYTES:
+                line = bytes(pending[:LINE_PIECE_BYTES])
+                del pending[:LINE_PIECE_BYTES]
                 on_line(line.decode("utf-8", "replace"))
         if pending:
             line = bytes(pending)
@@ -163,7 +179,7 @@ class Completed:
     killed: bool = False
 
 
-def drain_lines(stream: Iterable[bytes], on_line: Callable[[str], None],
+def drain_lines(stream: IO[bytes], on_line: Callable[[str], None],
                 failed: Callable[[str], None]) -> None:
     """Hand every line of a background command's stdout to on_line until the stream ends.
 
@@ -171,7 +187,7 @@ def drain_lines(stream: Iterable[bytes], on_line: Callable[[str], None],
     reported while it starts) and the rest is read and dropped: a writer blocked on a full pipe
     would stall the load."""
     broken = False
-    for raw in stream:
+    for raw in capped_lines(stream):
         if broken:
             continue
         try:

@@ -17,6 +17,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from rtvbench.targets.base import LINE_PIECE_BYTES, capped_lines
+
 
 class ChannelClosed(Exception):
     """The channel ended (the guest powered off, crashed or was killed)."""
@@ -89,7 +91,8 @@ class AgentChannel:
     def _read_loop(self) -> None:
         reason = "the channel reached end of file"
         try:
-            for raw in self._rfile:
+            # The agent forwards a long line in LINE_PIECE_BYTES pieces, each behind its short prefix.
+            for raw in capped_lines(self._rfile, LINE_PIECE_BYTES + 256):
                 self.last_line = time.monotonic()
                 self._dispatch(raw.decode("utf-8", "replace").rstrip("\r\n"))
         except (OSError, ValueError) as e:
