@@ -136,7 +136,7 @@ class _Breaking:
 
 def test_any_exception_of_a_parser_fails_the_measurement_only():
     m = _Stored()
-    status, error = Runner._external_outcome(m, _Breaking(), Completed(0, ""), ["out"], 4, None, None, 0.1)
+    status, error = Runner._external_outcome(m, _Breaking(), Completed(0, ""), ["out"], 4, None, None, None, 0.1)
     assert (status, error) == ("error", "reading the output failed (KeyError: 'thread')")
     assert m.records[0]["stdout"] == "out\n"
 

@@ -93,9 +93,12 @@ def test_every_ranged_probe_option_has_a_campaign_key(probe):
 
 
 def _with(field: str, value) -> dict:
-    """Keys a value needs beside it: a real-time priority needs a real-time policy (and 0, none)."""
+    """Keys a value needs beside it: a real-time priority needs a real-time policy (and 0, none), what
+    the trace keeps needs the threshold that starts it."""
     if field == "priority":
         return {"policy": "fifo" if value else "other", "priority": value}
+    if field in ("trace_breaches", "trace_history_ms"):
+        return {"trace_threshold_us": 100, field: value}
     return {field: value}
 
 

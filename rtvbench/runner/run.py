@@ -455,7 +455,8 @@ class Runner:
     def _overdue_probe(bench, target, deadline: Deadline, done: Completed, ended: bool) -> str:
         """Why the watchdog stopped the probe, in one sentence."""
         if ended:
-            why = f"the probe printed its `end` record but did not exit within {AFTER_END_S:g} s"
+            why = (f"the probe printed its `end` record but did not exit within "
+                   f"{AFTER_END_S * target.slowdown():g} s")
         else:
             slower = f" × {target.slowdown():g} in an emulated machine" if target.slowdown() != 1 else ""
             why = (f"the probe did not end within the watchdog's {deadline.seconds:g} s ({WATCHDOG_FACTOR:g} × "
@@ -516,7 +517,8 @@ class Runner:
             else:
                 m.add_record(stream.count + 1, stream.feed(line))
                 if stream.end is not None:
-                    deadline.bring_forward(AFTER_END_S)
+                    # An emulated machine frees a large region as slowly as it runs everything else.
+                    deadline.bring_forward(AFTER_END_S * target.slowdown())
             tick()
 
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
