@@ -192,3 +192,18 @@ def test_many_histograms_are_small_multiples_on_shared_axes_and_few_are_overlaid
     [ax] = few.axes
     colours = [p.get_edgecolor() for p in ax.patches]
     assert len(colours) == MAX_OVERLAY and len({tuple(c) for c in colours}) == MAX_OVERLAY
+
+
+def test_a_plot_of_more_curves_than_it_draws_keeps_the_longest_tails_and_says_so():
+    from rtvbench.analysis.histogram import Histogram
+    from rtvbench.report.plots import MAX_CURVES, histogram_figure
+    from synthetic_runs import histogram_record, lognormal_latency
+    rng = np.random.default_rng(7)
+    # Thread i's latencies scale with (i * 7) % 40: the longest tails are not the last threads.
+    hists = [(f"thread {i}", Histogram.from_record(histogram_record(lognormal_latency(1_000 * (1 + (i * 7) % 40))(rng, 500))))
+             for i in range(40)]
+    fig = histogram_figure(hists, "t")
+    panels = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    longest = sorted(hists, key=lambda c: c[1].highest(), reverse=True)[:MAX_CURVES]
+    assert panels == [n for n, _ in hists if n in {name for name, _ in longest}]
+    assert fig._suptitle.get_text() == f"t — the {MAX_CURVES} of 40 with the longest tails"

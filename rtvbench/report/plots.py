@@ -81,6 +81,21 @@ def _mids_us(h: Histogram) -> np.ndarray:
 #: colours are hard to tell apart (and the default cycle repeats after ten)
 MAX_OVERLAY = 4
 SMALL_MULTIPLE_COLUMNS = 3
+#: curves one histogram or CCDF plot draws at most (a cyclictest of 128 threads has 128): the panels
+#: would be unreadable and their cost grows faster than their number (200 panels: about a minute, 24
+#: about a second)
+MAX_CURVES = 24
+
+
+def _drawn(curves: list[tuple[str, Histogram | None]], title: str) -> tuple[list[tuple[str, Histogram]], str]:
+    """The curves with samples, at most MAX_CURVES of them: those with the longest tails, which a
+    latency evaluation looks for, in their order; the title says when some were left out."""
+    curves = [(name, h) for name, h in curves if h is not None and h.total]
+    if len(curves) <= MAX_CURVES:
+        return curves, title
+    kept = {name for name, _ in sorted(curves, key=lambda c: c[1].highest(), reverse=True)[:MAX_CURVES]}
+    return ([(name, h) for name, h in curves if name in kept],
+            f"{title} — the {MAX_CURVES} of {len(curves)} with the longest tails")
 
 
 def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
@@ -93,7 +108,7 @@ def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: st
 
 
 def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: str = "latency (us)") -> Figure | None:
-    curves = [(name, h) for name, h in curves if h is not None and h.total]
+    curves, title = _drawn(curves, title)
     if not curves:
         return None
     lo = min(h.lowest() for _, h in curves) / 1000
@@ -168,7 +183,7 @@ def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str
 def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
              xlabel: str = "latency (us)") -> str | None:
     """P(latency > x) on a log axis: the tail a histogram flattens is read here directly."""
-    curves = [(name, h) for name, h in curves if h is not None and h.total]
+    curves, title = _drawn(curves, title)
     if not curves:
         return None
     with rc_context(_RC):

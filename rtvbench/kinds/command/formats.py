@@ -46,9 +46,6 @@ MAX_FIGURES = 20_000
 #: buckets of one histogram (cyclictest's 1 us bins up to 100 ms), and of all of one output's
 MAX_BUCKETS = 100_000
 MAX_HISTOGRAM_CELLS = 1_000_000
-#: threads with a histogram of their own (cyclictest-hist): the report draws each as a panel of one
-#: plot, whose cost grows faster than their number (64: some 8 s of an HTML report)
-MAX_THREAD_HISTOGRAMS = 64
 #: the largest latency a figure or a histogram bucket may have: one hour, in us
 MAX_LATENCY_US = 3_600_000_000
 #: the largest count: beyond it a float no longer holds every integer
@@ -789,9 +786,6 @@ def histogram_problem(histograms: dict[str, list[list[int]]]) -> str | None:
     """What puts stored histograms beyond the bounds a report can draw quickly, None when nothing."""
     if len(histograms) > MAX_SERIES + 1:
         return f"{len(histograms)} histograms, more than one per thread or CPU ({MAX_SERIES}) and one merged"
-    threads = sum(1 for key in histograms if str(key).startswith("thread"))
-    if threads > MAX_THREAD_HISTOGRAMS:
-        return f"{threads} threads have a histogram, more than the {MAX_THREAD_HISTOGRAMS} one output may have"
     cells = 0
     for key, buckets in histograms.items():
         size = len(buckets) if isinstance(buckets, list) else 0
