@@ -7,11 +7,9 @@
   at the wrong point, e.g. before the wait instead of after it, moves one step by the whole switch,
   about 50 %).
 - FIFO beats OTHER under a competing SCHED_OTHER load: a busy loop at nice -15 pinned to the measured
-  CPU. A real-time thread preempts it (or its waker) at once; an ordinary one waits whenever the
-  scheduler does not favour the wake-up: the timer's tail is the loop's slice, and the futex's share
-  of slow wake-ups (over twice FIFO's median) is several times FIFO's. Runs alternate FIFO, OTHER,
-  FIFO, OTHER, so that a machine that changes changes both; FIFO runs at priority 99, above the
-  real-time loads other tests start.
+  CPU. A real-time thread's timer wake-up preempts it at once; an ordinary one waits for the loop's
+  slice. Runs alternate FIFO, OTHER, FIFO, OTHER, so that a machine that changes changes both; FIFO
+  runs at priority 99, above the real-time loads other tests start.
 - Every test measures exactly --count operations, and attempted = count + missed.
 """
 
@@ -113,58 +111,37 @@ class NiceBusyLoop:
         self.proc.wait()
 
 
-def count_at_or_above(result: dict, threshold_ns: float) -> int:
-    """A result's samples at or above threshold_ns, from its histogram."""
-    return sum(c for lo, _hi, c in result["histogram"]["buckets"] if lo >= threshold_ns)
-
-
 @needs_root
 def test_fifo_activation_beats_other_under_a_competing_load(probe):
-    """With the busy loop on the CPU, in two alternating rounds.
+    """With the busy loop on the CPU, in three alternating rounds.
 
-    Timer: the wake-up comes from the timer interrupt while the loop runs. A FIFO thread preempts it at
-    once; an ordinary one waits until the scheduler picks it over a loop of 29 times its weight (and
-    has 50 us of timer slack). Over three rounds, the median of OTHER's p99 is at least 5 times the
-    median of FIFO's: a stall of this shared VM only ever adds latency, and with 200 wake-ups a round
-    two stalls put FIFO's p99 on them (seen once: a ratio of 4.7 beside stress-ng), so the median of
-    three rounds keeps one disturbed round of either policy out of the comparison.
+    The wake-up comes from the timer interrupt while the loop runs. A FIFO thread preempts it at once;
+    an ordinary one waits until the scheduler picks it over a loop of 29 times its weight (and has
+    50 us of timer slack). Over three rounds, the median of OTHER's p99 is at least 5 times the median
+    of FIFO's: a stall of this shared VM only ever adds latency, and with 200 wake-ups a round two
+    stalls put FIFO's p99 on them (seen once: a ratio of 4.7 beside stress-ng), so the median of three
+    rounds keeps one disturbed round of either policy out of the comparison.
 
-    Futex: the waker is the running thread, not the loop. A FIFO waiter above it preempts it at the
-    wake, every time. Under OTHER the scheduler often lets the woken thread preempt too (EEVDF's
-    wake-up preemption), but not always: then the waiter runs only after the waker has returned from
-    the wake and yielded, at least one more system call and switch, so that wake-up takes at least
-    twice the direct one. The share of wake-ups slower than twice FIFO's median is the policy's
-    signature: a few % under OTHER, and under FIFO only this VM's own stalls, which hit both alike.
-    Over both rounds, OTHER's share is at least 4 times FIFO's (and FIFO's counts as at least one
-    sample). A p99 ratio is not used: how long the slow path takes depends on the machine (2.5 us
-    on one, 6-9 us on this one), and p99 sits on that path only when more than 1 % of wake-ups take it.
+    A futex wake is not compared: there the waker is the running thread, and whether the scheduler
+    lets an ordinary woken thread preempt it is its wake-up heuristic's choice, not the policy's
+    guarantee (wake-ups slower than twice FIFO's median were 5.5-8.4 % under OTHER on one day and
+    0.18 % on another, on this VM).
 
-    Measured on this 2-vCPU VM over 2000 wake-ups: timer p99 FIFO 20-39 us, OTHER 2.5-2.9 ms;
-    futex_wake slower than twice FIFO's median FIFO 0.05-0.6 %, OTHER 5.5-8.4 % (also under
+    Measured on this 2-vCPU VM: timer p99 FIFO 14-39 us, OTHER 2.5-4.6 ms (also beside
     stress-ng --cpu 2)."""
     timer_args = ("--tests", "timer", "--count", "200", "--cpus", str(CPU))
-    futex_args = ("--tests", "futex_wake", "--count", "2000", "--cpus", str(CPU))
     fifo_args = ("--policy", "fifo", "--priority", "99")
-    futex = {"fifo": [], "other": []}
     timer_p99 = {"fifo": [], "other": []}
     with NiceBusyLoop():
         time.sleep(0.1)
-        for round_ in range(3):
+        for _ in range(3):
             fifo = results(run_rtos(probe, *timer_args, *fifo_args))["timer"]
             other = results(run_rtos(probe, *timer_args, "--policy", "other"))["timer"]
             assert fifo["policy_granted"] == "fifo" and other["policy_granted"] == "other"
             timer_p99["fifo"].append(fifo["p99_ns"])
             timer_p99["other"].append(other["p99_ns"])
-            if round_ < 2:
-                futex["fifo"].append(results(run_rtos(probe, *futex_args, *fifo_args))["futex_wake"])
-                futex["other"].append(results(run_rtos(probe, *futex_args, "--policy", "other"))["futex_wake"])
     print("timer p99", timer_p99)
     assert statistics.median(timer_p99["other"]) >= 5 * statistics.median(timer_p99["fifo"]), timer_p99
-    threshold = 2 * min(r["p50_ns"] for r in futex["fifo"])
-    slow = {p: sum(count_at_or_above(r, threshold) for r in rounds) for p, rounds in futex.items()}
-    total = {p: sum(r["count"] for r in rounds) for p, rounds in futex.items()}
-    print("futex_wake slower than", threshold, "ns:", slow, "of", total)
-    assert slow["other"] / total["other"] >= 4 * max(slow["fifo"], 1) / total["fifo"], (slow, total)
 
 
 def test_sigint_ends_the_run_as_interrupted_with_the_results_so_far(probe):
