@@ -115,16 +115,19 @@ def _runs_in(load: _Load, env: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def observed_privileges(measurements: Iterable[Any]) -> dict[str, Observed]:
+def observed_privileges(measurements: Iterable[Any], spec: CampaignSpec | None = None) -> dict[str, Observed]:
     """Per environment: how many measurements asked for a real-time policy / mlockall and how many were
     refused, from each measurement's `meta.privileges` (`rt_granted`, `mlockall`) and its `no_rt_policy` /
-    `no_mlockall` warnings (rtvbench.results.Measurement objects, or anything with those attributes)."""
+    `no_mlockall` warnings (rtvbench.results.Measurement objects, or anything with those attributes).
+    With the resolved campaign, a benchmark it ran at a normal policy asked for no real-time priority,
+    whatever its records say (a probe's meta without its params says only rt_granted false)."""
     out: dict[str, Observed] = {}
     for m in measurements:
         p = Privileges.of(getattr(m, "meta", None))
         codes = {w.get("code") for w in (getattr(m, "warnings", None) or []) if isinstance(w, dict)}
         o = out.setdefault(m.environment, Observed())
-        if p.rt_granted is not None or "no_rt_policy" in codes:
+        said = p.rt_granted is not None or "no_rt_policy" in codes
+        if said and asks_rt_priority(spec, m.benchmark) is not False:
             o.rt_requested += 1
             if "no_rt_policy" in codes or p.rt_granted is False:
                 o.rt_refused += 1
@@ -135,6 +138,12 @@ def observed_privileges(measurements: Iterable[Any]) -> dict[str, Observed]:
             if "no_mlockall" in codes or p.mlockall is False:
                 o.mlock_refused += 1
     return out
+
+
+def asks_rt_priority(spec: CampaignSpec | None, benchmark: str) -> bool | None:
+    """Whether the campaign ran the benchmark at a real-time policy (None: no spec says)."""
+    b = spec.benchmarks.get(benchmark) if spec is not None else None
+    return None if b is None else b.placement.rt_priority is not None
 
 
 def check(spec: CampaignSpec | None, fingerprints: Mapping[str, tuple[dict, dict, dict]],

@@ -25,7 +25,7 @@ from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order,
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
 from rtvbench.analysis.stats import CellSummary, summaries
-from rtvbench.preflight import PreflightWarning, check as preflight_check, observed_privileges
+from rtvbench.preflight import PreflightWarning, asks_rt_priority, check as preflight_check, observed_privileges
 from rtvbench.results import CampaignRun, Measurement
 
 P = TypeVar("P")
@@ -147,7 +147,8 @@ def _surroundings(data: RunData, m: Measurement) -> Surroundings:
 
 def _cell_surroundings(data: RunData, env: str, load: str, bench: str, conditions: CellConditions
                        ) -> CellSurroundings:
-    asked = [m.privileges.rt_granted for m in data.measurements(env, load, bench)]
+    asked = [] if asks_rt_priority(data.run.spec, bench) is False else \
+        [m.privileges.rt_granted for m in data.measurements(env, load, bench)]
     asked = [granted for granted in asked if granted is not None]
     return CellSurroundings(cell_achieved(data, env, load, bench), cell_usage(data, env, load, bench),
                             conditions,
@@ -156,7 +157,7 @@ def _cell_surroundings(data: RunData, env: str, load: str, bench: str, condition
 
 def _run_parts(data: RunData) -> RunParts:
     run = data.run
-    observed = observed_privileges(run.measurements)
+    observed = observed_privileges(run.measurements, run.spec)
     granted = {env: (f"real-time priority granted in all {o.rt_requested} measurements" if not o.rt_refused
                      else f"real-time priority refused in {o.rt_refused} of {o.rt_requested} measurements")
                for env, o in observed.items() if o.rt_requested}

@@ -1,0 +1,34 @@
+"""Sentences of the report that must say what was asked and observed, never more: each test builds
+the run a real campaign made and reads what the evaluation (and the report) says of it."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from rtvbench.analysis.evaluation import evaluate_run
+from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run
+
+pytestmark = pytest.mark.functional
+
+
+def _normal_policy_run_as_root():
+    campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
+    campaign["benchmarks"]["wakeup"] = {"kind": "latency", "interval_us": 200, "duration_s": 10,
+                                        "policy": "other"}
+    run = build_run(campaign, repetitions=3, samples=500)
+    for m in run.measurements:
+        # What a probe's meta without its params says of a run at policy other: rt_granted false.
+        m.meta = {"type": "meta", "privileges": {"policy": "other", "priority": 0, "rt_granted": False,
+                                                 "mlockall": True, "euid": 0}}
+    run.fingerprint_meta = {env: {"type": "meta", "privileges": {"euid": 0}} for env in run.fingerprints}
+    return run
+
+
+def test_a_normal_policy_run_as_root_reports_no_refused_real_time_priority():
+    ev = evaluate_run(_normal_policy_run_as_root())
+    assert [w.code for w in ev.run_parts.preflight if w.code == "no_rt_priority"] == []
+    row = next(r for r in ev.run_parts.fingerprints.rows if r.label == "Probe privileges")
+    assert row.values == ["root", "root"]
+    assert all(ev.cell(env, load, "wakeup").rt_granted is None for env, load in ev.data.cells("wakeup"))
