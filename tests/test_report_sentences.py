@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from rtvbench.analysis.evaluation import evaluate_run
+from rtvbench.analysis.kind import get_kind
 from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run
 
 pytestmark = pytest.mark.functional
@@ -32,3 +33,13 @@ def test_a_normal_policy_run_as_root_reports_no_refused_real_time_priority():
     row = next(r for r in ev.run_parts.fingerprints.rows if r.label == "Probe privileges")
     assert row.values == ["root", "root"]
     assert all(ev.cell(env, load, "wakeup").rt_granted is None for env, load in ev.data.cells("wakeup"))
+
+
+def test_an_ipc_benchmark_with_a_peer_names_the_peer_and_its_transport():
+    ipc = get_kind("ipc")
+    said = ipc.describe({"peer": "guest", "transports": ["udp"]}, {"sizes_bytes": [64]})
+    assert "between a client in the measured environment and a server rtvbench starts in `guest`, over udp" in said
+    assert "two processes of this environment" not in said
+    assert "memory region the two share" in ipc.describe({"peer": "host", "transports": ["shm"]}, None)
+    alone = ipc.describe({"transports": ["pipe", "unix"]}, None)
+    assert alone.startswith("Ping-pong round trips between two processes of this environment over pipe, unix")

@@ -106,7 +106,13 @@ class IpcKind(QuantityKind):
         count = p.get("count")
         amount = (f"{count} round trips" if count else
                   f"{p['duration_ns'] / 1e9:g} s of round trips" if p.get("duration_ns") else "round trips")
-        return (f"Ping-pong round trips between two processes of this environment over {', '.join(transports)}"
+        peer = benchmark.get("peer")
+        where = (f"between two processes of this environment over {', '.join(transports)}" if not peer else
+                 f"between a client in the measured environment and a server rtvbench starts in `{peer}`, over "
+                 f"{', '.join(transports)}" + (" through a memory region the two share" if transports == ["shm"]
+                                                else "")
+                 + f" (in `{peer}`'s own cells both ends run there)")
+        return (f"Ping-pong round trips {where}"
                 + (f", message sizes {', '.join(f'{s} B' for s in sizes)}" if sizes else "")
                 + f": per transport and size, {amount} after a warm-up, each message the same size both ways and "
                 "checked byte for byte. The figures are the round-trip time from before the send to after the "
