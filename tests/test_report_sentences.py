@@ -9,6 +9,8 @@ import pytest
 
 from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
+from rtvbench.analysis.load_achieved import definition_words
+from rtvbench.spec import LoadSpec
 from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run
 
 pytestmark = pytest.mark.functional
@@ -43,3 +45,13 @@ def test_an_ipc_benchmark_with_a_peer_names_the_peer_and_its_transport():
     assert "memory region the two share" in ipc.describe({"peer": "host", "transports": ["shm"]}, None)
     alone = ipc.describe({"transports": ["pipe", "unix"]}, None)
     assert alone.startswith("Ping-pong round trips between two processes of this environment over pipe, unix")
+
+
+def test_the_disrupt_load_is_defined_as_the_runner_restarting_guests_not_as_a_probe_generator():
+    neighbours = LoadSpec("restarts", "disrupt", {"every_s": 3.0, "action": "kill"}, where="neighbours")
+    said = definition_words(neighbours)
+    assert said == ("rtvbench itself: each of the other guests of the measured environment killed and booted "
+                    "again every 3 s during the measurement, from a thread of the runner (nothing runs in a guest)")
+    rebooted = definition_words(LoadSpec("restarts", "disrupt", {"every_s": 2.0, "action": "reboot"},
+                                         where="neighbours"))
+    assert "environment rebooted every 2 s" in rebooted and "probe load generator" not in rebooted

@@ -10,6 +10,7 @@ from typing import Any
 from rtvbench.analysis.load_figures import Achieved, LoadFigures, register
 from rtvbench.records import as_int, as_number, as_text
 from rtvbench.results import Measurement
+from rtvbench.spec import LoadSpec
 
 
 @register("disrupt")
@@ -18,6 +19,16 @@ class DisruptFigures(LoadFigures):
 
     def nothing(self, a: Achieved) -> bool:
         return not a.extra.get("events")
+
+    def definition(self, spec: LoadSpec) -> str:
+        # Nothing runs in a guest: a thread of the runner power-cycles the measured environment's
+        # other guests (validation refuses any other `where`).
+        p = spec.params
+        action = "killed and booted again" if p.get("action") == "kill" else "rebooted"
+        every = p.get("every_s")
+        return (f"rtvbench itself: each of the other guests of the measured environment {action}"
+                + (f" every {every:g} s" if isinstance(every, (int, float)) else "")
+                + " during the measurement, from a thread of the runner (nothing runs in a guest)")
 
     def describe(self, a: Achieved, name: str) -> str:
         n = a.extra.get("events") or 0
