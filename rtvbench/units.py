@@ -148,3 +148,14 @@ def human_rate(value: float | None, unit: str = "B/s") -> str:
         if abs(value) >= scale:
             return f"{significant(value / scale)} {prefix}{unit}"
     return f"{significant(value)} {unit}"
+
+
+def counted(n: int | float, noun: str, plural: str | None = None) -> str:
+    """A count and its noun in agreement: "1 period", "3 periods", "1,024 deadline misses"."""
+    number = f"{n:,}" if isinstance(n, int) else f"{n:,.0f}"
+    return f"{number} {noun if n == 1 else plural or noun + 's'}"
+
+
+def verb(n: int | float, singular: str, plural: str) -> str:
+    """The verb that agrees with a count: verb(1, "was", "were")."""
+    return singular if n == 1 else plural

@@ -4,14 +4,17 @@ the run a real campaign made and reads what the evaluation (and the report) says
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
 from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.load_achieved import definition_words
+from rtvbench.records import HealthCheck
+from rtvbench.report import render
 from rtvbench.spec import LoadSpec
-from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run
+from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 pytestmark = pytest.mark.functional
 
@@ -55,3 +58,24 @@ def test_the_disrupt_load_is_defined_as_the_runner_restarting_guests_not_as_a_pr
     rebooted = definition_words(LoadSpec("restarts", "disrupt", {"every_s": 2.0, "action": "reboot"},
                                          where="neighbours"))
     assert "environment rebooted every 2 s" in rebooted and "probe load generator" not in rebooted
+
+
+def _soak_of_rounds(rounds: int):
+    campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
+    campaign["repetitions"] = 1
+    run = build_run(campaign, distributions={("native", "idle"): lognormal_latency(2_000)},
+                    repetitions=rounds, samples=300)
+    run.health = [HealthCheck("native", run.started_at, None, True, None, 1000, ())]
+    return run
+
+
+def test_a_soak_report_says_its_rounds_not_the_campaigns_one_repetition():
+    run = _soak_of_rounds(9)
+    md = render(run, "md")
+    assert "- **Rounds:** 9 (every cell measured once per round)" in md
+    assert "**Repetitions:**" not in md and "1 repetitions" not in md
+    assert "A soak of 9 rounds, each measuring every environment and load once." in md
+    assert json.loads(render(run, "json"))["run"]["rounds"] == 9
+    assert "A soak of 1 round," in render(_soak_of_rounds(1), "md")
+    ordinary = render(build_run(samples=300), "md")
+    assert "- **Repetitions:** 5" in ordinary and "**Rounds:**" not in ordinary

@@ -104,6 +104,14 @@ class RunData:
     def repetitions(self) -> int | None:
         return self.spec.repetitions or None
 
+    @cached_property
+    def rounds(self) -> int | None:
+        """A soak's rounds, each measuring every cell once (the campaign's `repetitions` is not used);
+        None for a run that is no soak. A soak is the run with health checks (`rtvbench soak`)."""
+        if not self.run.health:
+            return None
+        return len({m.repetition for m in self.run.measurements}) or None
+
     @property
     def requirements(self) -> list[dict[str, Any]]:
         return list(self.spec.requirements)

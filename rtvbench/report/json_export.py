@@ -41,7 +41,9 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "schema": SCHEMA,
         "run": {"id": run.id, "campaign": run.campaign_name, "status": run.status,
                 "started_at": _when(run.started_at), "finished_at": _when(run.finished_at),
-                "tags": run.tags, "note": run.note},
+                "tags": run.tags, "note": run.note,
+                # a soak's rounds (every cell once per round); null for a run of repetitions
+                "rounds": data.rounds},
         "environments": data.environments,
         "loads": data.loads,
         "baseline_environment": data.baseline_environment,

@@ -13,7 +13,7 @@ from typing import Any
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.load_achieved import definition_words, describe_all
-from rtvbench.units import suffix_unit
+from rtvbench.units import counted, suffix_unit
 from rtvbench.report import plots
 from rtvbench.report.environments import fingerprint_view
 from rtvbench.report.loads import cell_achieved_text, usage_tables
@@ -116,6 +116,7 @@ def build(ev: Evaluation, with_plots: bool) -> ReportModel:
     ok = sum(1 for m in run.measurements if m.status == "ok")
     facts = [("Campaign", run.campaign_name), ("Run", f"#{run.id} ({run.status})"),
              ("Started", _when(run.started_at)), ("Finished", _when(run.finished_at)),
+             ("Rounds", f"{data.rounds} (every cell measured once per round)") if data.rounds is not None else
              ("Repetitions", str(data.repetitions) if data.repetitions is not None else "–"),
              ("Measurements", f"{ok} of {total} completed")]
 
@@ -263,8 +264,11 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
                        + ("; the baseline of the load comparisons" if load == data.baseline_load else "")
                        + (f". Achieved during these measurements: {said}." if said else "."))
     reps = data.repetitions
-    pre.append(f"{reps if reps is not None else 'The'} repetitions per environment and load, run in a randomised, "
-               "seeded order so that drift cannot masquerade as overhead.")
+    if data.rounds is not None:
+        pre.append(f"A soak of {counted(data.rounds, 'round')}, each measuring every environment and load once.")
+    else:
+        pre.append(f"{counted(reps, 'repetition') if reps is not None else 'The repetitions'} per environment and "
+                   "load, run in a randomised, seeded order so that drift cannot masquerade as overhead.")
     granted = [(env, ev.cell(env, load, bench).rt_granted) for env, load in data.cells(bench)]
     denied = sorted({env for env, ok in granted if ok is False})
     if any(ok is not None for _, ok in granted):
