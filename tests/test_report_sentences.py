@@ -79,3 +79,19 @@ def test_a_soak_report_says_its_rounds_not_the_campaigns_one_repetition():
     assert "A soak of 1 round," in render(_soak_of_rounds(1), "md")
     ordinary = render(build_run(samples=300), "md")
     assert "- **Repetitions:** 5" in ordinary and "**Rounds:**" not in ordinary
+
+
+def test_the_boot_benchmark_says_how_a_boot_is_timed_before_its_command():
+    campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
+    campaign["benchmarks"] = {"boot": {"kind": "boot"}}
+    run = build_run(campaign, distributions={("guest", "idle"): lognormal_latency(2_000)}, repetitions=2,
+                    samples=50, benchmark="boot")
+    for m in run.measurements:
+        m.kind, m.command, m.meta = "boot", ["/init", "sysinfo"], {"type": "meta", "subcommand": "boot"}
+        m.results = [{"type": "result", "total_ns": 4e9, "to_kernel_ns": 1e9, "kernel_ns": 2e9, "init_ns": 1e9}]
+    md = render(run, "md")
+    how = md[md.index("How to measure"):md.index("Result", md.index("How to measure"))]
+    assert "power cycle" in how and "from QEMU's start to the first record the guest's probe prints" in how
+    assert how.index("power cycle") < how.index("/init sysinfo")
+    html = render(run, "html")
+    assert "from QEMU&#39;s start to the first record" in html or "from QEMU's start to the first record" in html

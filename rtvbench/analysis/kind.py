@@ -139,6 +139,11 @@ class Kind(ABC):
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
         """What the benchmark measures, in words, from its campaign table and the probe's params."""
 
+    def procedure(self, benchmark: dict[str, Any]) -> str | None:
+        """How a measurement is made, when the commands the report lists are not all of it (a boot
+        is timed around a power cycle); None when running them is the measurement."""
+        return None
+
     def label(self, figure: str) -> str:
         """Short human name of a figure for tables and sentences."""
         return figure

@@ -95,7 +95,7 @@ def _render(m: ReportModel) -> str:
         out += [f"## {i}. Benchmark {code(s.name)} ({text(s.kind)})", "",
                 f"### ({i}.1) Description", "", prose(s.description), "",
                 f"### ({i}.2) Precondition", ""] + [f"- {prose(p)}" for p in s.preconditions] + [""]
-        out += [f"### ({i}.3) How to measure", ""]
+        out += [f"### ({i}.3) How to measure", ""] + ([prose(s.procedure), ""] if s.procedure else [])
         for title, probe, loads in s.commands:
             out += [f"**{text(title)}**" + (": start the load, then run the probe" if loads else ""), ""]
             out += [_fenced(c) + "\n" for c in loads + probe]

@@ -36,6 +36,7 @@ class BenchmarkSection:
     load_tables: list[Table] = field(default_factory=list)      # achieved load, CPU usage (/proc/stat)
     ranking_tables: list[Table] = field(default_factory=list)   # aggressors by the victim's degradation
     excerpts: list[Excerpt] = field(default_factory=list)       # folded texts: kernel traces of spikes
+    procedure: str | None = None        # how a measurement is made beyond its commands (a boot's power cycle)
 
 
 @dataclass
@@ -295,7 +296,8 @@ def _section(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str) -> Be
                             parts.comparisons if parts else [], figures, consideration,
                             usage_tables(ev, bench) + [t for s, part in applying
                                                        for t in s.bench_tables(ev, part, bench)],
-                            parts.rankings if parts else [], parts.excerpts if parts else [])
+                            parts.rankings if parts else [], parts.excerpts if parts else [],
+                            kind.procedure(data.benchmark_params(bench)) if kind else None)
 
 
 def _distribution_plots(ev: Evaluation, bench: str, kind_name: str, id_prefix: str) -> list[Plot]:

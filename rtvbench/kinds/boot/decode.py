@@ -53,6 +53,13 @@ class BootKind(QuantityKind):
         parts = self.split(figure)
         return _LABELS.get(parts[0], figure) if parts else figure
 
+    def procedure(self, benchmark: dict[str, Any]) -> str | None:
+        return ("Each repetition is one power cycle made by rtvbench, timed on this machine: a qemu guest's QEMU "
+                "is ended and a fresh one started, and the boot runs from QEMU's start to the first record the "
+                "guest's probe prints (`ready`); a board is sent its `reboot_command` (or switched off and on), "
+                "and the boot runs from that moment to the probe answering over a new ssh login. The command "
+                "below then runs in the booted environment, to show the probe works again.")
+
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
         return ("Each repetition switches the measured environment off and boots it again, until its probe "
                 "answers and runs again. A qemu guest boots from a fresh QEMU process: the boot from QEMU's "
