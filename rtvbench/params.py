@@ -174,6 +174,23 @@ Number = Annotated[float, PlainValidator(_number)]
 Name = Annotated[str, PlainValidator(_name)]
 
 
+def _target_dir(v: Any) -> str:
+    # Each target starts the probe in a directory of its own (a guest's /, an ssh workdir, this
+    # machine's working directory), so a relative path would name a different place in each.
+    if not isinstance(v, str) or not v:
+        raise PydanticCustomError("target_dir", "must name a directory")
+    if not v.startswith("/"):
+        raise PydanticCustomError(
+            "target_dir", "must be an absolute path in the environment it is used in: a relative one would "
+            'depend on the directory each target starts the probe in; write it from / (e.g. "/tmp/{got}")',
+            {"got": v})
+    return v
+
+
+#: a directory of the environment a load or benchmark runs in: absolute, the same on every target
+TargetDir = Annotated[str, PlainValidator(_target_dir)]
+
+
 def is_valid_name(name: str) -> bool:
     """Names of environments, loads and benchmarks appear in metric names
     (`<benchmark>.<figure>`) and file names, so they must be plain words."""

@@ -1,5 +1,6 @@
 """Sentences of the report that must say what was asked and observed, never more: each test builds
-the run a real campaign made and reads what the evaluation (and the report) says of it."""
+the run a real campaign made and reads what the evaluation (and the report) says of it; and a campaign
+key whose meaning would differ between targets is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.load_achieved import definition_words
+from rtvbench.cli import main
 from rtvbench.records import HealthCheck
 from rtvbench.report import render
 from rtvbench.spec import LoadSpec
@@ -95,3 +97,34 @@ def test_the_boot_benchmark_says_how_a_boot_is_timed_before_its_command():
     assert how.index("power cycle") < how.index("/init sysinfo")
     html = render(run, "html")
     assert "from QEMU&#39;s start to the first record" in html or "from QEMU's start to the first record" in html
+
+
+RELATIVE_DIRS = """\
+name = "relative"
+[environments.native]
+target = "local"
+[loads.disk]
+kind = "io"
+dir = "scratch"
+[benchmarks.os]
+kind = "os"
+dir = "files/here"
+"""
+
+
+def test_a_relative_directory_of_a_load_or_benchmark_is_refused_by_validate_naming_the_key(tmp_path, capsys,
+                                                                                           monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(RELATIVE_DIRS)
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", "c.toml"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    why = ("must be an absolute path in the environment it is used in: a relative one would depend on the "
+           "directory each target starts the probe in; write it from / ")
+    assert f'c.toml:6: loads.disk.dir: {why}(e.g. "/tmp/scratch") (got "scratch")' in err.splitlines()
+    assert f'c.toml:9: benchmarks.os.dir: {why}(e.g. "/tmp/files/here") (got "files/here")' in err.splitlines()
+    (tmp_path / "c.toml").write_text(RELATIVE_DIRS.replace('"scratch"', '"/tmp"').replace('"files/here"', '"/tmp"'))
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", "c.toml"])
+    assert exc.value.code == 0

@@ -12,7 +12,7 @@ from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import OS_TESTS
 from rtvbench.cpulist import MAX_CPUS, probe_cpu_pair
 from rtvbench.params import (ProbeRange, StrictModel, names_or_all, number_arg, probe_int, probe_list, probe_number,
-                             probe_size, probe_sizes)
+                             probe_size, probe_sizes, TargetDir)
 from rtvbench.spec import Placement
 
 _RING = re.compile(r"^(\d{1,6})p/(\d{1,9})k$")
@@ -64,7 +64,7 @@ Tests = names_or_all(OS_TESTS, "test")
 class OsParams(StrictModel):
     tests: Tests = tuple(OS_TESTS)
     quick: bool = False
-    dir: Optional[str] = None                     # where file tests make their scratch directory
+    dir: Optional[TargetDir] = None               # where file tests make their scratch directory
     fds: Optional[Fds] = None
     ctx: Optional[Rings] = None
     ctx_cpu: Optional[CtxCpu] = None

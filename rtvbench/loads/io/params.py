@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
 from rtvbench.loads.base import LoadSite
 from rtvbench.loads.probe_load import G, K, M, BlockSize, BpsLimit, ProbeLoad, ProbeLoadParams, register
-from rtvbench.params import probe_size, size_text
+from rtvbench.params import TargetDir, probe_size, size_text
 
 FileSize = probe_size("file-size", 4 * K, G)
 #: the directory an `io` load makes for itself (docs/probe/load.md, "Stopping")
@@ -18,7 +18,7 @@ DIR_PREFIX = "rtvb-load-"
 
 
 class IoLoadParams(ProbeLoadParams):
-    dir: str | None = None
+    dir: TargetDir | None = None
     file_size: FileSize | None = None
     block_size: BlockSize | None = None
     fsync: bool | None = None
@@ -27,13 +27,6 @@ class IoLoadParams(ProbeLoadParams):
     OPTIONS: ClassVar[dict[str, str]] = {"dir": "--dir", "file_size": "--file-size",
                                          "block_size": "--block-size", "fsync": "--fsync",
                                          "drop_cache": "--drop-cache", "bps_limit": "--bps-limit"}
-
-    @field_validator("dir")
-    @classmethod
-    def _dir(cls, v: str) -> str:
-        if not v:
-            raise ValueError("must name a directory")
-        return v
 
     @model_validator(mode="after")
     def _block_in_file(self):
