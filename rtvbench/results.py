@@ -12,7 +12,8 @@ from functools import cached_property
 from datetime import datetime
 from typing import Any
 
-from rtvbench.records import HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window, load_average
+from rtvbench.records import (HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window, as_int,
+                              load_average)
 from rtvbench.spec import CampaignSpec
 
 
@@ -63,6 +64,17 @@ class Measurement:
     def probe_end(self) -> ProbeEnd | None:
         """`end`, typed; None when the probe printed none."""
         return ProbeEnd.of(self.end)
+
+    @cached_property
+    def peer_server_end(self) -> ProbeEnd | None:
+        """The `end` record of the round-trip server rtvbench ran in the measured environment beside
+        the probe (a benchmark's `peer` is that environment), with its `pid`; None otherwise."""
+        return ProbeEnd.of((self.cpu_stat or {}).get("peer_server"))
+
+    @cached_property
+    def peer_server_pid(self) -> int | None:
+        row = (self.cpu_stat or {}).get("peer_server")
+        return as_int(row.get("pid")) if isinstance(row, dict) else None
 
     @cached_property
     def load_average_after(self) -> float | None:

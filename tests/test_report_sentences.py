@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from host_helpers import cli_env, run_cli
 from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.load_achieved import definition_words
@@ -16,6 +17,7 @@ from rtvbench.cli import main
 from rtvbench.records import HealthCheck
 from rtvbench.report import render
 from rtvbench.spec import LoadSpec
+from rtvbench.store import load_run, open_store
 from tests.synthetic_runs import DEFAULT_CAMPAIGN, build_run, lognormal_latency
 
 pytestmark = pytest.mark.functional
@@ -128,3 +130,64 @@ def test_a_relative_directory_of_a_load_or_benchmark_is_refused_by_validate_nami
     with pytest.raises(SystemExit) as exc:
         main(["validate", "c.toml"])
     assert exc.value.code == 0
+
+
+_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _stat(busy: dict[str, int] | None = None) -> dict[str, dict[str, int]]:
+    """/proc/stat counters of 2 CPUs: all 0, or after 100 ticks each of which `busy` were user time."""
+    per_cpu = {f"cpu{c}": {**dict.fromkeys(_STATES, 0), **({"user": b, "idle": 100 - b} if busy else {})}
+               for c, b in (busy or {"0": 0, "1": 0}).items()}
+    return {"cpu": {k: sum(v[k] for v in per_cpu.values()) for k in _STATES}, **per_cpu}
+
+
+def test_the_round_trip_server_rtvbench_runs_in_the_measured_environment_is_not_foreign_load():
+    campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
+    campaign["environments"] = {"guest": DEFAULT_CAMPAIGN["environments"]["guest"]}
+    campaign["loads"] = {"idle": {}}
+    campaign["benchmarks"] = {"rt": {"kind": "ipc", "peer": "guest", "transports": ["tcp"], "sizes": [64]}}
+    run = build_run(campaign, distributions={("guest", "idle"): lognormal_latency(2_000)}, repetitions=3,
+                    samples=50, benchmark="rt")
+    for m in run.measurements:
+        # An otherwise idle guest of 2 vCPUs over 1 s: the client took half a CPU, the server as much.
+        m.cpu_stat = {"before": _stat(), "after": _stat({"0": 60, "1": 40})}
+        m.end = {"type": "end", "status": "ok", "elapsed_ns": 1_000_000_000, "cpu_time_ns": 500_000_000}
+    ev = evaluate_run(run)
+    assert not ev.cell("guest", "idle", "rt").conditions.ok          # without the server's word: 25 % foreign
+    for m in run.measurements:
+        m.cpu_stat["peer_server"] = {"status": "ok", "elapsed_ns": 1_000_000_000, "cpu_time_ns": 480_000_000,
+                                     "pid": 4242}
+        m.__dict__.pop("peer_server_end", None)
+    ev = evaluate_run(run)
+    cell = ev.cell("guest", "idle", "rt").conditions
+    assert cell.ok, cell.reason()
+    assert all(ev.around(m).conditions.foreign_percent == pytest.approx(1.0) for m in run.measurements)
+
+
+def test_the_runner_keeps_the_servers_own_time_in_the_peers_own_cell_only(tmp_path, probe):
+    (tmp_path / "c.toml").write_text("""\
+name = "peer-own"
+repetitions = 2
+[environments.native]
+target = "local"
+[environments.other]
+target = "local"
+[loads.idle]
+[benchmarks.rt]
+kind = "ipc"
+peer = "native"
+transports = ["tcp"]
+sizes = [64]
+count = 200
+""")
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=300)
+    assert r.returncode == 0, r.stderr
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    own = [m for m in run.measurements if m.environment == "native"]
+    assert len(own) == 2 and all(m.status == "ok" for m in run.measurements)
+    for m in own:
+        assert m.peer_server_end.status == "ok" and m.peer_server_end.cpu_time_ns > 0
+        assert m.peer_server_pid not in (None, m.meta["pid"])
+    # Measuring `other`, the server ran elsewhere: nothing of it is the measured environment's.
+    assert all(m.peer_server_end is None for m in run.measurements if m.environment == "other")

@@ -7,6 +7,10 @@ machine, not the platform under test. Interrupt time is not counted as foreign: 
 interrupts are part of what is measured. `steal` (a hypervisor running something else on a
 vCPU) is judged on its own.
 
+The round-trip server rtvbench runs beside the probe in the peer's own cell (a benchmark's `peer` is
+the environment measured) is rtvbench's too: its CPU time, from its `end` record, counts as the
+probe's, and its pid is left out of the process lists with the probe's.
+
 Under a load, /proc/stat does not tell the load's time from other processes', so foreign time is
 counted process by process instead, from the process lists taken around the measurement where the
 target can list its processes (this machine, ssh boards): the CPU time of every process rtvbench did
@@ -102,10 +106,11 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
     elif cpu_ns is None or elapsed_ns is None or elapsed_ns <= 0:
         judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
     else:
-        own = 100.0 * cpu_ns / elapsed_ns                     # CPU-% the probe used
+        own = 100.0 * (cpu_ns + _server_cpu_ns(m)) / elapsed_ns     # CPU-% the probe (and its server) used
         foreign = max(0.0, sum(running.values()) - own) / n
     if foreign is not None and foreign > max_foreign:
-        other = "the probe and the load" if load is not None and not load.is_idle else "the probe"
+        other = ("the probe" + (", its round-trip server" if m.peer_server_end is not None else "")
+                 + (" and the load" if load is not None and not load.is_idle else ""))
         text = (f"{foreign:.0f} % of the time of {_cpu_words(cpus)} went to processes other than {other} "
                 f"({_cpu_words((busiest,))} {running[busiest]:.0f} % busy with processes; "
                 f"limit {max_foreign:g} %)")
@@ -120,11 +125,27 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
     return Conditions(judged, not problems, foreign, steal, cpus, busiest, reason, load_average)
 
 
+def _server_cpu_ns(m: Measurement) -> int:
+    """The CPU time of the round-trip server rtvbench ran beside the probe in the measured environment
+    (the peer's own cell): rtvbench's own, as the probe's is."""
+    end = m.peer_server_end
+    return end.cpu_time_ns if end is not None and end.cpu_time_ns is not None else 0
+
+
+def _own_processes(m: Measurement) -> set[str]:
+    """The pids (and the probe's name) of rtvbench's own processes in a process list beside those
+    marked as the runner's descendants: the probe, and the round-trip server it ran beside."""
+    own = {str((m.meta or {}).get("pid")), "rtvb-probe"}
+    if m.peer_server_pid is not None:
+        own.add(str(m.peer_server_pid))
+    return own
+
+
 def _foreign_ticks(m: Measurement, cpus: tuple[str, ...]) -> int | None:
     before, after = m.cpu_stat.get("processes_before"), m.cpu_stat.get("processes_after")
     if not isinstance(before, dict) or not isinstance(after, dict):
         return None
-    return foreign_ticks(before, after, cpus, {str((m.meta or {}).get("pid")), "rtvb-probe"})
+    return foreign_ticks(before, after, cpus, _own_processes(m))
 
 
 def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: float) -> list[tuple[str, str, float]]:
@@ -134,7 +155,7 @@ def foreign_processes(m: Measurement, cpus: tuple[str, ...], ticks_per_cpu: floa
     before, after = m.cpu_stat.get("processes_before"), m.cpu_stat.get("processes_after")
     if not isinstance(before, dict) or not isinstance(after, dict):
         return []
-    return busiest_processes(before, after, ticks_per_cpu, cpus, {str((m.meta or {}).get("pid")), "rtvb-probe"})
+    return busiest_processes(before, after, ticks_per_cpu, cpus, _own_processes(m))
 
 
 @dataclass

@@ -53,6 +53,16 @@ class PeerServer:
         self.bg, self.stream, self.client_argv = bg, stream, client_argv
         self.leftover = leftover
 
+    def own_time(self) -> dict | None:
+        """The server's `end` record (its CPU and wall time) with its pid, once it ended by itself;
+        None before, or when it said neither. The measurement conditions count this time as rtvbench's
+        own where the server ran in the measured environment."""
+        end, meta = self.stream.end, self.stream.meta or {}
+        if end is None:
+            return None
+        return {"status": end.get("status"), "elapsed_ns": end.get("elapsed_ns"),
+                "cpu_time_ns": end.get("cpu_time_ns"), "pid": meta.get("pid")}
+
     def stop(self) -> None:
         """Let the server end a session it served by itself, then stop it whatever it does."""
         # No result yet: no client came (the load or the client failed), nothing to wait for.

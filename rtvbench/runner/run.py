@@ -581,6 +581,10 @@ class Runner:
                 except TargetError:
                     pass                        # a leftover directory in the target's /tmp, not a failure
 
+        own_server = server.own_time() if server is not None and peer == p.environment else None
+        if own_server is not None:
+            # The peer's own cell: the server took the measured environment's CPUs beside the client.
+            m.add_cpu_sample(p.environment, "peer_server", own_server)
         status, error = "ok", None
         if done.interrupted:
             status, error = "interrupted", "interrupted by the user; the records so far are kept"
