@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
 from rtvbench.records import Privileges
 from rtvbench.spec import BenchmarkSpec, CampaignSpec
+from rtvbench.units import counted
 
 #: probe load kinds (a `command` load's threads and placement are unknown)
 #: the keys of a load that runs threads where they say (the probe's generators): others are not placed
@@ -188,8 +189,8 @@ def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_
     rt_wanted = [b.name for b in benches if b.placement.rt_priority is not None] + \
                 [ld.name for ld in loads if ld.rt_priority is not None and _runs_in(ld, e)]
     if seen is not None and seen.rt_refused:
-        warn("no_rt_priority", f"real-time priority was refused in {seen.rt_refused} of {seen.rt_requested} "
-                               f"measurements in `{e}` ({', '.join(f'`{b}`' for b in seen.benchmarks_refused)}): "
+        warn("no_rt_priority", f"real-time priority was refused in {seen.rt_refused} of "
+                               f"{counted(seen.rt_requested, 'measurement')} in `{e}` ({', '.join(f'`{b}`' for b in seen.benchmarks_refused)}): "
                                "those wake-up latencies are a normal-priority thread's, not the real-time figures; "
                                "run the probe as root or raise its RLIMIT_RTPRIO.")
     elif rt_wanted and env.euid not in (None, 0) and not (seen is not None and seen.rt_requested):
@@ -198,7 +199,8 @@ def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_
                             "be refused unless RLIMIT_RTPRIO and RLIMIT_MEMLOCK allow them, leaving normal-priority, "
                             "pageable latencies; run as root or raise those limits.")
     if seen is not None and seen.mlock_refused:
-        warn("no_mlockall", f"mlockall was refused in {seen.mlock_refused} of {seen.mlock_requested} measurements "
+        warn("no_mlockall", f"mlockall was refused in {seen.mlock_refused} of "
+                            f"{counted(seen.mlock_requested, 'measurement')} "
                             f"in `{e}`: page faults of the measuring thread can show up as latency spikes; run as "
                             "root or raise RLIMIT_MEMLOCK.")
 
@@ -301,7 +303,8 @@ def _cpu_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_Load]) -
                                         f"{cpu_list_text(allowed)}.")
             on = _usable(ld.pinned, allowed)
             if ld.workers > len(on):
-                warn("too_few_cpus", f"load `{ld.name}` starts {ld.workers} workers on {_where(on, allowed, e)}: "
+                warn("too_few_cpus", f"load `{ld.name}` starts {counted(ld.workers, 'worker')} on "
+                                     f"{_where(on, allowed, e)}: "
                                      "workers share CPUs, so each gets less than it asks for and the achieved load "
                                      f"is not the one named; set `workers` to at most {len(on)}"
                                      + (" or list more CPUs in `cpus`." if on != allowed else "."))

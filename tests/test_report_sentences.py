@@ -191,3 +191,28 @@ count = 200
         assert m.peer_server_pid not in (None, m.meta["pid"])
     # Measuring `other`, the server ran elsewhere: nothing of it is the measured environment's.
     assert all(m.peer_server_end is None for m in run.measurements if m.environment == "other")
+
+
+def test_a_count_of_one_agrees_with_its_noun_across_the_report():
+    campaign = copy.deepcopy(DEFAULT_CAMPAIGN)
+    campaign["repetitions"] = 1
+    run = build_run(campaign, distributions={("native", "idle"): lognormal_latency(2_000)}, repetitions=1,
+                    samples=400)
+    for r in run.measurements[0].results:
+        r["missed"] = 1 if r["cpu"] == "all" else 0
+    md = render(run, "md")
+    assert ("In `native` under `idle`, 1 period was missed entirely (a wake-up later than a whole interval) in "
+            "1 of 1 repetition.") in md
+    assert "the median over 1 repetition is" in md
+    assert "1 repetition per environment and load" in md
+    assert not any(bad in md for bad in ("1 period were", "1 repetitions", "of 1 measurements"))
+    assert "10 periods were missed" in render(_missing(10), "md")
+    assert get_kind("ipc").describe({}, {"count": 1}).count("per transport and size, 1 round trip after") == 1
+
+
+def _missing(periods: int):
+    run = build_run(distributions={("native", "idle"): lognormal_latency(2_000)}, repetitions=2, samples=400)
+    for m in run.measurements:
+        for r in m.results:
+            r["missed"] = periods // 2 if r["cpu"] == "all" else 0
+    return run

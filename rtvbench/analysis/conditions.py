@@ -34,6 +34,7 @@ from rtvbench.analysis.dataset import RunData
 from rtvbench.cpulist import cpus_words
 from rtvbench.procstat import PROCESS_STATES, busiest_processes, foreign_ticks
 from rtvbench.results import Measurement
+from rtvbench.units import counted
 
 DEFAULT_MAX_FOREIGN_PERCENT = 5.0
 DEFAULT_MAX_STEAL_PERCENT = 2.0
@@ -175,7 +176,8 @@ class CellConditions:
         if not self.failed:
             return ""
         worst = max(self.failed, key=lambda f: (f[1].foreign_percent or 0) + (f[1].steal_percent or 0))[1]
-        return (f"conditions not met in {len(self.failed)} of {self.measured} repetitions of `{self.benchmark}` "
+        return (f"conditions not met in {len(self.failed)} of {counted(self.measured, 'repetition')} of "
+                f"`{self.benchmark}` "
                 f"in `{self.environment}` under `{self.load}`: {worst.reason}")
 
 

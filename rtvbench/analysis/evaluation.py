@@ -27,6 +27,7 @@ from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
 from rtvbench.analysis.stats import CellSummary, summaries
 from rtvbench.preflight import PreflightWarning, asks_rt_priority, check as preflight_check, observed_privileges
 from rtvbench.results import CampaignRun, Measurement
+from rtvbench.units import counted
 
 P = TypeVar("P")
 
@@ -158,8 +159,9 @@ def _cell_surroundings(data: RunData, env: str, load: str, bench: str, condition
 def _run_parts(data: RunData) -> RunParts:
     run = data.run
     observed = observed_privileges(run.measurements, run.spec)
-    granted = {env: (f"real-time priority granted in all {o.rt_requested} measurements" if not o.rt_refused
-                     else f"real-time priority refused in {o.rt_refused} of {o.rt_requested} measurements")
+    granted = {env: ((f"real-time priority granted in all {o.rt_requested} measurements" if o.rt_requested != 1
+                      else "real-time priority granted in the one measurement") if not o.rt_refused
+                     else f"real-time priority refused in {o.rt_refused} of {counted(o.rt_requested, 'measurement')}")
                for env, o in observed.items() if o.rt_requested}
     prints = {env: (run.targets.get(env) or {}, run.fingerprints.get(env) or {}, run.fingerprint_meta.get(env) or {})
               for env in run.fingerprints or {}}

@@ -16,6 +16,7 @@ from typing import Any
 from rtvbench.analysis.compare import Comparison
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.stats import summarize
+from rtvbench.units import counted
 
 INFO, WARNING = "info", "warning"
 #: a cell whose repetitions vary more than this (coefficient of variation) is called noisy
@@ -83,7 +84,7 @@ def _probe_warnings(data: RunData, bench: str) -> list[Finding]:
             hits[key][(m.environment, m.load)] += 1
     out = []
     for (code, message), cells in hits.items():
-        where = ", ".join(f"`{env}` under `{load}` ({n} of {len(data.measurements(env, load, bench))} measurements)"
+        where = ", ".join(f"`{env}` under `{load}` ({n} of {counted(len(data.measurements(env, load, bench)), 'measurement')})"
                           for (env, load), n in cells.items())
         text = f"The probe warned `{code}` in {where}"
         out.append(Finding(WARNING, "probe-warning", text + (f": {message}" if message else ".")))

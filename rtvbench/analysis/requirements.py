@@ -41,7 +41,7 @@ from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.analysis.metrics import resolve_metric
 from rtvbench.analysis.tail import covered
-from rtvbench.units import format_percent
+from rtvbench.units import counted, format_percent, verb
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 _SEVERITY = {PASS: 0, INCONCLUSIVE: 1, FAIL: 2}
@@ -205,12 +205,13 @@ def _absolute(data: RunData, req: dict[str, Any]) -> Verdict:
     elif status == INCONCLUSIVE:
         reason = "Cannot decide: " + "; ".join(problems) + "."
     else:
-        reason = (f"All {len(checked)} repetitions hold the bound: {figure} ranges "
+        reason = (("The one repetition holds" if len(checked) == 1 else f"All {len(checked)} repetitions hold")
+                  + f" the bound: {figure} ranges "
                   f"{_fmt(kind, min(c[0] for c in checked), figure)} .. "
                   f"{_fmt(kind, max(c[0] for c in checked), figure)} (bound {bounds}"
                   f"{'' if unit == 'count' else ' ' + unit}).")
         if kind.is_extreme(base) and samples:
-            reason += (f" The bound held for the {samples:,} samples measured: {covered(samples)} "
+            reason += (f" The bound held for the {counted(samples, 'sample')} measured: {covered(samples)} "
                        "(the tail estimate in the report extrapolates beyond them).")
     return Verdict(status, reason, req, title, details, cells)
 
@@ -272,7 +273,8 @@ def overhead_status(t: RatioTest, limit: float, figure: str) -> tuple[str, str]:
     """An overhead's verdict against a `max_percent` bound, and why in words (without the medians):
     the rule of a relative requirement, also used between runs."""
     if t.verdict == INSUFFICIENT:
-        text = (f"only {t.n_baseline} baseline and {t.n_candidate} candidate repetitions have {figure}; at "
+        text = (f"only {t.n_baseline} baseline and {counted(t.n_candidate, 'candidate repetition')} "
+                f"{verb(t.n_candidate, 'has', 'have')} {figure}; at "
                 "least 3 per side are needed for an interval")
         if t.overhead_percent is not None:
             text += f" (point estimate {format_percent(t.overhead_percent)})"

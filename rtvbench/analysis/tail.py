@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+
+from rtvbench.units import counted, verb
+
 # scipy.optimize is imported by the fit that uses it (0.1 s and 23 MB): a report of a run too short
 # for a tail fit does not pay for it.
 
@@ -169,7 +172,7 @@ def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimat
     excess, tw = x[tail] - u, w[tail]
     n_u = int(round(tw.sum()))
     if n_u < MIN_EXCESSES:
-        return refuse(f"only {n_u} samples lie above the threshold", u=u, n_u=n_u)
+        return refuse(f"only {counted(n_u, 'sample')} {verb(n_u, 'lies', 'lie')} above the threshold", u=u, n_u=n_u)
     if len(excess) < 5:
         return refuse(f"the {n_u:,} largest samples take only {len(excess)} distinct values, too few for a "
                       "tail fit", u=u, n_u=n_u)

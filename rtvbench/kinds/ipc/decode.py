@@ -17,6 +17,7 @@ from rtvbench.analysis.kind import Result, register
 from rtvbench.analysis.quantities import COUNT, TIME, QuantityKind, number
 from rtvbench.catalog import IPC_STATS, IPC_TRANSPORTS
 from rtvbench.results import Measurement
+from rtvbench.units import counted
 
 _STEM = re.compile(r"^([a-z]+)\.([1-9][0-9]*)B\.([a-z0-9]+)$")
 _HEADLINE = ("avg", "p99", "max")
@@ -104,7 +105,7 @@ class IpcKind(QuantityKind):
         transports = p.get("transports") or benchmark.get("transports") or list(IPC_TRANSPORTS)
         sizes = p.get("sizes_bytes") or []
         count = p.get("count")
-        amount = (f"{count} round trips" if count else
+        amount = (counted(count, "round trip") if count else
                   f"{p['duration_ns'] / 1e9:g} s of round trips" if p.get("duration_ns") else "round trips")
         peer = benchmark.get("peer")
         where = (f"between two processes of this environment over {', '.join(transports)}" if not peer else

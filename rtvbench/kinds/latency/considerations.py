@@ -12,7 +12,7 @@ from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import INFO, NEGLIGIBLE_PERCENT, WARNING, Finding, noise
 from rtvbench.analysis.stats import summarize
 from rtvbench.kinds.latency.names import over_threshold_ns
-from rtvbench.units import format_percent, format_value, suffix_unit as unit_of
+from rtvbench.units import counted, format_percent, format_value, suffix_unit as unit_of, verb
 
 
 def considerations(data: RunData, bench: str, kind, comps: list[Comparison]) -> list[Finding]:
@@ -48,7 +48,8 @@ def _results(data: RunData, bench: str, kind, tail: str | None) -> list[Finding]
                     parts.append(f"{kind.label(figure)} {format_value(v, unit_of(figure))}")
         if not parts:
             continue
-        text = (f"In `{env}` under `{load}`, the median over {len(reps) or 'its'} repetitions is "
+        text = (f"In `{env}` under `{load}`, the median over "
+                f"{counted(len(reps), 'repetition') if reps else 'its repetitions'} is "
                 + ", ".join(parts))
         if reps:
             text += f"; the worst case over all repetitions is {format_value(max(reps), 'us')}"
@@ -73,7 +74,8 @@ def _response(data: RunData, env: str, load: str, bench: str, kind) -> str:
         text += f", worst {format_value(max(worst), 'us')}"
     total = int(sum(misses))
     return text + (f", with {total:,} deadline miss{'es' if total != 1 else ''} in "
-                   f"{sum(1 for v in misses if v)} of {len(misses)} repetitions" if total else ", no deadline missed")
+                   f"{sum(1 for v in misses if v)} of {counted(len(misses), 'repetition')}" if total
+                   else ", no deadline missed")
 
 
 def _change(c: Comparison, kind) -> str:
@@ -144,12 +146,12 @@ def _deadlines(data: RunData, bench: str) -> list[Finding]:
         if not hits:
             out.append(Finding(INFO, "deadline", f"No sample exceeded the {label} deadline in any run."))
             continue
-        parts = [f"{total:,} sample{'s' if total != 1 else ''} in `{env}` under `{load}` "
-                 f"({reps} of {n} repetitions)" for env, load, total, reps, n in hits]
+        parts = [f"{counted(total, 'sample')} in `{env}` under `{load}` ({reps} of {counted(n, 'repetition')})"
+                 for env, load, total, reps, n in hits]
         clean = len(per_threshold[f]) - len(hits)
         text = f"The {label} deadline was exceeded by " + ", ".join(parts)
         if clean:
-            text += f"; the other {clean} environment/load combination{'s' if clean != 1 else ''} stayed below it"
+            text += f"; the other {counted(clean, 'environment/load combination')} stayed below it"
         out.append(Finding(WARNING, "deadline", text + "."))
     return out
 
@@ -161,7 +163,7 @@ def _missed(data: RunData, bench: str) -> list[Finding]:
         total = int(sum(missed))
         if total:
             out.append(Finding(WARNING, "missed",
-                               f"In `{env}` under `{load}`, {total:,} period{'s' if total != 1 else ''} were missed "
-                               f"entirely (a wake-up later than a whole interval) in "
-                               f"{sum(1 for v in missed if v)} of {len(missed)} repetitions."))
+                               f"In `{env}` under `{load}`, {counted(total, 'period')} {verb(total, 'was', 'were')} "
+                               "missed entirely (a wake-up later than a whole interval) in "
+                               f"{sum(1 for v in missed if v)} of {counted(len(missed), 'repetition')}."))
     return out

@@ -11,7 +11,7 @@ from typing import Any
 
 from rtvbench.analysis.histogram import add_time_figures, result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
-from rtvbench.units import exact_duration
+from rtvbench.units import counted, exact_duration, verb
 from rtvbench.kinds.latency import considerations, interference, spikes, tails
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
 from rtvbench.records import Window
@@ -167,7 +167,7 @@ class LatencyKind(Kind):
         if duration_ns:
             how_long.append(f"for {exact_duration(duration_ns)}")
         if loops:
-            how_long.append(f"for at most {loops} activations")
+            how_long.append(f"for at most {counted(loops, 'activation')}")
         sched = f"under SCHED_{str(policy).upper()} priority {priority}" if policy and priority is not None else ""
         where = f"on CPU{'s' if isinstance(cpus, list) and len(cpus) != 1 else ''} {_cpu_list(cpus)}" if cpus else ""
         tail = " ".join(x for x in [" ".join(how_long), sched, where] if x)
@@ -227,8 +227,9 @@ def _spike_sentences(cells: list, comps: list) -> list[str]:
             continue
         counts = sorted(c.counts.items(), key=lambda kv: -kv[1])
         listed = ", ".join(f"{n} {spikes.CAUSE_WORDS[cause]}" for cause, n in counts)
-        more = f"; {c.untraced} more breaches were not traced" if c.untraced else ""
-        out.append(f"`{c.environment}` under `{c.load}`: {len(c.spikes)} traced spikes: {listed}{more}.")
+        more = (f"; {counted(c.untraced, 'more breach', 'more breaches')} {verb(c.untraced, 'was', 'were')} not "
+                "traced" if c.untraced else "")
+        out.append(f"`{c.environment}` under `{c.load}`: {counted(len(c.spikes), 'traced spike')}: {listed}{more}.")
     pairs = []
     for comp in comps:
         key = (comp.axis, comp.context, comp.baseline, comp.candidate)

@@ -16,7 +16,7 @@ from rtvbench.analysis.quantities import cell_medians, differences
 from rtvbench.kinds.rtos.names import (HALF_STEMS, PINGPONG_PARTS, RTOS_TESTS, TABLE_STATS, figure, row,
                                        row_words, split, stat_words)
 from rtvbench.results import Measurement
-from rtvbench.units import PERCENTILES, TIME_UNITS, exact_duration
+from rtvbench.units import PERCENTILES, TIME_UNITS, counted, exact_duration
 
 
 def _tests(m: Measurement) -> list[dict[str, Any]]:
@@ -130,7 +130,8 @@ class RtosKind(Kind):
         where = f" on CPU {cpus[0] if isinstance(cpus, list) and cpus else cpus}" if cpus else ""
         timer = f" (period {exact_duration(period)})" if period else ""
         return ("Per-operation cost of the primitives a real-time OS offers, on Linux with POSIX threads: "
-                f"{', '.join(tests)}. Each test times {count} operations one by one with the monotonic clock and "
+                f"{', '.join(tests)}. Each test times {counted(count, 'operation')} one by one with the monotonic "
+                "clock and "
                 "reports min, avg, p99 and max; the clock read itself is in every sample (the probe reports its "
                 f"cost). Both threads of a test share one CPU{where}, {how}, so that the activation of the "
                 "higher-priority thread is a preemption; the timer test" + timer + " measures how late a thread "

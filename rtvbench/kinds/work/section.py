@@ -11,7 +11,7 @@ from __future__ import annotations
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind
 from rtvbench.kinds.work.decode import verification
-from rtvbench.units import human_duration
+from rtvbench.units import counted, human_duration
 from rtvbench.report import plots, suite
 from rtvbench.report.section import Parts, Section, register
 from rtvbench.report.tables import Plot, Row, Table
@@ -29,13 +29,13 @@ def _checks(ev: Evaluation, bench: str) -> dict[str, list[tuple[str, str, int, b
 def _verification_cell(checks) -> tuple[str, bool]:
     failed = [c for c in checks if c[3] is False]
     if not failed:
-        return f"verified in all {len(checks)} runs", False
+        return ("verified in the one run" if len(checks) == 1 else f"verified in all {len(checks)} runs"), False
     cells: dict[tuple[str, str], list[int]] = {}
     for env, load, rep, _, _ in failed:
         cells.setdefault((env, load), []).append(rep + 1)
     where = "; ".join(f"`{env}`/`{load}` #{', #'.join(map(str, sorted(reps)))}" for (env, load), reps in cells.items())
     reasons = "; ".join(dict.fromkeys(err or "wrong result" for *_, err in failed))
-    return f"FAILED in {len(failed)} of {len(checks)} runs ({where}): {reasons}", True
+    return f"FAILED in {len(failed)} of {counted(len(checks), 'run')} ({where}): {reasons}", True
 
 
 class WorkSection(Section):

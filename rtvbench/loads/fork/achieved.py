@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rtvbench.analysis.load_figures import Achieved, LoadFigures, register
+from rtvbench.units import counted
 
 
 @register("fork")
@@ -16,5 +17,5 @@ class ForkFigures(LoadFigures):
     def describe(self, a: Achieved, name: str) -> str:
         text = f"{name}: {a.ops_per_s or 0:,.0f} forks/s"
         if a.extra.get("fork_failures"):
-            text += f", {a.extra['fork_failures']:,.0f} failed forks"
+            text += f", {counted(a.extra['fork_failures'], 'failed fork')}"
         return text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rtvbench.analysis.load_figures import Achieved, LoadFigures, register
-from rtvbench.units import human_duration
+from rtvbench.units import counted, human_duration
 
 
 @register("timer")
@@ -22,5 +22,5 @@ class TimerFigures(LoadFigures):
         if isinstance(a.extra.get("late_avg_ns"), (int, float)):
             text += f", mean lateness {human_duration(a.extra['late_avg_ns'])}"
         if a.extra.get("missed"):
-            text += f", {a.extra['missed']:,.0f} deadlines overslept"
+            text += f", {counted(a.extra['missed'], 'deadline')} overslept"
         return text

@@ -10,6 +10,7 @@ from rtvbench.report.run_section import RUN_SECTIONS, RunSection
 from rtvbench.report.tables import Row, Table
 from rtvbench.results import Measurement
 from rtvbench.run_analyses.disruption.analysis import DISRUPTION, Disruption
+from rtvbench.units import counted
 
 
 def disruption_tables(ev: Evaluation, part: dict[int, Disruption], bench: str) -> list[Table]:
@@ -24,7 +25,7 @@ def disruption_tables(ev: Evaluation, part: dict[int, Disruption], bench: str) -
             rows.append(Row(where + [f"{e.index + 1} ({e.load})", f"{e.start_s:.2f} .. {e.end_s:.2f}", e.action,
                                      "–" if e.boot_s is None else f"{e.boot_s:.2f}",
                                      "–" if e.max_us is None else f"{e.max_us:.1f}", str(e.missed)]))
-        rows.append(Row(where + [f"no event ({len(d.events)} events)", f"{d.calm_windows} windows", "",
+        rows.append(Row(where + [f"no event ({counted(len(d.events), 'event')})", counted(d.calm_windows, 'window'), "",
                                  "", "–" if d.calm_max_us is None else f"{d.calm_max_us:.1f} (median)",
                                  str(d.calm_missed)], "summary"))
     if not rows:

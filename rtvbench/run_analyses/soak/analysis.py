@@ -18,6 +18,7 @@ from scipy.special import stdtr
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.run_analysis import RUN_ANALYSES, RunAnalysis
+from rtvbench.units import counted
 
 ALPHA = 0.05
 #: below this many points a slope says nothing
@@ -159,7 +160,7 @@ def soak_verdict(data: RunData) -> SoakVerdict | None:
             v.findings.append(f"`{e.environment}` was lost {e.lost} time{'s' if e.lost != 1 else ''} and brought "
                               f"back {e.recovered} time{'s' if e.recovered != 1 else ''}")
         if e.failed_checks:
-            v.findings.append(f"{e.failed_checks} of {e.checks} health checks of `{e.environment}` failed "
+            v.findings.append(f"{e.failed_checks} of {counted(e.checks, 'health check')} of `{e.environment}` failed "
                               f"(first: {e.first_failure})")
         for what, tr in (("used memory", e.memory if e.memory_judged else None), ("QEMU's memory (RSS)", e.qemu_rss)):
             if tr is not None and tr.rising:
@@ -170,7 +171,7 @@ def soak_verdict(data: RunData) -> SoakVerdict | None:
             v.findings.append(f"the worst wake-up of `{lt.benchmark}` in `{lt.environment}` under `{lt.load}` rises "
                               f"by {lt.trend.slope_per_h:.1f} us/h (p = {lt.trend.p_value:.2g})")
     if v.failed_measurements:
-        v.findings.append(f"{v.failed_measurements} of {v.measurements} measurements did not complete")
+        v.findings.append(f"{v.failed_measurements} of {counted(v.measurements, 'measurement')} did not complete")
     return v
 
 

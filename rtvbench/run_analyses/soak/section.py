@@ -8,12 +8,12 @@ from typing import Any
 from rtvbench.report.run_section import RUN_SECTIONS, RunSection
 from rtvbench.report.tables import Headline, Row, Table
 from rtvbench.run_analyses.soak.analysis import SOAK, SoakVerdict, Trend
-from rtvbench.units import eta_text
+from rtvbench.units import counted, eta_text
 
 
 def headline(v: SoakVerdict) -> str:
     span = f"{v.hours:.2f} h" if v.hours >= 1 else eta_text(v.hours * 3600)
-    ran = f"The soak ran {span} ({v.measurements} measurements)"
+    ran = f"The soak ran {span} ({counted(v.measurements, 'measurement')})"
     if v.stable:
         return (f"{ran}: stable. Every target answered every health check, none was lost, and neither the worst "
                 "latency nor memory rose significantly.")
@@ -24,7 +24,7 @@ def _slope(t: Trend | None, unit: str) -> str:
     if t is None:
         return "–"
     if t.slope_per_h is None:
-        return f"{t.n} points: too few for a trend"
+        return f"{counted(t.n, 'point')}: too few for a trend"
     return f"{t.slope_per_h:+.2f} {unit}/h (p = {t.p_value:.2g})" + (" rising" if t.rising else "")
 
 
