@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +15,8 @@ from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.load_achieved import definition_words
 from rtvbench.cli import main
+from rtvbench.kinds.latency.decode import _spike_sentences
+from rtvbench.kinds.latency.spikes import CellSpikes
 from rtvbench.records import HealthCheck
 from rtvbench.report import render
 from rtvbench.spec import LoadSpec
@@ -208,6 +211,12 @@ def test_a_count_of_one_agrees_with_its_noun_across_the_report():
     assert not any(bad in md for bad in ("1 period were", "1 repetitions", "of 1 measurements"))
     assert "10 periods were missed" in render(_missing(10), "md")
     assert get_kind("ipc").describe({}, {"count": 1}).count("per transport and size, 1 round trip after") == 1
+    one = [CellSpikes("native", "idle", [SimpleNamespace(cause="irq-off", group=None)], 1, 1),
+           CellSpikes("native", "cpu50", [], 1, 1)]
+    assert _spike_sentences(one, []) == [
+        "`native` under `idle`: 1 traced spike: 1 interrupt-disabled stretch; 1 more breach was not traced.",
+        "`native` under `cpu50`: 1 wake-up exceeded the trace threshold but none was traced (see the probe's "
+        "warnings)."]
 
 
 def _missing(periods: int):

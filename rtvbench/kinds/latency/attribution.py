@@ -40,6 +40,12 @@ CAUSE_WORDS = {
     "preempt-off": "preemption-disabled stretches", "irq-off": "interrupt-disabled stretches",
     "hypervisor": "hypervisor gaps", "idle-exit": "idle exits", "unknown": "unexplained breaches",
 }
+#: the same words for one spike of the cause ("1 interrupt-disabled stretch")
+CAUSE_WORD = {
+    "irq": "interrupt handler", "softirq": "softirq processing", "task": "other task",
+    "preempt-off": "preemption-disabled stretch", "irq-off": "interrupt-disabled stretch",
+    "hypervisor": "hypervisor gap", "idle-exit": "idle exit", "unknown": "unexplained breach",
+}
 
 _LINE = re.compile(r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?P<flags>\S+)\s+"
                    r"(?P<secs>\d+)\.(?P<frac>\d+):\s+(?P<event>\w+):\s?(?P<body>.*)$")

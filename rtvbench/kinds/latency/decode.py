@@ -13,6 +13,7 @@ from rtvbench.analysis.histogram import add_time_figures, result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.units import counted, exact_duration, verb
 from rtvbench.kinds.latency import considerations, interference, spikes, tails
+from rtvbench.kinds.latency.attribution import CAUSE_WORD, CAUSE_WORDS
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
 from rtvbench.records import Window
 from rtvbench.results import Measurement
@@ -222,11 +223,11 @@ def _spike_sentences(cells: list, comps: list) -> list[str]:
     for c in cells:
         if not c.spikes:
             if c.untraced:
-                out.append(f"`{c.environment}` under `{c.load}`: {c.untraced} wake-ups exceeded the trace threshold "
-                           "but none was traced (see the probe's warnings).")
+                out.append(f"`{c.environment}` under `{c.load}`: {counted(c.untraced, 'wake-up')} exceeded the trace "
+                           "threshold but none was traced (see the probe's warnings).")
             continue
         counts = sorted(c.counts.items(), key=lambda kv: -kv[1])
-        listed = ", ".join(f"{n} {spikes.CAUSE_WORDS[cause]}" for cause, n in counts)
+        listed = ", ".join(counted(n, CAUSE_WORD[cause], CAUSE_WORDS[cause]) for cause, n in counts)
         more = (f"; {counted(c.untraced, 'more breach', 'more breaches')} {verb(c.untraced, 'was', 'were')} not "
                 "traced" if c.untraced else "")
         out.append(f"`{c.environment}` under `{c.load}`: {counted(len(c.spikes), 'traced spike')}: {listed}{more}.")
