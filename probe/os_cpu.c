@@ -37,9 +37,14 @@
  * dividend's bits (dividers whose time depends on the quotient's length
  * are measured in their middle), and the value never reaches 0. */
 static volatile uint32_t v_add = 0x9e3779b9u, v_mul = 0x2545f491u;
+/* Bit chains alternate OR and AND: OR sets the bits of `or`, AND keeps those
+ * of `and`, a superset, so the value is the same after every pair. */
+static volatile uint32_t v_or = 0x00ff00f0u, v_and = 0x0fff0ff0u;
+static volatile uint64_t v_add64 = 0x9e3779b97f4a7c15ull;
+static volatile uint64_t v_or64 = 0x00ff00f000ff00f0ull, v_and64 = 0x0fff0ff00fff0ff0ull;
 static volatile int32_t v_div_a = 40009, v_div_b = 50021, v_mod_r = 12345;
 static volatile uint64_t v_mul64 = 0x9e3779b97f4a7c15ull;
-static volatile int64_t v_div64_a = 3000000019ll, v_div64_b = 3000000037ll;
+static volatile int64_t v_div64_a = 3000000019ll, v_div64_b = 3000000037ll, v_mod64_r = 1234567891ll;
 static volatile float v_fadd = 0.5f, v_fmul = 1.2345f, v_fdiv = 3.0f, v_fx = 1.7f;
 static volatile double v_dadd = 0.5, v_dmul = 1.2345, v_ddiv = 3.0, v_dx = 1.7;
 
@@ -66,6 +71,10 @@ struct arith_arg {
 #define INT_CHAIN(name, init, step) CHAIN_FN(name, init, REP32(step; OPAQUE(x);), sink_u)
 
 INT_CHAIN(op_int_add, uint32_t x = v_add; uint32_t y = v_add, x = x + y)
+#define BIT_CHAIN(name, T, vor, vand)                                                              \
+    CHAIN_FN(name, T x = vor; T y = vor; T z = vand, REP4(REP4(x = x | y; OPAQUE(x); x = x & z; OPAQUE(x);)), \
+             sink_u)
+BIT_CHAIN(op_int_bit, uint32_t, v_or, v_and)
 /* An odd multiplier: the product never becomes 0. */
 INT_CHAIN(op_int_mul, uint32_t x = v_mul; uint32_t y = v_mul, x = x * y)
 INT_CHAIN(op_int_div, int32_t x = v_div_a; int32_t k = v_div_a * v_div_b, x = k / x)
@@ -75,8 +84,13 @@ INT_CHAIN(op_int_div, int32_t x = v_div_a; int32_t k = v_div_a * v_div_b, x = k 
  * timed just before) is subtracted from the figure. */
 INT_CHAIN(op_int_mod, int32_t x = v_div_a; int32_t k = v_div_a * v_div_b + v_mod_r; int32_t add = v_div_a - v_mod_r,
           x = k % x + add)
+INT_CHAIN(op_int64_add, uint64_t x = v_add64; uint64_t y = v_add64, x = x + y)
+BIT_CHAIN(op_int64_bit, uint64_t, v_or64, v_and64)
 INT_CHAIN(op_int64_mul, uint64_t x = v_mul64; uint64_t y = v_mul64, x = x * y)
 INT_CHAIN(op_int64_div, int64_t x = v_div64_a; int64_t k = v_div64_a * v_div64_b, x = k / x)
+/* As int_mod; a x b + r stays below 2^63. */
+INT_CHAIN(op_int64_mod, int64_t x = v_div64_a; int64_t k = v_div64_a * v_div64_b + v_mod64_r;
+          int64_t add = v_div64_a - v_mod64_r, x = k % x + add)
 
 /* Floating point: adds alternate +y and -y and multiplications y and 1/y,
  * so the value stays near where it started (never overflowing, never
@@ -92,37 +106,42 @@ INT_CHAIN(op_int64_div, int64_t x = v_div64_a; int64_t k = v_div64_a * v_div64_b
 FP_OPS(float, float, v_fadd, v_fmul, v_fdiv, v_fx)
 FP_OPS(double, double, v_dadd, v_dmul, v_ddiv, v_dx)
 
+/* `less`: the op whose figure (timed earlier) is subtracted from this one's,
+ * -1 for none. */
 static const struct {
     const char *op;
     timed_fn fn;
+    int less;
 } arith_ops[] = {
-    {"int_add", op_int_add},       {"int_mul", op_int_mul},       {"int_div", op_int_div},
-    {"int_mod", op_int_mod},       {"int64_mul", op_int64_mul},   {"int64_div", op_int64_div},
-    {"float_add", op_float_add},   {"float_mul", op_float_mul},   {"float_div", op_float_div},
-    {"double_add", op_double_add}, {"double_mul", op_double_mul}, {"double_div", op_double_div},
+    {"int_add", op_int_add, -1},       {"int_bit", op_int_bit, -1},       {"int_mul", op_int_mul, -1},
+    {"int_div", op_int_div, -1},       {"int_mod", op_int_mod, 0},        {"int64_add", op_int64_add, -1},
+    {"int64_bit", op_int64_bit, -1},   {"int64_mul", op_int64_mul, -1},   {"int64_div", op_int64_div, -1},
+    {"int64_mod", op_int64_mod, 5},    {"float_add", op_float_add, -1},   {"float_mul", op_float_mul, -1},
+    {"float_div", op_float_div, -1},   {"double_add", op_double_add, -1}, {"double_mul", op_double_mul, -1},
+    {"double_div", op_double_div, -1},
 };
+#define ARITH_OPS (sizeof arith_ops / sizeof *arith_ops)
 
 void os_test_arith(struct os_run *r)
 {
     struct timing_opts o = r->o->timing;
-    double add_ns = 0;
+    double ns[ARITH_OPS] = {0};
     o.subtract_loop = 0;
-    for (size_t i = 0; i < sizeof arith_ops / sizeof *arith_ops && !os_stop; i++) {
+    for (size_t i = 0; i < ARITH_OPS && !os_stop; i++) {
         struct arith_arg a = {{0}};
         struct timing t;
         struct jw w;
         if (os_time(r, "arith", arith_ops[i].fn, &a.b, &o, &t))
             return;
-        int is_mod = arith_ops[i].fn == op_int_mod;
-        /* Per operation; int_mod without the add each of its links has. */
-        os_timing_derive(&t, 1.0 / CHAIN, is_mod ? add_ns : 0, NULL, o.target_rel_error);
-        if (arith_ops[i].fn == op_int_add)
-            add_ns = t.ns_per_op;
+        int less = arith_ops[i].less;
+        /* Per operation; a remainder without the add each of its links has. */
+        os_timing_derive(&t, 1.0 / CHAIN, less >= 0 ? ns[less] : 0, NULL, o.target_rel_error);
+        ns[i] = t.ns_per_op;
         os_result_begin(&w, "arith");
         jw_str(&w, "op", arith_ops[i].op);
         jw_int(&w, "chain", CHAIN);
-        if (is_mod)
-            jw_double(&w, "add_subtracted_ns", add_ns);
+        if (less >= 0)
+            jw_double(&w, "add_subtracted_ns", ns[less]);
         os_result_end(&w, &t);
     }
 }

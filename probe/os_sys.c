@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "os.h"
+#include "transport.h"
 #include "probe.h"
 
 /* A test with one figure and no parameter. */
@@ -96,7 +97,12 @@ void os_test_write(struct os_run *r)
  *    the kernel answers "ready" for it without calling anything, so this is
  *    the scan alone, and the call returns N. LMbench's select figure is of
  *    this kind (regular-file descriptors), which is why it is lower.
+ *  - "tcp socket": dups of one end of an idle TCP connection on 127.0.0.1,
+ *    LMbench's other select figure: TCP's poll method runs for each and
+ *    finds nothing to read; the call returns 0.
  * The figure is the cost of one call over N descriptors. */
+enum fd_kind { FD_PIPE, FD_FILE, FD_TCP, FD_KINDS };
+static const char *const fd_kind_names[FD_KINDS] = {"idle pipe", "regular file", "tcp socket"};
 struct multi_arg {
     struct op_base b;
     int n, maxfd;
@@ -145,11 +151,24 @@ static int fd_room(uint64_t n)
 
 /* The descriptor every one of a variant's N is a dup of, -1 after a
  * skip or failure (reported). *spare: a second descriptor to close after. */
-static int multi_source(struct os_run *r, const char *test, int file_kind, int *spare)
+static int multi_source(struct os_run *r, const char *test, enum fd_kind kind, int *spare)
 {
     int p[2];
     *spare = -1;
-    if (file_kind) {
+    if (kind == FD_TCP) {
+        struct tp_conn c, peer;
+        char err[160];
+        int rc = tp_pair(TP_TCP, &c, &peer, err, sizeof err);
+        if (rc == TP_ABSENT)
+            os_skip(test, "no TCP connection on 127.0.0.1 (%s), so no tcp socket variant.", err);
+        else if (rc)
+            os_failed(r, test, "TCP connection on 127.0.0.1: %s", err);
+        if (rc)
+            return -1;
+        *spare = peer.rfd;
+        return c.rfd;
+    }
+    if (kind == FD_FILE) {
         int fd = memfd_create("rtvb-select", MFD_CLOEXEC);
         if (fd < 0)
             os_skip(test, "no memfd_create here (%s), so no regular-file variant.", strerror(errno));
@@ -163,12 +182,12 @@ static int multi_source(struct os_run *r, const char *test, int file_kind, int *
     return p[0];
 }
 
-static void multi_one(struct os_run *r, const char *test, int is_select, int n, int file_kind)
+static void multi_one(struct os_run *r, const char *test, int is_select, int n, enum fd_kind kind)
 {
-    int spare, src = multi_source(r, test, file_kind, &spare);
+    int spare, src = multi_source(r, test, kind, &spare);
     if (src < 0)
         return;
-    struct multi_arg a = {.n = n, .ready = file_kind ? n : 0, .pfd = calloc((size_t)n, sizeof *a.pfd)};
+    struct multi_arg a = {.n = n, .ready = kind == FD_FILE ? n : 0, .pfd = calloc((size_t)n, sizeof *a.pfd)};
     int ok = a.pfd != NULL, made = 0;
     FD_ZERO(&a.set);
     for (; ok && made < n; made++) {
@@ -190,7 +209,7 @@ static void multi_one(struct os_run *r, const char *test, int is_select, int n, 
         if (!os_time(r, test, is_select ? op_select : op_poll, &a.b, NULL, &t)) {
             os_result_begin(&w, test);
             jw_int(&w, "fds", n);
-            jw_str(&w, "fd_kind", file_kind ? "regular file" : "idle pipe");
+            jw_str(&w, "fd_kind", fd_kind_names[kind]);
             os_result_end(&w, &t);
         }
     } else if (is_select) {
@@ -215,8 +234,8 @@ static void multi_test(struct os_run *r, const char *test, int is_select)
             os_skip(test, "%d descriptors exceed RLIMIT_NOFILE; raise it with ulimit -n.", (int)o->fds[v]);
             continue;
         }
-        for (int file_kind = 0; file_kind < 2 && !os_stop; file_kind++)
-            multi_one(r, test, is_select, (int)o->fds[v], file_kind);
+        for (enum fd_kind kind = FD_PIPE; kind < FD_KINDS && !os_stop; kind++)
+            multi_one(r, test, is_select, (int)o->fds[v], kind);
     }
 }
 

@@ -38,8 +38,9 @@ OS_TESTS: dict[str, str] = {
     "file_reread": "bandwidth", "mmap_reread": "bandwidth", "proc_call": "time", "arith": "time",
 }
 #: the operations of the `os` test `arith`, in the probe's order
-OS_ARITH_OPS = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul",
-                "float_div", "double_add", "double_mul", "double_div")
+OS_ARITH_OPS = ("int_add", "int_bit", "int_mul", "int_div", "int_mod", "int64_add", "int64_bit", "int64_mul",
+                "int64_div", "int64_mod", "float_add", "float_mul", "float_div", "double_add", "double_mul",
+                "double_div")
 
 IPC_TRANSPORTS = ("pipe", "unix", "udp", "tcp", "vsock", "shm")
 #: what an ipc benchmark measures when `transports` is not given (shm, which spins both ends, only

@@ -134,8 +134,8 @@ def test_mem_alloc(probe):
     assert "alloc.mmap.page.2MiB.first" in stems and not any(s.endswith((".avg", ".min", ".max")) for s in stems)
 
 
-ARITH = ("int_add", "int_mul", "int_div", "int_mod", "int64_mul", "int64_div", "float_add", "float_mul", "float_div",
-         "double_add", "double_mul", "double_div")
+ARITH = ("int_add", "int_bit", "int_mul", "int_div", "int_mod", "int64_add", "int64_bit", "int64_mul", "int64_div",
+         "int64_mod", "float_add", "float_mul", "float_div", "double_add", "double_mul", "double_div")
 
 
 def test_os(probe, tmp_path):
@@ -147,17 +147,24 @@ def test_os(probe, tmp_path):
                               "dir": str(tmp_path), "max_time_s": 0.02, "min_sample_ms": 1})
     f = measurement_figures(m)
     all_known("os", f)
-    stems = {"null", "select.10fd", "select.10fd_file", "pagefault.anon", "pagefault.file", "pagefault.file_read",
+    stems = {"null", "select.10fd", "select.10fd_file", "select.10fd_tcp", "pagefault.anon", "pagefault.file", "pagefault.file_read",
              "mmap.64KiB", "mmap.64KiB_sparse", "file_create_delete.0B", "file_create_delete.1KiB",
              "file_create.0B", "file_create.1KiB", "file_delete.0B", "file_delete.1KiB", "ctx.2p_0k", "pipe_lat",
              "tcp_connect", "sem_lat", "proc_call", *(f"arith.{op}" for op in ARITH)}
     bandwidths = {"pipe_bw", "file_reread", "file_reread.open2close", "mmap_reread", "mmap_reread.mapped",
                   "mmap_reread.open2close"}
-    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | bandwidths
+    # LMbench gives file creation and deletion as files per second: so do these rows.
+    rates = {"file_create.0B_per_s", "file_create.1KiB_per_s", "file_delete.0B_per_s", "file_delete.1KiB_per_s"}
+    assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | bandwidths | rates
     # Every one is a row of the report's tables, creation and deletion apart, each with its own label.
     rows = get_kind("os").table_stems(sorted(f))
-    assert set(rows) == stems | bandwidths and len({get_kind("os").label(s) for s in rows}) == len(rows)
+    assert set(rows) == stems | bandwidths | rates and len({get_kind("os").label(s) for s in rows}) == len(rows)
     assert rows.index("file_create_delete.0B") < rows.index("file_create.0B") < rows.index("file_delete.0B")
+    for op in ("create", "delete"):
+        made = result(m, test="file_create_delete", size_bytes=0, op=op)
+        assert f[f"file_{op}.0B_per_s"] == made["files_per_s"] == pytest.approx(1e9 / made["ns_per_op"])
+    assert get_kind("os").unit("file_create.0B_per_s") == "files/s"
+    assert not get_kind("os").lower_is_better("file_delete.1KiB_per_s") and get_kind("os").lower_is_better("null")
     assert f["arith.int_div.min"] == result(m, test="arith", op="int_div")["min_ns"]
     assert f["file_reread.open2close"] == result(m, test="file_reread", scope="open2close")["bandwidth_bps"]
     assert f["mmap_reread.open2close_GBps"] == pytest.approx(
@@ -173,7 +180,8 @@ def test_os(probe, tmp_path):
     assert get_kind("os").unit("pipe_bw") == "B/s" and get_kind("os").unit("null.min_us") == "us"
     for bad in ("select", "select.10", "ctx.2p/0k", "mmap.65536B", "null.max", "nosuch", "select.10fd_pipe",
                 "mmap.64KiB_dense", "file_create", "pagefault", "prot_fault.x", "mmap_reread.once", "arith",
-                "arith.int_pow", "file_reread.io_only", "tcp_connect.x", "file_reread.open2close.min"):
+                "arith.int_pow", "file_reread.io_only", "tcp_connect.x", "file_reread.open2close.min",
+                "file_create.0B_per_s.min", "file_create_delete.0B_per_s", "mmap.64KiB_per_s", "select.10fd_udp"):
         assert not known_figure("os", bad), bad
 
 

@@ -9,8 +9,10 @@ least disturbed sample (the better estimate on a shared machine):
   `select.<N>fd`, `poll.<N>fd`, `pagefault.anon`, `pagefault.file`, `mmap.<size>`,
   `file_create_delete.<size>`, `ctx.<P>p_<S>k` (e.g. `ctx.2p_0k`, `null.min`, `fork_us`);
   and the figures that follow LMbench's definitions where ours differ (docs/probe/os-ipc.md):
-  `select.<N>fd_file`, `poll.<N>fd_file`, `prot_fault.fault_only`, `pagefault.file_read`,
+  `select.<N>fd_file`, `poll.<N>fd_file`, `select.<N>fd_tcp`, `poll.<N>fd_tcp`, `prot_fault.fault_only`, `pagefault.file_read`,
   `mmap.<size>_sparse`, `file_create.<size>`, `file_delete.<size>`;
+rates, LMbench's way of giving file creation and deletion: `file_create.<size>_per_s`,
+`file_delete.<size>_per_s` (files per second);
 bandwidths, bytes per second (`_MBps`, `_GBps` too): `pipe_bw`, `unix_bw`, `tcp_bw`, `file_reread`,
 `mmap_reread`, `mmap_reread.mapped`, and LMbench's open-to-close passes `file_reread.open2close`,
 `mmap_reread.open2close`.
@@ -22,13 +24,15 @@ import re
 from typing import Any
 
 from rtvbench.analysis.kind import register
-from rtvbench.analysis.quantities import BANDWIDTH, TIME, QuantityKind, number
+from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind, number
 from rtvbench.units import human_size, parse_size_token, size_token
 from rtvbench.catalog import OS_ARITH_OPS, OS_TESTS
 from rtvbench.results import Measurement
 
 _NAME = re.compile(r"^([a-z_]+)(?:\.(?!min$)([0-9a-zA-Z_]+))?(\.min)?$")
-_FDS = r"[1-9][0-9]*fd(_file)?"
+_FDS = r"[1-9][0-9]*fd(_file|_tcp)?"
+# The name a descriptor kind adds to a select or poll figure: the probe's idle pipes have none.
+_FD_KIND_SUFFIX = {"idle pipe": "", "regular file": "_file", "tcp socket": "_tcp"}
 # Variants of a test's figures; a test listed in _PLAIN_TOO also has a figure without one.
 _VARIANT = {
     "select": re.compile(rf"^{_FDS}$"), "poll": re.compile(rf"^{_FDS}$"),
@@ -38,7 +42,9 @@ _VARIANT = {
 }
 _PLAIN_TOO = ("prot_fault", "mmap_reread", "file_reread")
 # Figures named by a size, with the suffixes their other definitions add ("1MiB_sparse").
-_SIZED = {"mmap": ("sparse",), "file_create_delete": (), "file_create": (), "file_delete": ()}
+_SIZED = {"mmap": ("sparse",), "file_create_delete": (), "file_create": ("per_s",), "file_delete": ("per_s",)}
+# LMbench's file-system figure is a rate: files created, or deleted, per second.
+_PER_S = "per_s"
 # Figure stems that are not test names, and the test that measures them.
 _STEM_TEST = {"file_create": "file_create_delete", "file_delete": "file_create_delete"}
 _ORDER = {t: i for i, t in enumerate(OS_TESTS)}
@@ -70,9 +76,9 @@ def _stem(r: dict[str, Any]) -> str | None:
     """The figure name a result gives (without `.min`), None if unusable."""
     test = r.get("test")
     if test in ("select", "poll"):
-        if not isinstance(r.get("fds"), int):
+        if not isinstance(r.get("fds"), int) or r.get("fd_kind", "idle pipe") not in _FD_KIND_SUFFIX:
             return None
-        return f"{test}.{r['fds']}fd" + ("_file" if r.get("fd_kind") == "regular file" else "")
+        return f"{test}.{r['fds']}fd" + _FD_KIND_SUFFIX[r.get("fd_kind", "idle pipe")]
     if test == "pagefault":
         if r.get("backing") not in ("anon", "file"):
             return None
@@ -129,6 +135,9 @@ class OsKind(QuantityKind):
                 v = number(r.get(field))
                 if v is not None:
                     out[name] = (TIME, v)
+            rate = number(r.get("files_per_s"))
+            if stem.startswith(("file_create.", "file_delete.")) and rate is not None:
+                out[f"{stem}_{_PER_S}"] = (RATE, rate)
         return out
 
     def family(self, name: str) -> str | None:
@@ -140,7 +149,10 @@ class OsKind(QuantityKind):
         if stem in _VARIANT:
             ok = (bool(_VARIANT[stem].match(variant)) if variant is not None else stem in _PLAIN_TOO)
         elif stem in _SIZED:
-            ok = variant is not None and _sized_variant(stem, variant) is not None
+            sized = _sized_variant(stem, variant) if variant is not None else None
+            if sized is not None and sized[1] == _PER_S:
+                return None if is_min else RATE
+            ok = sized is not None
         else:
             ok = variant is None
         if not ok:
@@ -162,6 +174,9 @@ class OsKind(QuantityKind):
         key = sized[0] if sized else (int(number_in.group()) if number_in else 0)
         return (_ORDER.get(stem, 999), key, _AFTER.get(stem, 0), variant, m.group(3) or "")
 
+    def rate_unit(self, stem: str) -> str:
+        return "files/s"
+
     def label(self, figure: str) -> str:
         parts = self.split(figure)
         m = _NAME.match(parts[0]) if parts else None
@@ -172,16 +187,17 @@ class OsKind(QuantityKind):
         if variant:
             sized = _sized_variant(stem, variant) if stem in _SIZED else None
             if sized:
-                shown = human_size(sized[0]) + (", sparse (one write per 16 KiB of the first tenth)"
-                                                if sized[1] == "sparse" else "")
+                shown = human_size(sized[0]) + {"sparse": ", sparse (one write per 16 KiB of the first tenth)",
+                                                 _PER_S: ", files per second"}.get(sized[1], "")
             elif stem in ("select", "poll"):
                 count, _, kind = variant.partition("fd")
-                shown = f"{count} fds ({'regular file' if kind == '_file' else 'idle pipe'})"
+                shown = f"{count} fds ({next(k for k, suffix in _FD_KIND_SUFFIX.items() if suffix == kind)})"
             elif stem == "ctx":
                 shown = variant.replace("_", "/")
             elif stem == "arith":
                 kind, _, op = variant.partition("_")
-                shown = {"int": "int (32-bit)", "int64": "int64"}.get(kind, kind) + " " + op
+                shown = ({"int": "int (32-bit)", "int64": "int64"}.get(kind, kind) + " "
+                         + {"bit": "bit (OR, AND)"}.get(op, op))
             else:
                 shown = _VARIANT_LABELS.get(variant, variant)
             text += f" {shown}" if stem in ("select", "poll", "ctx", "arith") or sized else f", {shown}"
