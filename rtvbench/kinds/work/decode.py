@@ -7,6 +7,13 @@ for flop kernels `lu.large.flops` (flop/s). With `copies` N >= 2: `sha256.large.
 (runs/s of one copy alone), `sha256.large.copies_ips` (runs/s of N copies together) and
 `sha256.large.scaling_efficiency` (copies_ips / (N x single_ips), median over the probe's rounds).
 
+Rates on the scale of published scores, of this project's own workloads (docs/probe/work.md,
+"Rates on the scale of published scores"): `intmix.<size>.dmips_style` (iterations/s / 1757),
+`fpmix.<size>.mwips_style` (the loop's counted operations per second / 10^6) and, with copies,
+`coremark_style.<size>.single` and `coremark_style.<size>.copies` (geometric mean over the
+measurement's kernels at that size of single_ips and copies_ips, runs/s). They are NOT the scores
+of Dhrystone, Whetstone or CoreMark, whose programs are not run.
+
 A result whose verification failed (`verified` not true) yields no figure at all: the time of
 a wrong computation is not a measurement. The consideration names every such failure.
 """
@@ -25,7 +32,13 @@ from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
 from rtvbench.results import Measurement
 
 _STEM = re.compile(r"^([a-z0-9_]+)\.(small|large)"
-                   r"(?:\.(min|ops_per_s|bw|flops|single_ips|copies_ips|scaling_efficiency))?$")
+                   r"(?:\.(min|ops_per_s|bw|flops|single_ips|copies_ips|scaling_efficiency|dmips_style|"
+                   r"mwips_style))?$")
+_COMPOSITE = re.compile(r"^coremark_style\.(small|large)\.(single|copies)$")
+#: Dhrystones per second of the VAX-11/780, the machine rated 1 MIPS: a DMIPS figure is Dhrystones/s / 1757
+VAX_DHRYSTONES_PER_S = 1757
+#: the kernel whose iterations a style figure counts, and the figure's unit
+STYLE_RATES = {"dmips_style": ("intmix", "DMIPS-style"), "mwips_style": ("fpmix", "MWIPS-style")}
 _KERNEL_ORDER = {k: i for i, k in enumerate(WORK_KERNELS)}
 
 
@@ -49,6 +62,42 @@ def verification(m: Measurement) -> list[Check]:
     return out
 
 
+def style_rates(r: dict[str, Any]) -> dict[str, float]:
+    """The DMIPS- or MWIPS-style rate of a verified intmix or fpmix result, from its operation count
+    and median run time: intmix's iterations per second / 1757, fpmix's counted operations per
+    second / 10^6 (each of its 51 per iteration, a libm call included, counts one)."""
+    ops, median_ns = number(r.get("ops")), number(r.get("median_ns"))
+    if ops is None or median_ns is None or ops <= 0 or median_ns <= 0:
+        return {}
+    per_s = ops * 1e9 / median_ns
+    stem = f"{r.get('kernel')}.{r.get('size')}"
+    if r.get("kernel") == "intmix":
+        return {f"{stem}.dmips_style": per_s / VAX_DHRYSTONES_PER_S}
+    if r.get("kernel") == "fpmix":
+        return {f"{stem}.mwips_style": per_s / 1e6}
+    return {}
+
+
+def coremark_style(m: Measurement) -> dict[str, float]:
+    """The composite of a multi-copy measurement, per size: the geometric mean over its kernels of
+    runs/s of one copy (`.single`) and of the N copies together (`.copies`). A size where any kernel
+    failed or lacks a rate has none: a mean over fewer kernels is another composite."""
+    rates: dict[str, list[tuple[float | None, float | None]]] = {}
+    for r in m.results:
+        if r.get("kernel") in WORK_KERNELS and r.get("size") in WORK_SIZES and isinstance(r.get("copies"), int) \
+                and r["copies"] > 1:
+            ok = r.get("verified") is True
+            rates.setdefault(r["size"], []).append(
+                (number(r.get("single_ips")) if ok else None, number(r.get("copies_ips")) if ok else None))
+    out = {}
+    for size, pairs in rates.items():
+        for i, tail in enumerate(("single", "copies")):
+            values = [p[i] for p in pairs]
+            if all(v is not None and v > 0 for v in values):
+                out[f"coremark_style.{size}.{tail}"] = float(np.exp(np.mean(np.log(values))))
+    return out
+
+
 class WorkKind(QuantityKind):
     name = "work"
 
@@ -64,6 +113,8 @@ class WorkKind(QuantityKind):
             kernel, size = r.get("kernel"), r.get("size")
             if kernel not in WORK_KERNELS or size not in WORK_SIZES or r.get("verified") is not True:
                 continue
+            for stem, value in style_rates(r).items():
+                add(stem, COUNT, value)
             stem = f"{kernel}.{size}"
             add(stem, TIME, r.get("median_ns"))
             add(stem + ".min", TIME, r.get("min_ns"))
@@ -76,13 +127,19 @@ class WorkKind(QuantityKind):
                 add(stem + ".single_ips", RATE, r.get("single_ips"))
                 add(stem + ".copies_ips", RATE, r.get("copies_ips"))
                 add(stem + ".scaling_efficiency", COUNT, r.get("scaling_efficiency"))
+        for stem, value in coremark_style(m).items():
+            add(stem, RATE, value)
         return out
 
     def family(self, stem: str) -> str | None:
+        if _COMPOSITE.match(stem):
+            return RATE
         m = _STEM.match(stem)
         if not m or m.group(1) not in WORK_KERNELS:
             return None
         op, tail = WORK_KERNELS[m.group(1)], m.group(3)
+        if tail in STYLE_RATES:
+            return COUNT if STYLE_RATES[tail][0] == m.group(1) else None
         if tail in (None, "min"):
             return TIME
         if tail in ("ops_per_s", "single_ips", "copies_ips") or (tail == "flops" and op == "flop"):
@@ -95,31 +152,44 @@ class WorkKind(QuantityKind):
 
     def lower_is_better(self, figure: str) -> bool:
         # An efficiency is a plain number (the count family, where fewer is better) but more is better.
-        return not figure.endswith(".scaling_efficiency") and super().lower_is_better(figure)
+        return (not figure.endswith((".scaling_efficiency", ".dmips_style", ".mwips_style"))
+                and super().lower_is_better(figure))
+
+    def unit(self, figure: str) -> str:
+        tail = figure.rpartition(".")[2]
+        return STYLE_RATES[tail][1] if tail in STYLE_RATES and self.split(figure) else super().unit(figure)
 
     def headline(self, stem: str) -> bool:
         m = _STEM.match(stem)
         return bool(m) and m.group(3) is None
 
     def order(self, stem: str) -> tuple:
+        composite = _COMPOSITE.match(stem)
+        if composite:
+            return (len(WORK_KERNELS), WORK_SIZES.index(composite.group(1)), composite.group(2))
         m = _STEM.match(stem)
         if not m:
             return (999, stem)
         return (_KERNEL_ORDER.get(m.group(1), 999), WORK_SIZES.index(m.group(2)), m.group(3) or "")
 
     def rate_unit(self, stem: str) -> str:
-        if stem.endswith((".single_ips", ".copies_ips")):
+        if stem.endswith((".single_ips", ".copies_ips")) or _COMPOSITE.match(stem):
             return "runs/s"
         return "flop/s" if stem.endswith(".flops") else "ops/s"
 
     def label(self, figure: str) -> str:
         parts = self.split(figure)
+        composite = _COMPOSITE.match(parts[0]) if parts else None
+        if composite:
+            return (f"CoreMark-style composite ({composite.group(1)}), "
+                    + ("1 copy" if composite.group(2) == "single" else "all copies"))
         m = _STEM.match(parts[0]) if parts else None
         if not m:
             return figure
         tail = {"min": " fastest run", "ops_per_s": " ops/s", "bw": " bandwidth", "flops": " flop/s",
                 "single_ips": " runs/s, 1 copy", "copies_ips": " runs/s, all copies",
-                "scaling_efficiency": " scaling efficiency"}
+                "scaling_efficiency": " scaling efficiency",
+                **{tail: f" {unit} rate" for tail, (_, unit) in STYLE_RATES.items()}}
         return f"{m.group(1)} ({m.group(2)}){tail.get(m.group(3), '')}"
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:

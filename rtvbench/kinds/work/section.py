@@ -43,7 +43,7 @@ class WorkSection(Section):
 
     def parts(self, ev: Evaluation, bench: str, kind: Kind, with_plots: bool, id_prefix: str) -> Parts:
         tables, plots_ = _normalised(ev, bench, kind, with_plots, id_prefix)
-        tables += _scaling(ev, bench, kind)
+        tables += _scaling(ev, bench, kind) + _style_rates(ev, bench, kind)
         common, comparisons, _ = suite.parts(ev, bench, kind, with_plots, id_prefix)
         # The normalised-workload table already shows the environment comparison (time relative to the baseline).
         return Parts(tables + common, [t for t in comparisons if " load `" in t.caption], plots_)
@@ -154,6 +154,31 @@ def _scaling(ev: Evaluation, bench: str, kind) -> list[Table]:
                        "copies = all their runs / time from the common start to the last copy's end. Scaling "
                        "efficiency = N copies runs/s / (N x 1 copy runs/s), median over the probe's round pairs, "
                        "then over repetitions: 1 = perfect scaling, 1/N = no gain (e.g. copies sharing one CPU).")]
+
+
+def _style_rates(ev: Evaluation, bench: str, kind) -> list[Table]:
+    """The rates on the scale of published scores (DMIPS-, MWIPS-, CoreMark-style), median over the
+    repetitions of each environment and load, with what they are and are not."""
+    present = ev.data.figure_names(bench)
+    stems = sorted((f for f in present
+                    if f.endswith((".dmips_style", ".mwips_style")) or f.startswith("coremark_style.")), key=kind.order)
+    rows = []
+    for stem in stems:
+        for env, load in ev.data.cells(bench):
+            s = ev.summary(env, load, bench, stem)
+            if s:
+                rows.append(Row([f"{kind.label(stem)} `{stem}`", f"`{env}`", f"`{load}`",
+                                 f"{kind.format(s.median, stem)} {kind.unit(stem)}", str(s.n)]))
+    if not rows:
+        return []
+    return [Table(f"{bench}: rates on the scale of published scores (this project's workloads, not those benchmarks)",
+                  ["Figure", "Environment", "Load", "Median", "Repetitions"], rows, numeric_from=3,
+                  note="DMIPS-style = intmix iterations/s / 1757; MWIPS-style = fpmix counted operations/s / "
+                       "10^6; CoreMark-style composite = geometric mean over the measurement's kernels at that "
+                       "size of runs/s (1 copy, and N copies together). They put this project's own Dhrystone-, "
+                       "Whetstone- and multi-kernel workloads on the scale those scores use; they are not "
+                       "Dhrystone's, Whetstone's or CoreMark's scores and do not compare with published ones, "
+                       "only between runs of this probe (a composite between runs of the same kernels).")]
 
 
 def _rate(ev: Evaluation, kind, present: set[str], env: str, load: str, bench: str, workload: str) -> str:
