@@ -9,7 +9,8 @@ least disturbed sample (the better estimate on a shared machine):
   `select.<N>fd`, `poll.<N>fd`, `pagefault.anon`, `pagefault.file`, `mmap.<size>`,
   `file_create_delete.<size>`, `ctx.<P>p_<S>k` (e.g. `ctx.2p_0k`, `null.min`, `fork_us`);
   and the figures that follow LMbench's definitions where ours differ (docs/probe/os-ipc.md):
-  `select.<N>fd_file`, `poll.<N>fd_file`, `select.<N>fd_tcp`, `poll.<N>fd_tcp`, `prot_fault.fault_only`, `pagefault.file_read`,
+  `select.<N>fd_file`, `poll.<N>fd_file`, `select.<N>fd_tcp`, `poll.<N>fd_tcp`, `prot_fault.fault_only`,
+  `pagefault.file_read`,
   `mmap.<size>_sparse`, `file_create.<size>`, `file_delete.<size>`;
 rates, LMbench's way of giving file creation and deletion: `file_create.<size>_per_s`,
 `file_delete.<size>_per_s` (files per second);
