@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,14 +68,21 @@
 /* Most sequence numbers the receiver tracks for duplicates (32 MiB of
  * bitmap): 10 Gbit/s of 1400-byte datagrams for five minutes. */
 #define NET_MAX_TRACKED (1ull << 28)
+/* Most trials of a zero-loss search: 30 halvings narrow a terabit ceiling
+ * to a kilobit. */
+#define NET_MAX_STEPS 30
+#define NET_MIN_RATE 1000
 
 enum { OP_HELLO = 1, OP_READY = 2, OP_END = 3, OP_REPORT = 4 };
+/* HELLO's flags: a tcp session in both directions at once; a trial of a
+ * search, after which another HELLO may follow on the same connection. */
+enum { F_BIDIR = 1, F_SEARCH = 2 };
 enum net_mode { NET_SERVE, NET_CONNECT };
 
 /* The REPORT's fields after the op. */
 enum {
     R_BYTES = 1, R_UNITS, R_DUPLICATES, R_OUT_OF_ORDER, R_SPAN_NS, R_CPU_NS, R_CORRUPT,
-    R_BAD_SEQ, R_BAD_OFFSET, R_BAD_BYTES, R_PARTIAL, R_LOOP_NS
+    R_BAD_SEQ, R_BAD_OFFSET, R_BAD_BYTES, R_PARTIAL, R_LOOP_NS, R_REV_BYTES, R_REV_UNITS
 };
 
 struct net_opts {
@@ -84,7 +92,10 @@ struct net_opts {
     const char *connect, *bind;
     char host[64];
     unsigned port;
+    int bidir;                       /* tcp: the receiver streams back at the same time */
+    uint64_t search_steps;           /* udp: trials of the zero-loss search, 0 = one paced stream */
     int64_t corrupt;                 /* hidden test hook: chunk to alter, -1 = off */
+    uint64_t capacity_bps;           /* hidden test hook: the receiver keeps this rate at most, 0 = off */
 };
 
 static volatile sig_atomic_t stop;
@@ -289,10 +300,23 @@ static int seen_mark(struct seen *s, uint64_t seq)
     return was;
 }
 
+/* Test hook: whether a receiver that models a link of capacity_bps keeps
+ * datagram seq of a stream paced at rate_bps. Above the capacity it keeps
+ * capacity/rate of them, spread evenly over the numbers (a drop decided by
+ * the number, not the clock), so the loss it causes is known exactly. */
+static int capacity_keeps(uint64_t seq, uint64_t capacity_bps, uint64_t rate_bps)
+{
+    if (!capacity_bps || rate_bps <= capacity_bps)
+        return 1;
+    double share = (double)capacity_bps / (double)rate_bps;
+    return floor((double)(seq + 1) * share) > floor((double)seq * share);
+}
+
 /* udp: datagrams on ufd, until every datagram END announced has come or
  * nothing has come for NET_QUIET_NS after END. */
 static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout_ns, uint64_t t_ready,
-                       struct received *r, uint64_t *sent, const char **why)
+                       uint64_t capacity_bps, uint64_t rate_bps, struct received *r, uint64_t *sent,
+                       const char **why)
 {
     uint8_t *buf = malloc(size + 1), *scratch = malloc(size);
     uint64_t *base = base_words(size), t_last = t_ready, t_heard = t_ready, highest = 0;
@@ -330,6 +354,8 @@ static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout
             uint64_t seq;
             memcpy(&seq, buf, NET_HDR);
             seq = le64toh(seq);
+            if ((size_t)n == size && !capacity_keeps(seq, capacity_bps, rate_bps))
+                continue;
             int was = (size_t)n == size ? seen_mark(&seen, seq) : -1;
             if (was == 1) {
                 r->duplicates++;
@@ -395,96 +421,6 @@ static double per_s(uint64_t amount, uint64_t ns)
 static double percent(uint64_t part, uint64_t whole)
 {
     return whole ? 100.0 * (double)part / (double)whole : NAN;
-}
-
-static int serve(const struct net_opts *o, int lfd, char *why, size_t whylen)
-{
-    struct tp_conn c;
-    char err[256], peer[128] = "?";
-    uint64_t f[NET_FIELDS] = {0};
-    const char *fault = NULL;
-    int rc = tp_accept(TP_TCP, lfd, &c, peer, sizeof peer, err, sizeof err);
-    close(lfd);                      /* one session per run */
-    if (rc) {
-        snprintf(why, whylen, "%s", err);
-        return -1;
-    }
-    tp_set_timeout(&c, o->timeout_ns);
-    rc = recv_ctrl(&c, OP_HELLO, f);
-    uint64_t size = f[2], max = f[1] == TP_UDP ? NET_MAX_UDP : NET_MAX_TCP;
-    if (rc || (f[1] != TP_TCP && f[1] != TP_UDP) || size < NET_MIN_SIZE || size > max) {
-        snprintf(why, whylen, "%s", rc == -1 ? io_text(errno) : "the client is not rtvb-probe network --connect "
-                                                                "of this version");
-        tp_close(&c);
-        return -1;
-    }
-    int kind = (int)f[1], ufd = -1;
-    unsigned uport = 0;
-    if (kind == TP_UDP) {
-        ufd = tp_listen(TP_UDP, o->bind, 0, &uport, err, sizeof err);
-        if (ufd < 0) {
-            snprintf(why, whylen, "cannot open the udp port: %s", err);
-            tp_close(&c);
-            return -1;
-        }
-        /* Room for a burst of a paced sender that was descheduled (the
-         * kernel caps it at net.core.rmem_max). */
-        int room = 4 << 20;
-        setsockopt(ufd, SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
-    }
-    struct received r = {0};
-    uint64_t sent = 0, reply[NET_FIELDS] = {OP_READY, uport};
-    uint64_t cpu0 = cpu_ns(), t_ready = mono_ns();
-    rc = send_ctrl(&c, reply);
-    if (rc)
-        fault = io_text(errno);
-    else if (kind == TP_TCP)
-        rc = receive_tcp(&c, size, t_ready, &r, &fault);
-    else
-        rc = receive_udp(&c, ufd, size, o->timeout_ns, t_ready, &r, &sent, &fault);
-    r.cpu_ns = cpu_ns() - cpu0;
-    uint64_t loop_ns = mono_ns() - t_ready;
-    if (ufd >= 0)
-        close(ufd);
-    int complete = rc == 0 && !stop;
-    if (complete) {
-        uint64_t rep[NET_FIELDS] = {OP_REPORT, r.bytes, r.units, r.duplicates, r.out_of_order, r.span_ns,
-                                    r.cpu_ns, r.ck.corrupt, r.ck.seq, r.ck.offset,
-                                    (uint64_t)r.ck.expected << 8 | r.ck.got, r.partial, loop_ns};
-        if (send_ctrl(&c, rep)) {
-            complete = 0;
-            fault = io_text(errno);
-        }
-    }
-    tp_close(&c);
-
-    struct jw w = {0};
-    jw_record(&w, "result");
-    jw_str(&w, "role", "receiver");
-    jw_str(&w, "transport", tp_name((enum tp_kind)kind));
-    jw_str(&w, "peer", peer);
-    jw_uint(&w, "size_bytes", size);
-    jw_bool(&w, "complete", complete);
-    jw_uint(&w, "received_bytes", r.bytes);
-    jw_uint(&w, "received_messages", r.units);
-    if (kind == TP_UDP) {
-        jw_uint(&w, "duplicates", r.duplicates);
-        jw_uint(&w, "out_of_order", r.out_of_order);
-        if (complete)                /* END said how many were sent */
-            jw_double(&w, "loss_percent", percent(sent > r.units ? sent - r.units : 0, sent));
-        else
-            jw_null(&w, "loss_percent");
-    }
-    jw_uint(&w, "span_ns", r.span_ns);
-    jw_double(&w, "rate_bytes_per_s", per_s(r.bytes, r.span_ns));
-    jw_double(&w, "rate_bits_per_s", per_s(8 * r.bytes, r.span_ns));
-    jw_double(&w, "cpu_percent", percent(r.cpu_ns, loop_ns));
-    print_check(&w, &r.ck, complete);
-    jw_emit(&w);
-    jw_free(&w);
-    if (fault)
-        snprintf(why, whylen, "receiving from %s: %s", peer, fault);
-    return complete ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------ sender */
@@ -594,48 +530,295 @@ static int send_udp(struct tp_conn *ctrl, const struct net_opts *o, unsigned upo
     return rc;
 }
 
-static int run_connect(const struct net_opts *o, char *why, size_t whylen)
+/* ------------------------------------------------- both directions at once */
+
+/* The other direction of a --bidir session: one end streams on its own
+ * thread while its main thread does the first direction, so that both
+ * directions run at the same time on the two connections. */
+struct reverse {
+    pthread_t thread;
+    struct tp_conn conn;
+    struct net_opts opts;            /* the sending end's: size, duration, no corruption */
+    struct sent sent;                /* the sending end's figures */
+    struct received got;             /* the receiving end's */
+    uint64_t t_ready;
+    const char *fault;
+    int rc, started;
+};
+
+static void *reverse_send_main(void *arg)
+{
+    struct reverse *rv = arg;
+    rv->rc = send_tcp(&rv->conn, &rv->opts, &rv->sent, &rv->fault);
+    return NULL;
+}
+
+static void *reverse_receive_main(void *arg)
+{
+    struct reverse *rv = arg;
+    rv->rc = receive_tcp(&rv->conn, rv->opts.size, rv->t_ready, &rv->got, &rv->fault);
+    return NULL;
+}
+
+static int reverse_start(struct reverse *rv, void *(*body)(void *))
+{
+    rv->started = pthread_create(&rv->thread, NULL, body, rv) == 0;
+    if (!rv->started)
+        rv->fault = "cannot start the thread of the reverse direction";
+    return rv->started ? 0 : -1;
+}
+
+/* Joins the thread, closes the connection; the thread's verdict. */
+static int reverse_finish(struct reverse *rv)
+{
+    if (rv->started)
+        pthread_join(rv->thread, NULL);
+    rv->started = 0;
+    tp_close(&rv->conn);
+    return rv->rc;
+}
+
+/* The receiver's end of the reverse connection: a listener on a port of
+ * its own, named in READY, accepted within --timeout-s. */
+static int reverse_accept(int lfd, uint64_t timeout_ns, struct tp_conn *c, const char **why)
+{
+    static char err[256];
+    char peer[128];
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    int n = poll(&p, 1, (int)(timeout_ns / 1000000ull > INT32_MAX ? INT32_MAX : timeout_ns / 1000000ull));
+    if (n <= 0) {
+        *why = n == 0 ? "the sender did not open the reverse connection within --timeout-s" : strerror(errno);
+        return -1;
+    }
+    if (tp_accept(TP_TCP, lfd, c, peer, sizeof peer, err, sizeof err)) {
+        *why = err;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ serving */
+
+/* One session of HELLO ... REPORT. */
+static int serve_session(const struct net_opts *o, struct tp_conn *c, const uint64_t hello[NET_FIELDS],
+                         unsigned trial, const char *peer, char *why, size_t whylen)
+{
+    char err[256];
+    const char *fault = NULL;
+    int kind = (int)hello[1], ufd = -1, rfd = -1, rc = 0;
+    uint64_t size = hello[2], flags = hello[5];
+    unsigned uport = 0;
+    if (kind == TP_UDP) {
+        ufd = tp_listen(TP_UDP, o->bind, 0, &uport, err, sizeof err);
+        if (ufd < 0) {
+            snprintf(why, whylen, "cannot open the udp port: %s", err);
+            return -1;
+        }
+        /* Room for a burst of a paced sender that was descheduled (the
+         * kernel caps it at net.core.rmem_max). */
+        int room = 4 << 20;
+        setsockopt(ufd, SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
+    } else if (flags & F_BIDIR) {
+        rfd = tp_listen(TP_TCP, o->bind, 0, &uport, err, sizeof err);
+        if (rfd < 0) {
+            snprintf(why, whylen, "cannot listen for the reverse connection: %s", err);
+            return -1;
+        }
+    }
+    struct received r = {0};
+    struct reverse rv = {.conn = {.rfd = -1, .wfd = -1},
+                         .opts = {.size = size, .duration_ns = hello[3], .corrupt = -1}};
+    uint64_t sent = 0, reply[NET_FIELDS] = {OP_READY, uport};
+    uint64_t cpu0 = cpu_ns(), t_ready = mono_ns();
+    rc = send_ctrl(c, reply);
+    if (rc)
+        fault = io_text(errno);
+    else if (rfd >= 0) {
+        rc = reverse_accept(rfd, o->timeout_ns, &rv.conn, &fault);
+        if (rc == 0) {
+            tp_set_timeout(&rv.conn, o->timeout_ns);
+            if ((rc = reverse_start(&rv, reverse_send_main)))
+                fault = rv.fault;
+        }
+    }
+    if (rc == 0 && kind == TP_TCP)
+        rc = receive_tcp(c, size, t_ready, &r, &fault);
+    else if (rc == 0)
+        rc = receive_udp(c, ufd, size, o->timeout_ns, t_ready, o->capacity_bps, hello[4], &r, &sent, &fault);
+    if (rfd >= 0) {
+        if (reverse_finish(&rv) && rc == 0) {
+            fault = rv.fault;
+            rc = -1;
+        }
+        close(rfd);
+    }
+    r.cpu_ns = cpu_ns() - cpu0;
+    uint64_t loop_ns = mono_ns() - t_ready;
+    if (ufd >= 0)
+        close(ufd);
+    int complete = rc == 0 && !stop;
+    if (complete) {
+        uint64_t rep[NET_FIELDS] = {OP_REPORT, r.bytes, r.units, r.duplicates, r.out_of_order, r.span_ns,
+                                    r.cpu_ns, r.ck.corrupt, r.ck.seq, r.ck.offset,
+                                    (uint64_t)r.ck.expected << 8 | r.ck.got, r.partial, loop_ns,
+                                    rv.sent.bytes, rv.sent.units};
+        if (send_ctrl(c, rep)) {
+            complete = 0;
+            fault = io_text(errno);
+        }
+    }
+
+    struct jw w = {0};
+    jw_record(&w, "result");
+    jw_str(&w, "role", "receiver");
+    jw_str(&w, "transport", tp_name((enum tp_kind)kind));
+    jw_str(&w, "peer", peer);
+    if (flags & F_SEARCH)
+        jw_uint(&w, "trial", trial);
+    jw_uint(&w, "size_bytes", size);
+    jw_bool(&w, "complete", complete);
+    jw_uint(&w, "received_bytes", r.bytes);
+    jw_uint(&w, "received_messages", r.units);
+    if (kind == TP_UDP) {
+        jw_uint(&w, "duplicates", r.duplicates);
+        jw_uint(&w, "out_of_order", r.out_of_order);
+        if (complete)                /* END said how many were sent */
+            jw_double(&w, "loss_percent", percent(sent > r.units ? sent - r.units : 0, sent));
+        else
+            jw_null(&w, "loss_percent");
+    }
+    jw_uint(&w, "span_ns", r.span_ns);
+    jw_double(&w, "rate_bytes_per_s", per_s(r.bytes, r.span_ns));
+    jw_double(&w, "rate_bits_per_s", per_s(8 * r.bytes, r.span_ns));
+    if (flags & F_BIDIR) {
+        jw_uint(&w, "reverse_sent_bytes", rv.sent.bytes);
+        jw_uint(&w, "reverse_sent_messages", rv.sent.units);
+    }
+    jw_double(&w, "cpu_percent", percent(r.cpu_ns, loop_ns));
+    print_check(&w, &r.ck, complete);
+    jw_emit(&w);
+    jw_free(&w);
+    if (fault)
+        snprintf(why, whylen, "receiving from %s: %s", peer, fault);
+    return complete ? 0 : -1;
+}
+
+/* One session, or the trials of a search on one control connection: each
+ * trial's HELLO says it is one, and the sender closes the connection after
+ * the last trial's REPORT. */
+static int serve(const struct net_opts *o, int lfd, char *why, size_t whylen)
 {
     struct tp_conn c;
-    char err[256], peer[100];
-    const char *fault = NULL;
-    snprintf(peer, sizeof peer, strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host, o->port);
-    if (tp_connect(TP_TCP, o->host, o->port, &c, err, sizeof err)) {
+    char err[256], peer[128] = "?";
+    uint64_t f[NET_FIELDS] = {0};
+    int rc = tp_accept(TP_TCP, lfd, &c, peer, sizeof peer, err, sizeof err);
+    close(lfd);                      /* one sender per run */
+    if (rc) {
         snprintf(why, whylen, "%s", err);
         return -1;
     }
     tp_set_timeout(&c, o->timeout_ns);
-    uint64_t f[NET_FIELDS] = {OP_HELLO, (uint64_t)o->transport, o->size, o->duration_ns, o->rate_bps};
-    int rc = send_ctrl(&c, f);
-    if (rc == 0)
-        rc = recv_ctrl(&c, OP_READY, f);
-    if (rc) {
-        snprintf(why, whylen, "starting the session with %s: %s", peer,
-                 rc == -2 ? "the answer is not from rtvb-probe network --serve of this version" : io_text(errno));
-        tp_close(&c);
-        return -1;
-    }
-    struct sent s = {0};
-    rc = o->transport == TP_TCP ? send_tcp(&c, o, &s, &fault) : send_udp(&c, o, (unsigned)f[1], &s, &fault);
-    int interrupted = stop;
-    /* An interrupted sender still asks for the report: the result then
-     * covers what was sent so far (a second signal cuts the wait short). */
-    int reported = 0;
-    if (rc == 0) {
-        int got = recv_ctrl(&c, OP_REPORT, f);
-        reported = got == 0;
-        if (got)
-            fault = got == -2 ? "the receiver's report is garbled" : io_text(errno);
+    for (unsigned trial = 0;; trial++) {
+        rc = recv_ctrl(&c, OP_HELLO, f);
+        if (rc == -1 && trial > 0 && errno == ECONNRESET) {
+            rc = 0;                  /* the search is over */
+            break;
+        }
+        uint64_t size = f[2], max = f[1] == TP_UDP ? NET_MAX_UDP : NET_MAX_TCP;
+        if (rc || (f[1] != TP_TCP && f[1] != TP_UDP) || size < NET_MIN_SIZE || size > max
+            || (f[5] & ~(uint64_t)(F_BIDIR | F_SEARCH))) {
+            snprintf(why, whylen, "%s", rc == -1 ? io_text(errno) : "the client is not rtvb-probe network --connect "
+                                                                    "of this version");
+            rc = -1;
+            break;
+        }
+        rc = serve_session(o, &c, f, trial, peer, why, whylen);
+        if (rc || !(f[5] & F_SEARCH))
+            break;
     }
     tp_close(&c);
+    return rc;
+}
 
+/* What one session brought back to the sender. */
+struct outcome {
+    struct sent s;
+    uint64_t f[NET_FIELDS];          /* the REPORT */
+    struct check ck;                 /* what the receiver found in the first direction */
+    struct reverse rv;               /* --bidir: the other direction, received here */
+    int started, reported, interrupted;
+    const char *fault;
+};
+
+/* HELLO ... REPORT at `rate`; 0 when the receiver's report came. */
+static int session(struct tp_conn *c, const struct net_opts *o, uint64_t rate, uint64_t flags, struct outcome *out)
+{
+    static char err[256];
+    uint64_t f[NET_FIELDS] = {OP_HELLO, (uint64_t)o->transport, o->size, o->duration_ns, rate, flags};
+    int rc = send_ctrl(c, f);
+    if (rc == 0)
+        rc = recv_ctrl(c, OP_READY, f);
+    if (rc) {
+        out->fault = rc == -2 ? "the answer is not from rtvb-probe network --serve of this version" : io_text(errno);
+        return -1;
+    }
+    out->started = 1;
+    struct reverse *rv = &out->rv;
+    if (flags & F_BIDIR) {
+        rv->opts.size = o->size;
+        if (tp_connect(TP_TCP, o->host, (unsigned)f[1], &rv->conn, err, sizeof err)) {
+            out->fault = err;
+            return -1;
+        }
+        tp_set_timeout(&rv->conn, o->timeout_ns);
+        rv->t_ready = mono_ns();
+        if (reverse_start(rv, reverse_receive_main)) {
+            out->fault = rv->fault;
+            tp_close(&rv->conn);
+            return -1;
+        }
+    }
+    struct net_opts paced = *o;
+    paced.rate_bps = rate;
+    rc = o->transport == TP_TCP ? send_tcp(c, o, &out->s, &out->fault)
+                                : send_udp(c, &paced, (unsigned)f[1], &out->s, &out->fault);
+    out->interrupted = stop;
+    /* An interrupted sender still asks for the report: the result then
+     * covers what was sent so far (a second signal cuts the wait short). */
+    if (rc == 0) {
+        int got = recv_ctrl(c, OP_REPORT, out->f);
+        out->reported = got == 0;
+        if (got)
+            out->fault = got == -2 ? "the receiver's report is garbled" : io_text(errno);
+    }
+    if ((flags & F_BIDIR) && reverse_finish(rv) && !out->fault)
+        out->fault = rv->fault;
+    if (out->reported) {
+        uint64_t *r = out->f;
+        out->ck = (struct check){.corrupt = r[R_CORRUPT], .seq = r[R_BAD_SEQ], .offset = r[R_BAD_OFFSET],
+                                 .expected = (unsigned)(r[R_BAD_BYTES] >> 8 & 0xff),
+                                 .got = (unsigned)(r[R_BAD_BYTES] & 0xff)};
+    }
+    return out->reported ? 0 : -1;
+}
+
+static void corruption_text(char *why, size_t whylen, const char *where, const struct check *ck, const char *units)
+{
+    snprintf(why, whylen, "%s found %llu corrupted %s, the first (number %llu) at byte %llu "
+             "(expected 0x%02x, got 0x%02x)", where, (unsigned long long)ck->corrupt, units,
+             (unsigned long long)ck->seq, (unsigned long long)ck->offset, ck->expected, ck->got);
+}
+
+/* The sender's result of one session, with the receiver's figures and, for
+ * --bidir, those of the direction received here. */
+static int report_session(const struct net_opts *o, const char *peer, struct outcome *out, char *why, size_t whylen)
+{
+    const uint64_t *f = out->f;
+    int reported = out->reported, complete = reported && !out->interrupted, bidir = o->bidir;
     uint64_t received = reported ? f[R_BYTES] : 0, units = reported ? f[R_UNITS] : 0;
     uint64_t span = reported ? f[R_SPAN_NS] : 0, loop_ns = reported ? f[R_LOOP_NS] : 0;
-    struct check ck = {0};
-    if (reported)
-        ck = (struct check){.corrupt = f[R_CORRUPT], .seq = f[R_BAD_SEQ], .offset = f[R_BAD_OFFSET],
-                            .expected = (unsigned)(f[R_BAD_BYTES] >> 8 & 0xff), .got = (unsigned)(f[R_BAD_BYTES] & 0xff)};
-    int complete = reported && !interrupted;
+    const struct sent *s = &out->s;
+    const struct received *back = &out->rv.got;
     struct jw w = {0};
     jw_record(&w, "result");
     jw_str(&w, "role", "sender");
@@ -643,10 +826,10 @@ static int run_connect(const struct net_opts *o, char *why, size_t whylen)
     jw_str(&w, "peer", peer);
     jw_uint(&w, "size_bytes", o->size);
     jw_bool(&w, "complete", complete);
-    jw_uint(&w, "sent_bytes", s.bytes);
-    jw_uint(&w, "sent_messages", s.units);
-    jw_uint(&w, "sender_span_ns", s.span_ns);
-    jw_double(&w, "sender_rate_bits_per_s", per_s(8 * s.bytes, s.span_ns));
+    jw_uint(&w, "sent_bytes", s->bytes);
+    jw_uint(&w, "sent_messages", s->units);
+    jw_uint(&w, "sender_span_ns", s->span_ns);
+    jw_double(&w, "sender_rate_bits_per_s", per_s(8 * s->bytes, s->span_ns));
     if (o->transport == TP_UDP)
         jw_uint(&w, "target_rate_bits_per_s", o->rate_bps);
     if (reported) {
@@ -658,8 +841,8 @@ static int run_connect(const struct net_opts *o, char *why, size_t whylen)
         if (o->transport == TP_UDP) {
             jw_uint(&w, "duplicates", f[R_DUPLICATES]);
             jw_uint(&w, "out_of_order", f[R_OUT_OF_ORDER]);
-            jw_uint(&w, "lost_messages", s.units > units ? s.units - units : 0);
-            jw_double(&w, "loss_percent", percent(s.units > units ? s.units - units : 0, s.units));
+            jw_uint(&w, "lost_messages", s->units > units ? s->units - units : 0);
+            jw_double(&w, "loss_percent", percent(s->units > units ? s->units - units : 0, s->units));
         } else {
             jw_uint(&w, "partial_bytes", f[R_PARTIAL]);
         }
@@ -668,29 +851,166 @@ static int run_connect(const struct net_opts *o, char *why, size_t whylen)
         jw_null(&w, "rate_bits_per_s");
         jw_null(&w, "receiver_cpu_percent");
     }
-    jw_double(&w, "sender_cpu_percent", percent(s.cpu_ns, s.span_ns));
+    if (bidir) {
+        /* The other direction, measured here as its receiver. */
+        double back_bps = per_s(8 * back->bytes, back->span_ns);
+        jw_bool(&w, "bidir", 1);
+        jw_uint(&w, "reverse_sent_bytes", reported ? f[R_REV_BYTES] : 0);
+        jw_uint(&w, "reverse_received_bytes", back->bytes);
+        jw_uint(&w, "reverse_received_messages", back->units);
+        jw_uint(&w, "reverse_span_ns", back->span_ns);
+        jw_double(&w, "reverse_rate_bits_per_s", reported ? back_bps : NAN);
+        jw_double(&w, "sum_rate_bits_per_s", reported ? per_s(8 * received, span) + back_bps : NAN);
+        jw_uint(&w, "reverse_corrupt_messages", back->ck.corrupt);
+    }
+    jw_double(&w, "sender_cpu_percent", percent(s->cpu_ns, s->span_ns));
+    struct check ck = out->ck;
+    if (bidir && back->ck.corrupt && !ck.corrupt)
+        ck = back->ck;               /* verified covers both directions */
+    else if (bidir)
+        ck.corrupt += back->ck.corrupt;
     print_check(&w, &ck, reported);   /* the receiver checked all that arrived */
     jw_emit(&w);
     jw_free(&w);
-    if (fault) {
-        snprintf(why, whylen, "streaming to %s: %s", peer, fault);
+    const char *units_word = o->transport == TP_UDP ? "datagrams" : "chunks";
+    if (out->fault) {
+        snprintf(why, whylen, "%s %s: %s", out->started ? "streaming to" : "starting the session with", peer,
+                 out->fault);
         return -1;
     }
-    if (ck.corrupt) {
-        snprintf(why, whylen, "the receiver found %llu corrupted %s, the first (number %llu) at byte %llu "
-                 "(expected 0x%02x, got 0x%02x)", (unsigned long long)ck.corrupt,
-                 o->transport == TP_UDP ? "datagrams" : "chunks", (unsigned long long)ck.seq,
-                 (unsigned long long)ck.offset, ck.expected, ck.got);
+    if (out->ck.corrupt) {
+        corruption_text(why, whylen, "the receiver", &out->ck, units_word);
+        return -1;
+    }
+    if (bidir && back->ck.corrupt) {
+        corruption_text(why, whylen, "the reverse direction's receiver (the sender)", &back->ck, units_word);
         return -1;
     }
     /* tcp delivers every byte or fails: a difference here is a fault of
      * this program or of the path, never a figure. */
-    if (complete && o->transport == TP_TCP && received != s.bytes) {
+    if (complete && o->transport == TP_TCP && received != s->bytes) {
         snprintf(why, whylen, "the receiver got %llu bytes of the %llu sent over tcp",
-                 (unsigned long long)received, (unsigned long long)s.bytes);
+                 (unsigned long long)received, (unsigned long long)s->bytes);
         return -1;
     }
-    return interrupted || !reported ? -1 : 0;
+    if (complete && bidir && back->bytes != f[R_REV_BYTES]) {
+        snprintf(why, whylen, "the sender got %llu bytes of the %llu the receiver sent back over tcp",
+                 (unsigned long long)back->bytes, (unsigned long long)f[R_REV_BYTES]);
+        return -1;
+    }
+    return out->interrupted || !reported ? -1 : 0;
+}
+
+/* A trial of the zero-loss search. */
+struct step {
+    uint64_t rate, sent, received, duplicates, span_ns, received_bytes;
+};
+
+/* The highest paced rate without loss, by bisection between 0 and
+ * --rate-bps: the ceiling first (free of loss: the search ends there),
+ * then the middle of the interval left, which a trial without loss raises
+ * and a trial with loss lowers. */
+static int search_zero_loss(struct tp_conn *c, const struct net_opts *o, const char *peer, char *why, size_t whylen)
+{
+    struct step steps[NET_MAX_STEPS];
+    struct outcome out = {0};
+    uint64_t lo = 0, hi = o->rate_bps, rate = hi;
+    int n = 0, failed = 0;
+    while (n < (int)o->search_steps) {
+        out = (struct outcome){0};
+        if (session(c, o, rate, F_SEARCH, &out) || out.interrupted || out.fault || out.ck.corrupt) {
+            failed = 1;
+            break;
+        }
+        uint64_t got = out.f[R_UNITS];
+        steps[n++] = (struct step){rate, out.s.units, got, out.f[R_DUPLICATES], out.f[R_SPAN_NS], out.f[R_BYTES]};
+        if (got >= out.s.units) {
+            lo = rate;
+            if (rate == o->rate_bps)
+                break;               /* nothing above the ceiling is tried */
+        } else {
+            hi = rate;
+        }
+        rate = lo + (hi - lo) / 2;
+        if (rate < NET_MIN_RATE || rate == lo)
+            break;
+    }
+    struct jw w = {0};
+    jw_record(&w, "result");
+    jw_str(&w, "role", "sender");
+    jw_str(&w, "transport", "udp");
+    jw_str(&w, "peer", peer);
+    jw_uint(&w, "size_bytes", o->size);
+    jw_bool(&w, "complete", !failed);
+    jw_uint(&w, "search_ceiling_bits_per_s", o->rate_bps);
+    jw_uint(&w, "search_steps", o->search_steps);
+    jw_uint(&w, "trial_duration_ns", o->duration_ns);
+    jw_arr(&w, "steps");
+    for (int i = 0; i < n; i++) {
+        const struct step *t = &steps[i];
+        uint64_t lost = t->sent > t->received ? t->sent - t->received : 0;
+        jw_obj(&w, NULL);
+        jw_uint(&w, "target_rate_bits_per_s", t->rate);
+        jw_uint(&w, "sent_messages", t->sent);
+        jw_uint(&w, "received_messages", t->received);
+        jw_uint(&w, "lost_messages", lost);
+        jw_double(&w, "loss_percent", percent(lost, t->sent));
+        jw_uint(&w, "duplicates", t->duplicates);
+        jw_double(&w, "rate_bits_per_s", per_s(8 * t->received_bytes, t->span_ns));
+        jw_end(&w);
+    }
+    jw_end(&w);
+    /* lo is a rate a trial ran without loss, and hi - lo how far above it
+     * the limit may lie (0 when the ceiling itself lost nothing). */
+    if (!failed && lo) {
+        jw_uint(&w, "zero_loss_rate_bits_per_s", lo);
+        jw_double(&w, "zero_loss_packets_per_s", (double)lo / (8.0 * (double)o->size));
+        jw_uint(&w, "search_resolution_bits_per_s", hi - lo);
+    } else {
+        jw_null(&w, "zero_loss_rate_bits_per_s");
+        jw_null(&w, "zero_loss_packets_per_s");
+        jw_null(&w, "search_resolution_bits_per_s");
+    }
+    print_check(&w, &out.ck, out.reported);
+    jw_emit(&w);
+    jw_free(&w);
+    if (!failed)
+        return 0;
+    if (out.fault)
+        snprintf(why, whylen, "%s %s: %s", out.started ? "streaming to" : "starting the session with", peer,
+                 out.fault);
+    else if (out.ck.corrupt)
+        corruption_text(why, whylen, "the receiver", &out.ck, "datagrams");
+    else
+        snprintf(why, whylen, "the search was interrupted after %d trials", n);
+    return -1;
+}
+
+static int run_connect(const struct net_opts *o, char *why, size_t whylen)
+{
+    struct tp_conn c;
+    char err[256], peer[100];
+    snprintf(peer, sizeof peer, strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host, o->port);
+    if (tp_connect(TP_TCP, o->host, o->port, &c, err, sizeof err)) {
+        snprintf(why, whylen, "%s", err);
+        return -1;
+    }
+    tp_set_timeout(&c, o->timeout_ns);
+    int rc;
+    if (o->search_steps) {
+        rc = search_zero_loss(&c, o, peer, why, whylen);
+    } else {
+        struct outcome out = {0};
+        session(&c, o, o->rate_bps, o->bidir ? F_BIDIR : 0, &out);
+        if (!out.started) {
+            tp_close(&c);
+            snprintf(why, whylen, "starting the session with %s: %s", peer, out.fault);
+            return -1;
+        }
+        rc = report_session(o, peer, &out, why, whylen);
+    }
+    tp_close(&c);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- options */
@@ -736,6 +1056,11 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
                 "(default " RTVB_STR(DEFAULT_UDP_SIZE) ", up to " RTVB_STR(NET_MAX_UDP) "); 16 at least")},
         {OPT_I("rate-bps", &o->rate_bps, 1000, 1000000000000ull, "R",
                "udp: the sender's pace in bits per second of payload (required)")},
+        {OPT_F("bidir", &o->bidir, 1, "tcp: the receiver streams back to the sender at the same time, on a\n"
+                                        "second connection (both directions' rates and their sum)")},
+        {OPT_I("search-steps", &o->search_steps, 1, NET_MAX_STEPS, "N",
+               "udp: find the highest rate without loss, halving the interval between 0\n"
+               "and --rate-bps in at most N trials of --duration-s each")},
         {OPT_I("port", &o->port, 0, 65535, "P",
                "port of --serve (default " RTVB_STR(TP_DEFAULT_PORT) ", 0 = any: meta.params.port says which)")},
         {OPT_S("bind", &o->bind, "ADDR", "address --serve listens on (default all)")},
@@ -743,6 +1068,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
                 "give up when the other end is silent this long (default 10)")},
         /* Test hook (docs/probe/network.md): the sender alters one byte of chunk N. */
         {OPT_I("x-corrupt", &o->corrupt, 0, UINT32_MAX, "N", NULL), .expect = "a chunk number"},
+        /* Test hook: the receiver keeps at most this rate of a paced udp stream. */
+        {OPT_I("x-capacity-bps", &o->capacity_bps, 1000, 1000000000000ull, "R", NULL), .expect = "bits per second"},
         {OPT_TEXT("The sender prints the result, with the receiver's figures; the receiver prints its own.")},
         {OPTS_END},
     };
@@ -753,7 +1080,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
         return usage_error(SUB, "give --serve (the receiver) or --connect ADDR:PORT (the sender), one of them.");
     if (serve) {
         o->mode = NET_SERVE;
-        static const char *const client_only[] = {"duration-s", "size", "rate-bps", "x-corrupt"};
+        static const char *const client_only[] = {"duration-s", "size", "rate-bps", "x-corrupt", "bidir",
+                                                  "search-steps"};
         for (size_t i = 0; i < sizeof client_only / sizeof *client_only; i++)
             if (opts_seen(table, client_only[i]))
                 return usage_error(SUB, "--%s belongs to the sender (--connect): the receiver takes what it is "
@@ -764,6 +1092,12 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
         return usage_error(SUB, "--connect must be IPv4:PORT or [IPv6]:PORT, got '%s'.", o->connect);
     if (opts_seen(table, "port") || o->bind)
         return usage_error(SUB, "--port and --bind belong to --serve (--connect takes ADDR:PORT).");
+    if (o->capacity_bps)
+        return usage_error(SUB, "--x-capacity-bps belongs to --serve.");
+    if (o->bidir && o->transport != TP_TCP)
+        return usage_error(SUB, "--bidir is a tcp session; udp streams one way (drop --bidir or use tcp).");
+    if (o->search_steps && o->transport != TP_UDP)
+        return usage_error(SUB, "--search-steps searches a udp pace; tcp has no loss to search (use --transport udp).");
     if (!opts_seen(table, "size"))
         o->size = o->transport == TP_UDP ? DEFAULT_UDP_SIZE : DEFAULT_TCP_SIZE;
     if (o->transport == TP_UDP) {
@@ -798,6 +1132,8 @@ static void print_meta(int argc, char **argv, const struct net_opts *o)
             jw_uint(&w, "rate_bits_per_s", o->rate_bps);
         else
             jw_null(&w, "rate_bits_per_s");
+        jw_bool(&w, "bidir", o->bidir);
+        jw_uint(&w, "search_steps", o->search_steps);
     }
     jw_uint(&w, "timeout_ns", o->timeout_ns);
     jw_uint(&w, "port", o->port);
@@ -805,6 +1141,8 @@ static void print_meta(int argc, char **argv, const struct net_opts *o)
     jw_str(&w, "connect", o->connect);
     if (o->corrupt >= 0)
         jw_int(&w, "x_corrupt", o->corrupt);
+    if (o->capacity_bps)
+        jw_uint(&w, "x_capacity_bps", o->capacity_bps);
     jw_end(&w);
     meta_finish_euid(&w);
 }
