@@ -3,7 +3,9 @@
 section and JSON; the campaign errors of its keys.
 
 Ground truth as in tests/test_probe_network.py: tcp loses nothing, and a udp stream paced at
-10 Mbit/s over loopback arrives at 10 Mbit/s (within 5 %) with (almost) nothing lost.
+10 Mbit/s over loopback arrives at 10 Mbit/s (within 5 %) with (almost) nothing lost. A zero-loss
+search whose ceiling is 5 Mbit/s ends at its first trial, which loses nothing, and the report says
+that the limit is that ceiling or above.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def bench(name: str, peer: str, **keys) -> str:
 CAMPAIGN = ('name = "net-local"\nseed = 2\n[environments.native]\ntarget = "local"\n'
             '[environments.partner]\ntarget = "local"\n'
             + bench("tcp", "partner", duration_s=1, size=65536)
-            + bench("udp", "partner", transport="udp", rate_bps=10_000_000, duration_s=1))
+            + bench("udp", "partner", transport="udp", rate_bps=10_000_000, duration_s=1)
+            + bench("both", "partner", duration_s=1, bidir=True)
+            + bench("search", "partner", transport="udp", rate_bps=5_000_000, search_steps=4, duration_s=0.3))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,17 @@ def local_run(probe, tmp_path_factory) -> tuple[dict, str]:
                 env=cli_env(probe), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
+    for fmt in ("md", "csv"):
+        out = run_cli("report", "--store", "sqlite:///s.db", "--format", fmt, "-o", f"r.{fmt}", cwd=tmp,
+                      env=cli_env(probe))
+        assert out.returncode == 0, out.stderr
+    global OTHER_FORMATS
+    OTHER_FORMATS = {fmt: (tmp / f"r.{fmt}").read_text() for fmt in ("md", "csv")}
     return json.loads((tmp / "r.json").read_text()), run_report(r)
+
+
+#: the Markdown and CSV reports of the module's run (written by local_run)
+OTHER_FORMATS: dict[str, str] = {}
 
 
 def _cell(doc: dict, env: str, bench: str) -> dict:
@@ -77,6 +91,40 @@ def test_report_has_a_table_per_cell(local_run):
     assert doc["benchmarks"]["udp"]["kind"] == "network"
 
 
+def test_bidir_has_both_directions_and_their_sum(local_run):
+    doc, _ = local_run
+    m = _cell(doc, "native", "both")
+    assert "--bidir" in m["command"]
+    f = m["figures"]
+    assert f["rate_Mbps"] > 0 and f["reverse_rate_Mbps"] > 0
+    assert f["sum_rate_Mbps"] == pytest.approx(f["rate_Mbps"] + f["reverse_rate_Mbps"])
+
+
+def test_a_search_has_its_result_and_every_trial_in_every_format(local_run):
+    doc, page = local_run
+    m = _cell(doc, "native", "search")
+    argv = m["command"]
+    assert argv[argv.index("--search-steps") + 1] == "4"
+    f = m["figures"]
+    # The ceiling lost nothing: the search ended there.
+    assert f["zero_loss_Mbps"] == f["step1.offered_Mbps"] == 5.0 and f["search_resolution_Mbps"] == 0
+    assert f["zero_loss_kpps"] == pytest.approx(5e6 / (8 * 1400) / 1e3) == f["step1.offered_kpps"]
+    assert f["step1.loss_percent"] == 0 and "step2.offered_Mbps" not in f
+    assert not {"rate_bps", "loss_percent", "sender_cpu_percent"} & set(f)
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    md, csv = OTHER_FORMATS["md"], OTHER_FORMATS["csv"]
+    for report in (text, md):
+        assert "search: the zero-loss search, each trial" in report
+        assert "highest rate without loss" in report and "5.00 Mbit/s" in report and "0.446 kpps" in report
+        assert ("search in native under idle: the ceiling (rate_bps) lost nothing in 1 repetition(s), so "
+                "the highest rate without loss is that ceiling or above it") in report.replace("`", "")
+        assert "both directions" in report and "rate back from the peer" in report
+    for figure, unit in (("zero_loss_Mbps", "Mbit/s"), ("zero_loss_kpps", "kpps"), ("step1.offered_Mbps", "Mbit/s"),
+                         ("step1.loss_percent", "%"), ("sum_rate_Mbps", "Mbit/s"), ("reverse_rate_Mbps", "Mbit/s")):
+        assert re.search(rf",{re.escape(figure)},[0-9.e+-]+,{re.escape(unit)}$", csv, re.M), figure
+    assert doc["benchmarks"]["search"]["kind"] == "network"
+
+
 BASE = '''
 name = "bad"
 [environments.native]
@@ -93,6 +141,9 @@ kind = "network"
     ('peer = "native"\nrate_bps = 1000000', "rate_bps paces udp only"),
     ('peer = "native"\ntransport = "udp"\nrate_bps = 1000000\nsize = 65508', "a udp datagram is 65507 bytes at most"),
     ('peer = "native"\ntransport = "sctp"', "benchmarks.stream.transport"),
+    ('peer = "native"\ntransport = "udp"\nrate_bps = 1000000\nbidir = true', "bidir is a tcp session"),
+    ('peer = "native"\nsearch_steps = 3', "search_steps searches the highest udp pace without loss"),
+    ('peer = "native"\ntransport = "udp"\nrate_bps = 1000000\nsearch_steps = 31', "benchmarks.stream.search_steps"),
 ])
 def test_bad_keys_are_campaign_errors(tmp_path, probe, keys, expected):
     (tmp_path / "c.toml").write_text(BASE + keys + "\n")
@@ -115,3 +166,16 @@ def test_a_requirement_on_tcp_loss_is_refused(tmp_path, probe):
                                      'max = 1\n')
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
     assert r.returncode == 2 and "is a udp figure" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("keys,metric,expected", [
+    ('transport = "udp"\nrate_bps = 1000000\nsearch_steps = 3', "stream.rate_bps", "is a figure of a single stream"),
+    ('transport = "udp"\nrate_bps = 1000000', "stream.zero_loss_Mbps", "is a figure of the zero-loss search"),
+    ('transport = "udp"\nrate_bps = 1000000', "stream.step2.loss_percent", "is a figure of the zero-loss search"),
+    ('transport = "tcp"', "stream.sum_rate_Mbps", "is a figure of a session in both directions"),
+])
+def test_a_requirement_on_a_figure_the_benchmark_cannot_have_is_refused(tmp_path, probe, keys, metric, expected):
+    (tmp_path / "c.toml").write_text(BASE + f'peer = "native"\n{keys}\n[[requirements]]\nmetric = "{metric}"\n'
+                                     'min = 1\n')
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env(probe))
+    assert r.returncode == 2 and expected in r.stderr, r.stderr
