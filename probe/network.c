@@ -34,6 +34,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,7 @@ struct net_opts {
     uint64_t search_steps;           /* udp: trials of the zero-loss search, 0 = one paced stream */
     int64_t corrupt;                 /* hidden test hook: chunk to alter, -1 = off */
     uint64_t capacity_bps;           /* hidden test hook: the receiver keeps this rate at most, 0 = off */
+    atomic_int *halt;                /* a tcp sender stops when it is set (NULL: its duration only) */
 };
 
 static volatile sig_atomic_t stop;
@@ -233,8 +235,11 @@ struct received {
     struct check ck;
 };
 
-/* tcp: chunks on the control connection until the sender's EOF. */
-static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, struct received *r, const char **why)
+/* tcp: chunks on connection c until the sender's EOF; a receiver that
+ * drains goes on to the EOF after a stop too, so that its sender, which is
+ * told to end, is never left blocked on a full socket. */
+static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, int drain, struct received *r,
+                       const char **why)
 {
     uint8_t *buf = malloc(size), *scratch = malloc(size);
     uint64_t *base = base_words(size), t_last = t_ready;
@@ -244,7 +249,7 @@ static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, struct 
         *why = "out of memory for the chunks";
         rc = -1;
     }
-    while (rc == 0 && !stop) {
+    while (rc == 0 && (drain || !stop)) {
         /* MSG_WAITALL: one call per chunk whatever the segments were. */
         ssize_t n = recv(c->rfd, buf + have, size - have, MSG_WAITALL);
         if (n == 0)
@@ -444,7 +449,7 @@ static int send_tcp(struct tp_conn *c, const struct net_opts *o, struct sent *s,
     int zero = 0, rc = 0;
     setsockopt(c->wfd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
     uint64_t t0 = mono_ns(), cpu0 = cpu_ns(), end = t0 + o->duration_ns, now = t0;
-    while (!stop && now < end) {
+    while (!stop && !(o->halt && atomic_load(o->halt)) && now < end) {
         fill_chunk(chunk, base, o->size, s->units);
         int corrupt = o->corrupt >= 0 && s->units == (uint64_t)o->corrupt;
         if (corrupt)
@@ -543,6 +548,7 @@ struct reverse {
     struct received got;             /* the receiving end's */
     uint64_t t_ready;
     const char *fault;
+    atomic_int halt;                 /* set when the first direction is over: the sending thread ends too */
     int rc, started;
 };
 
@@ -556,13 +562,24 @@ static void *reverse_send_main(void *arg)
 static void *reverse_receive_main(void *arg)
 {
     struct reverse *rv = arg;
-    rv->rc = receive_tcp(&rv->conn, rv->opts.size, rv->t_ready, &rv->got, &rv->fault);
+    rv->rc = receive_tcp(&rv->conn, rv->opts.size, rv->t_ready, 1, &rv->got, &rv->fault);
     return NULL;
 }
 
+/* The thread starts with SIGINT and SIGTERM blocked, so that a stop
+ * always interrupts the main thread, which ends the first direction; the
+ * end of that ends the second (halt, EOF). */
 static int reverse_start(struct reverse *rv, void *(*body)(void *))
 {
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    atomic_init(&rv->halt, 0);
+    rv->opts.halt = &rv->halt;
+    pthread_sigmask(SIG_BLOCK, &stops, &before);
     rv->started = pthread_create(&rv->thread, NULL, body, rv) == 0;
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
     if (!rv->started)
         rv->fault = "cannot start the thread of the reverse direction";
     return rv->started ? 0 : -1;
@@ -642,10 +659,11 @@ static int serve_session(const struct net_opts *o, struct tp_conn *c, const uint
         }
     }
     if (rc == 0 && kind == TP_TCP)
-        rc = receive_tcp(c, size, t_ready, &r, &fault);
+        rc = receive_tcp(c, size, t_ready, 0, &r, &fault);
     else if (rc == 0)
         rc = receive_udp(c, ufd, size, o->timeout_ns, t_ready, o->capacity_bps, hello[4], &r, &sent, &fault);
     if (rfd >= 0) {
+        atomic_store(&rv.halt, 1);
         if (reverse_finish(&rv) && rc == 0) {
             fault = rv.fault;
             rc = -1;

@@ -328,3 +328,24 @@ def test_a_search_whose_ceiling_loses_nothing_ends_there(probe):
     s, trials = _search(probe, 50_000_000, 5_000_000, 5)
     assert [t["target_rate_bits_per_s"] for t in s["steps"]] == [5_000_000] and len(trials) == 1
     assert s["zero_loss_rate_bits_per_s"] == 5_000_000 and s["search_resolution_bits_per_s"] == 0
+
+
+@pytest.mark.functional
+def test_an_interrupted_bidir_sender_ends_both_directions_and_reports(probe):
+    server, meta = serve(probe)
+    proc = subprocess.Popen([str(probe), "network", "--connect", f"127.0.0.1:{meta['params']['port']}", "--bidir",
+                             "--duration-s", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()              # meta: printed before the session starts
+    assert records(first)[0]["type"] == "meta"
+    time.sleep(1)                               # not a measurement: only so that both directions are under way
+    proc.send_signal(signal.SIGINT)
+    # Within 60 s of a 120 s duration: the reverse direction ends with the first, not at its duration.
+    out, err = proc.communicate(timeout=60)
+    _, server_err = server.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    recs = records(out)
+    assert recs[-1]["status"] == "interrupted"
+    [s] = of_type(recs, "result")
+    assert s["complete"] is False and s["verified"] is True
+    assert 0 < s["reverse_received_bytes"] == s["reverse_sent_bytes"]
+    assert s["received_bytes"] == s["sent_bytes"] + s["partial_bytes"]   # a chunk cut short is counted
