@@ -7,7 +7,9 @@ datagrams sent against those received, from their sequence numbers). Under TCG t
 emulated, so its rates are not a property of anything but this machine at this moment: the test
 holds them only to being there (a rate > 0, tcp loses nothing) and the udp stream to its pace
 (1 Mbit/s is a datagram every 11 ms, which even an emulated NIC keeps up with: loss < 50 %,
-rate within a factor 2 of the target).
+rate within a factor 2 of the target). Both ways at once (`bidir`) the host's and the guest's probes
+each check every byte the other sent, and a zero-loss search from the guest runs its trials against
+the host's receiver, whatever loss each has.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ kernel = "{kernel}"
 accel = "tcg"
 network = true
 ''' + bench("to_g1", "g1", duration_s=1, size=16384) \
-        + bench("to_native", "native", transport="udp", rate_bps=1_000_000, duration_s=1)
+        + bench("to_native", "native", transport="udp", rate_bps=1_000_000, duration_s=1) \
+        + bench("both_g1", "g1", duration_s=1, size=16384, bidir=True) \
+        + bench("search_native", "native", transport="udp", rate_bps=1_000_000, search_steps=3, duration_s=0.5)
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +77,22 @@ def test_host_to_guest_tcp_and_guest_to_host_udp(guest_run):
     # The guest's own loopback (the peer's cell) streams too.
     loop, _ = _figures(doc, "g1", "to_g1")
     assert loop["rate_bps"] > 0
+
+
+def test_both_ways_at_once_and_a_zero_loss_search_between_host_and_guest(guest_run):
+    doc, _ = guest_run
+    both, argv = _figures(doc, "native", "both_g1")
+    assert "--bidir" in argv
+    assert both["rate_Mbps"] > 0 and both["reverse_rate_Mbps"] > 0
+    assert both["sum_rate_Mbps"] == pytest.approx(both["rate_Mbps"] + both["reverse_rate_Mbps"])
+    search, argv = _figures(doc, "g1", "search_native")
+    assert argv[:3] == ["/init", "network", "--connect"] and "--search-steps" in argv
+    print(f"TCG guest: host <-> guest tcp {both['rate_Mbps']:.1f} + {both['reverse_rate_Mbps']:.1f} Mbit/s; "
+          "guest -> host search: " + ", ".join(f"{search[f'step{n}.offered_Mbps']:g} Mbit/s "
+                                               f"{search[f'step{n}.loss_percent']:.1f} %"
+                                               for n in (1, 2, 3) if f"step{n}.offered_Mbps" in search))
+    assert search["step1.offered_Mbps"] == 1.0
+    if search["step1.loss_percent"] == 0:
+        assert search["zero_loss_Mbps"] == 1.0 and "step2.offered_Mbps" not in search
+    else:
+        assert search["step2.offered_Mbps"] == 0.5
