@@ -349,3 +349,10 @@ def test_an_interrupted_bidir_sender_ends_both_directions_and_reports(probe):
     assert s["complete"] is False and s["verified"] is True
     assert 0 < s["reverse_received_bytes"] == s["reverse_sent_bytes"]
     assert s["received_bytes"] == s["sent_bytes"] + s["partial_bytes"]   # a chunk cut short is counted
+
+
+def test_a_search_where_every_trial_loses_finds_no_rate(probe):
+    s, trials = _search(probe, 1_000_000, 40_000_000, 2)
+    assert [t["target_rate_bits_per_s"] for t in s["steps"]] == [40_000_000, 20_000_000] and len(trials) == 2
+    assert all(t["lost_messages"] > 0 for t in s["steps"])
+    assert s["complete"] is True and s["zero_loss_rate_bits_per_s"] is None and s["zero_loss_packets_per_s"] is None
