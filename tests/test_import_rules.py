@@ -169,7 +169,7 @@ def test_no_stage_imports_one_it_may_not():
 # What the report stage may take from analysis modules besides the evaluation: their types (classes)
 # and constants, and these functions, which word or name a figure rather than compute one.
 REPORT_WORDING = {"describe_all", "no_record_words", "definition_words", "busy_text", "cpu_figure", "split_cpu",
-                  "figure_unit"}
+                  "figure_unit", "p_heading", "p_text"}
 
 
 def _definitions(module: str) -> dict[str, str]:

@@ -65,6 +65,22 @@ _Z = NormalDist().inv_cdf        # the standard normal quantile
 #: how the verdict was reached
 RANK = "Mann-Whitney U and a bootstrap interval of the ratio of medians"
 LOG_T = "Welch's t-test on log values (too few repetitions for a rank test)"
+#: the test behind a p-value, as a column heading names it
+P_TEST_NAME = {RANK: "Mann-Whitney", LOG_T: "Welch t on logs"}
+
+
+def p_heading(tests: list[RatioTest | None]) -> str:
+    """A p-value column's heading names the test its values came from; when the rows' tests differ
+    it is a bare "p" and each value marked "(t)" came from Welch's test (`p_text`)."""
+    methods = {t.method for t in tests if t is not None and t.p_value is not None}
+    return f"p ({P_TEST_NAME[methods.pop()]})" if len(methods) == 1 else "p"
+
+
+def p_text(t: RatioTest | None, marked: bool = True) -> str:
+    """A p-value with "(t)" when Welch's test produced it (`marked` False: the heading names the test)."""
+    if t is None or t.p_value is None:
+        return "–"
+    return f"{t.p_value:.3g}" + (" (t)" if marked and t.method == LOG_T else "")
 
 
 @dataclass

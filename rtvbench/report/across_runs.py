@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rtvbench.analysis.across_runs import AcrossRuns, CellPair
-from rtvbench.analysis.compare import LOG_T
+from rtvbench.analysis.compare import p_text
 from rtvbench.report.tables import Row, Table
 from rtvbench.units import format_percent
 
@@ -40,7 +40,7 @@ def tables(x: AcrossRuns) -> list[Table]:
                      kind.format(t.baseline_median, c.figure), kind.format(t.candidate_median, c.figure),
                      format_percent(t.overhead_percent),
                      f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                     "–" if t.p_value is None else f"{t.p_value:.3g}" + (" (t)" if t.method == LOG_T else ""),
+                     p_text(t),
                      f"{t.n_baseline} vs {t.n_candidate}", t.verdict]
             if judged:
                 cells.append(c.status or "–")

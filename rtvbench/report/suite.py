@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from rtvbench.analysis.compare import LOG_T, Comparison
+from rtvbench.analysis.compare import Comparison, p_text
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.analysis.evaluation import Evaluation
@@ -163,7 +163,7 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
                              "–" if delta is None else ("+" if delta > 0 else "") + _num(delta, scale),
                              format_percent(t.overhead_percent),
                              f"{format_percent(ci[0])} .. {format_percent(ci[1])}" if ci else "–",
-                             "–" if t.p_value is None else f"{t.p_value:.3g}" + (" (t)" if t.method == LOG_T else ""),
+                             p_text(t),
                              f"{t.n_baseline} vs {t.n_candidate}", t.verdict],
                             t.verdict.replace(" ", "-")))
         if rows:

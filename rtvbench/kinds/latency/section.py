@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rtvbench.analysis.compare import p_heading, p_text
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind, cpu_figure
@@ -238,7 +239,8 @@ def _us(v: float | None) -> str:
 def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:
     what = kind.label(rk.figure)
     misses = "deadline misses" if rk.misses_figure == "deadline_misses" else "missed periods"
-    header = ["Rank", "Load", f"Victim {what} (median, us)", "Ratio to baseline", "95 % CI", "p (Mann-Whitney)",
+    heading = p_heading([r.test for r in rk.rows])
+    header = ["Rank", "Load", f"Victim {what} (median, us)", "Ratio to baseline", "95 % CI", heading,
               "n", "Verdict", f"{misses.capitalize()} (total)", "Per repetition", "Load achieved"]
     rows = []
     for i, r in enumerate(rk.rows, start=1):
@@ -252,7 +254,7 @@ def ranking_table(ev: Evaluation, rk: Ranking, kind: Kind) -> Table:
             cells = [str(i), r.load, format_time(r.median, "us"),
                      f"{t.ratio:.3g}" if t and t.ratio is not None else "n/a",
                      f"{t.ci_low:.3g} .. {t.ci_high:.3g}" if t and t.ci_low is not None else "–",
-                     f"{t.p_value:.3g}" if t and t.p_value is not None else "–",
+                     p_text(t, marked=heading == "p"),
                      f"{t.n_baseline} vs {t.n_candidate}" if t else "–", t.verdict if t else "–"]
             css = t.verdict.replace(" ", "-") if t else ""
         cells += [f"{r.misses:,}", ", ".join(str(x) for x in r.misses_per_repetition) or "–",
@@ -304,6 +306,7 @@ def _ranking_json(rk: Ranking) -> dict[str, Any]:
                          "ratio": r.ratio,
                          "ci95_ratio": [r.test.ci_low, r.test.ci_high] if r.test and r.test.ci_low is not None else None,
                          "p_value": r.test.p_value if r.test else None,
+                         "p_test": r.test.method if r.test and r.test.p_value is not None else None,
                          "verdict": r.test.verdict if r.test else "baseline",
                          "misses": r.misses, "misses_per_repetition": r.misses_per_repetition}
                         for i, r in enumerate(rk.rows, start=1)]}

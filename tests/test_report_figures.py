@@ -1,0 +1,39 @@
+"""Figures a report prints are the ones the evaluation computed, labelled by what produced them: a
+p-value by the test that gave it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from rtvbench.analysis.compare import LOG_T, RANK, ratio_test
+from rtvbench.analysis.kind import get_kind
+from rtvbench.kinds.latency.interference import AggressorRow, Ranking
+from rtvbench.kinds.latency.section import ranking_table
+
+pytestmark = pytest.mark.functional
+
+
+def _quiet_evaluation():
+    """Just enough of an Evaluation for a ranking table: no load achieved anything."""
+    return SimpleNamespace(cell=lambda *a: SimpleNamespace(loads_achieved=[]),
+                           data=SimpleNamespace(load=lambda name: None, environment=lambda name: None))
+
+
+def _ranking_of(test) -> Ranking:
+    rows = [AggressorRow("idle", True, 100.0, None, 0, [0, 0, 0]),
+            AggressorRow("busy", False, 120.0, test, 0, [0, 0, 0])]
+    return Ranking("victim", "native", "idle", "response_p999_us", "deadline_misses", rows)
+
+
+def test_a_ranking_names_the_test_its_p_value_came_from():
+    welch = ratio_test([100.0, 101.0, 99.0], [120.0, 121.0, 119.0])
+    assert welch.method == LOG_T
+    table = ranking_table(_quiet_evaluation(), _ranking_of(welch), get_kind("latency"))
+    heading = next(h for h in table.header if h.startswith("p"))
+    assert "Mann-Whitney" not in heading and "Welch" in heading
+    ranked = ratio_test([100.0 + i for i in range(8)], [130.0 + i for i in range(8)])
+    assert ranked.method == RANK
+    table = ranking_table(_quiet_evaluation(), _ranking_of(ranked), get_kind("latency"))
+    assert "p (Mann-Whitney)" in table.header
