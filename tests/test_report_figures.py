@@ -11,6 +11,8 @@ from rtvbench.analysis.compare import LOG_T, RANK, ratio_test
 from rtvbench.analysis.kind import get_kind
 from rtvbench.kinds.latency.interference import AggressorRow, Ranking
 from rtvbench.kinds.latency.section import ranking_table
+from rtvbench.records import HostSample
+from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
 
 pytestmark = pytest.mark.functional
 
@@ -37,3 +39,15 @@ def test_a_ranking_names_the_test_its_p_value_came_from():
     assert ranked.method == RANK
     table = ranking_table(_quiet_evaluation(), _ranking_of(ranked), get_kind("latency"))
     assert "p (Mann-Whitney)" in table.header
+
+
+def test_a_qemu_share_from_skewed_counters_is_never_below_zero():
+    def sample(t: float, vcpu: int, other: int) -> dict:
+        return {"t": t, "clock_ticks": 100,
+                "guests": [{"guest": 1, "pid": 7, "vcpus": 1, "vcpu": {"user": vcpu, "system": 0},
+                            "other": {"user": other, "system": 0}, "vcpu_wait_ns": 0}]}
+    # ten seconds: the vCPU thread ran 5 s, "other" read one tick less after than before
+    m = SimpleNamespace(host_samples=(HostSample.of(sample(0.0, 100, 12)), HostSample.of(sample(10.0, 600, 11))))
+    usage = measurement_host_usage(m)
+    assert usage[0].vcpu_percent == pytest.approx(50.0)
+    assert usage[0].other_percent == 0

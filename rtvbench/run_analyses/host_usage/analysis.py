@@ -52,7 +52,12 @@ def measurement_host_usage(m: Measurement) -> list[GuestUsage]:
             continue        # booted (again) during the measurement: no interval to divide
         wait = (100.0 * (g.vcpu_wait_ns - b.vcpu_wait_ns) / 1e9 / seconds
                 if g.vcpu_wait_ns is not None and b.vcpu_wait_ns is not None else None)
-        out.append(GuestUsage(g.guest, share(g.vcpu_ticks - b.vcpu_ticks), share(g.other_ticks - b.other_ticks),
+        # "Other" is QEMU's process total less its vCPU threads, two /proc files read a moment apart
+        # and each rounded to whole ticks (the kernel scales a process's and a thread's times apart),
+        # so the two samples' skews can differ by a tick or two: an idle QEMU then seems to have given
+        # back CPU time (-1.2 %). A thread's CPU time never decreases, so a share below 0 is that skew.
+        other = max(0, g.other_ticks - b.other_ticks)
+        out.append(GuestUsage(g.guest, share(g.vcpu_ticks - b.vcpu_ticks), share(other),
                               g.rss_kib / 1024 if g.rss_kib is not None else None,
                               g.pss_kib / 1024 if g.pss_kib is not None else None, wait))
     return sorted(out, key=lambda u: u.guest)

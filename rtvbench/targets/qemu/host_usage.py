@@ -50,12 +50,14 @@ def _memory_kib(pid: int) -> dict[str, int]:
 def guest_usage(pid: int, vcpu_threads: list[int]) -> dict[str, Any] | None:
     """One QEMU process's CPU ticks (vCPU threads, the rest) and memory, or None when it is gone."""
     try:
-        user, system = _user_system(_read(f"/proc/{pid}/stat"))
         vcpu_user = vcpu_system = vcpu_wait = 0
         for tid in dict.fromkeys(vcpu_threads):        # single-threaded TCG: one thread for all vCPUs
             u, s = _user_system(_read(f"/proc/{pid}/task/{tid}/stat"))
             vcpu_user, vcpu_system = vcpu_user + u, vcpu_system + s
             vcpu_wait += _run_delay_ns(pid, tid)
+        # the process after its vCPUs: its total then holds every tick they had when read, so the
+        # busy vCPUs' ticks in between do not come off "other"
+        user, system = _user_system(_read(f"/proc/{pid}/stat"))
         memory = _memory_kib(pid)
     except (OSError, ValueError, IndexError):
         return None
