@@ -287,3 +287,22 @@ def test_a_guest_shown_its_hosts_whole_last_level_cache_still_finds_dram():
     fast = curve[:-5] + [(s, 16.0) for s in (4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20)]
     last = detect_levels(fast, reported)[-1]
     assert last.name == "L3" and last.unmatched
+
+
+def test_a_cache_level_names_one_plateau_only():
+    """A guest reporting a 4 MiB L2 and no L3, whose curve has a 16 ns plateau ending at 512 KiB and
+    a 107 ns one up to 4 MiB: both fit in the L2, but only the first is it; the second, as slow as
+    main memory, is DRAM. A plateau faster than that with no cache left is said to be unnamed."""
+    curve = [(4 * KiB, 1.5), (8 * KiB, 1.5), (16 * KiB, 1.5), (32 * KiB, 1.6), (64 * KiB, 15.0),
+             (128 * KiB, 16.0), (256 * KiB, 16.0), (512 * KiB, 17.0), (1 * MiB, 100.0), (2 * MiB, 107.0),
+             (4 * MiB, 110.0)]
+    for reported in ({1: 32 * KiB, 2: 4 * MiB}, {1: 32 * KiB, 2: 4 * MiB, 3: 32 * MiB}):
+        levels = detect_levels(curve, reported)
+        names = [lv.name for lv in levels]
+        assert names == ["L1", "L2", "DRAM"], levels_sentence(levels, reported)
+        assert levels[1].last_size == 512 * KiB
+    faster = (curve[:4] + [(s, 5.0) for s in (64 * KiB, 128 * KiB, 256 * KiB)]
+              + [(s, 9.0) for s in (512 * KiB, 1 * MiB, 2 * MiB)])
+    levels = detect_levels(faster, {1: 32 * KiB, 2: 1 * MiB})
+    assert [lv.name for lv in levels] == ["L1", "L2", "unnamed"]
+    assert levels_sentence(levels, {1: 32 * KiB, 2: 1 * MiB}).count("L2") == 1

@@ -24,7 +24,9 @@ replacement, TLB reach), and can bulge at a boundary before settling. The method
    - where the machine reports its caches (sysfs, recorded by the probe's sysinfo), a plateau
      that starts at the largest reported cache's size or ends well beyond it is DRAM, as are
      slower sizes past the last plateau that do not fit in that cache; the others are named by
-     the smallest reported cache their working sets fit in, and match it when they end within a
+     the smallest reported cache their working sets fit in of those beyond the last level a faster
+     plateau is named by (a name is one plateau's: with none left, a plateau as slow as main memory
+     is DRAM and a faster one is unnamed), and match it when they end within a
      factor of two of its size (TLB reach and associativity make the step gradual) — a plateau
      that ends far below it is said not to match, unless it is as slow as main memory (60 ns or
      more after a faster level): a guest can be shown its host's whole last-level cache, hundreds
@@ -66,6 +68,11 @@ MATCH_FACTOR = 2.0
 DRAM_FLOOR_NS = 60.0
 #: the name of sizes past the last plateau that keep rising, where no cache sizes say which are DRAM
 RISE = "rise"
+#: the name of a plateau faster than main memory whose working sets fit in no reported cache that a
+#: faster plateau has not already named (a level's name is one plateau's)
+UNNAMED = "unnamed"
+#: why a plateau is UNNAMED
+UNNAMED_WHY = "every reported cache it fits in names a faster plateau"
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,11 @@ class Level:
     settled: bool = True   # False: a rise that has not levelled off within the sweep (latency: its largest set's)
     reported_size: int | None = None    # the reported cache size the plateau's end matches
     unmatched: bool = False             # caches were reported and none ends near this plateau
+
+    @property
+    def cache_level(self) -> int | None:
+        """The reported cache level this plateau is named by (2 for "L2"), else None."""
+        return int(self.name[1:]) if self.name[:1] == "L" and self.name[1:].isdigit() else None
 
 
 def reported_caches(caches) -> dict[int, int]:
@@ -155,10 +167,20 @@ def _named_by_reports(plateaus, raw: np.ndarray, sizes: list[int], reported: dic
             out.append(Level("DRAM", float(np.exp(np.median(raw[dram_from:j + 1]))), sizes[dram_from], sizes[j],
                              j - dram_from + 1))
             continue
-        # The level is the smallest cache the plateau's working sets fit in; it matches that cache
-        # when it ends within MATCH_FACTOR of its size.
-        level, size = min(((lv, sz) for lv, sz in reported.items() if sz * MATCH_FACTOR >= sizes[j]),
-                          key=lambda x: x[1])
+        # The level is the smallest cache the plateau's working sets fit in beyond the levels already
+        # named (a level is one plateau: a slower one after it is a further level or main memory); it
+        # matches that cache when it ends within MATCH_FACTOR of its size.
+        named = max((lv.cache_level for lv in out if lv.cache_level), default=0)
+        free = [(lv, sz) for lv, sz in reported.items() if sz * MATCH_FACTOR >= sizes[j] and lv > named]
+        if not free:
+            if out and lat >= DRAM_FLOOR_NS:
+                dram_from = i if dram_from is None else dram_from
+                out.append(Level("DRAM", float(np.exp(np.median(raw[dram_from:j + 1]))), sizes[dram_from],
+                                 sizes[j], j - dram_from + 1))
+            else:
+                out.append(Level(UNNAMED, lat, sizes[i], sizes[j], j - i + 1, unmatched=True))
+            continue
+        level, size = min(free, key=lambda x: x[1])
         if sizes[j] * MATCH_FACTOR >= size:
             out.append(Level(f"L{level}", lat, sizes[i], sizes[j], j - i + 1, reported_size=size))
         elif out and lat >= DRAM_FLOOR_NS:
@@ -307,6 +329,9 @@ def levels_sentence(levels: list[Level], reported: dict[int, int] | None = None)
             continue
         if lv.name == "DRAM":
             parts.append(f"DRAM ~{_latency(lv.latency_ns)} ns (from {human_size(lv.first_size)})")
+            continue
+        if lv.name == UNNAMED:
+            parts.append(f"~{_latency(lv.latency_ns)} ns up to {human_size(lv.last_size)} ({UNNAMED}: {UNNAMED_WHY})")
             continue
         check = (f", {human_size(lv.reported_size)} reported" if lv.reported_size else
                  ", no reported cache ends near it" if lv.unmatched else "")

@@ -4,7 +4,7 @@ size, the band the smallest and largest repetition; one line per environment, lo
 
 from __future__ import annotations
 
-from rtvbench.analysis.cache_levels import RISE, Level
+from rtvbench.analysis.cache_levels import RISE, UNNAMED, UNNAMED_WHY, Level
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.kind import Kind
 from rtvbench.units import human_size, significant
@@ -60,7 +60,8 @@ def _curve_parts(ev: Evaluation, bench: str, with_plots: bool, id_prefix: str):
                             note="Plateaus of the per-size medians (runs of sizes within 1.5x of each other covering "
                                  "at least a doubling of the working set), named after the caches the machine "
                                  "reports (sysfs) where it does: a plateau ending within 2x of a reported size is "
-                                 "that level, one that does not fit in the last-level cache is DRAM. A level "
+                                 "that level, one that does not fit in the last-level cache is DRAM; a level's name "
+                                 "is one plateau's. A level "
                                  "closer than 1.5x to its neighbour is not told apart. Sequential chains are "
                                  "prefetched and get no levels."))
     return tables, out_plots
@@ -72,6 +73,8 @@ def _check(lv: Level, sizes_reported: bool) -> str:
         return "no plateau: which sizes are main memory needs the cache sizes"
     if lv.name == "DRAM":
         return "beyond the caches" if sizes_reported else "–"
+    if lv.name == UNNAMED:
+        return UNNAMED_WHY
     if lv.reported_size:
         return f"ends near the {human_size(lv.reported_size)} reported"
     if lv.unmatched:
