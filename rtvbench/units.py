@@ -42,12 +42,19 @@ def format_time(value: float | None, unit: str, to: str = "us") -> str:
     return significant(value * TIME_UNITS[unit] / TIME_UNITS[to])
 
 
+#: how a byte rate is shown, with its divisor from B/s: one unit for a tool's every block size, so a
+#: column compares at a glance, and the one openssl speed's kB/s reads as (1 MB/s = 1000 kB/s)
+BYTE_RATE_SHOWN = ("MB/s", 1e6)
+
+
 def format_value(value: float | None, unit: str) -> str:
     """A figure value with its unit, times in us: '45.2 us', '3', '1.2e+06 bps'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if unit in TIME_UNITS:
         return f"{format_time(value, unit)} us"
+    if unit == "B/s":
+        return f"{significant(value / BYTE_RATE_SHOWN[1])} {BYTE_RATE_SHOWN[0]}"
     if unit == "count":
         # A mean of counts is fractional; above 1000 the fraction says nothing.
         return f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 1000 else significant(value)

@@ -3,9 +3,12 @@ p-value by the test that gave it."""
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
+
+from host_helpers import cli_env, run_cli
 
 from rtvbench.analysis.compare import LOG_T, RANK, ratio_test
 from rtvbench.analysis.kind import get_kind
@@ -51,3 +54,26 @@ def test_a_qemu_share_from_skewed_counters_is_never_below_zero():
     usage = measurement_host_usage(m)
     assert usage[0].vcpu_percent == pytest.approx(50.0)
     assert usage[0].other_percent == 0
+
+
+OPENSSL_MR = ("+H:16:64:256:1024:8192:16384\n"
+              "+F:22:aes-128-cbc:912345678.90:1234567890.12:1345678901.23:1400000000.00:1410000000.00:"
+              "1420000000.00\n")
+
+
+def test_openssl_speed_block_sizes_in_numeric_order_and_rates_in_mb_per_s(tmp_path):
+    out = tmp_path / "speed.txt"
+    out.write_text(OPENSSL_MR)
+    store = f"sqlite:///{tmp_path}/s.db"
+    r = run_cli("import", str(out), "--format", "openssl-speed", "--environment", "board", "--store", store,
+                cwd=tmp_path, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    r = run_cli("report", "--format", "md", "-o", "-", "--store", store, cwd=tmp_path, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| aes-128-cbc.")]
+    sizes = [int(re.match(r"\| aes-128-cbc\.(\d+)B", line).group(1)) for line in rows]
+    first = sizes[:sizes.index(16384) + 1]
+    assert first == [16, 64, 256, 1024, 8192, 16384]
+    # 912 345 678.90 B/s is 912 MB/s (912 345.68 kB/s as openssl prints it)
+    assert any("MB/s" in line and "912" in line for line in rows if "aes-128-cbc.16B." in line)
+    assert "B/s" not in " ".join(line.replace("MB/s", "") for line in rows)

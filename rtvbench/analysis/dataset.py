@@ -8,6 +8,7 @@ still analysed, in the order they were measured.
 from __future__ import annotations
 
 import math
+import re
 from functools import cached_property
 from typing import Any
 
@@ -29,6 +30,11 @@ def _ordered(declared: list[str], seen: list[str]) -> list[str]:
         if name not in out:
             out.append(name)
     return out
+
+
+def natural_order(name: str) -> tuple:
+    """A sort key that orders the digit runs of a name by their value and the rest as text."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
 
 
 class RunData:
@@ -159,9 +165,10 @@ class RunData:
         return [(e, ld) for e in self.environments for ld in self.loads if (e, ld) in present]
 
     def figure_names(self, benchmark: str) -> list[str]:
-        """Every figure any measurement of the benchmark has, in a stable order."""
+        """Every figure any measurement of the benchmark has, in a stable order: numbers in a name
+        by their value (`16B` before `1024B`, `cpu2` before `cpu10`)."""
         names: dict[str, None] = {}
         for m in self.measurements(benchmark=benchmark):
             for f in self.figures(m):
                 names.setdefault(f, None)
-        return sorted(names)
+        return sorted(names, key=natural_order)

@@ -21,7 +21,7 @@ from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.quantities import BANDWIDTH, RATE, TIME, QuantityKind
-from rtvbench.units import format_percent, significant
+from rtvbench.units import BYTE_RATE_SHOWN, format_percent, significant
 from rtvbench.report.tables import Plot, Row, Table
 
 _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
@@ -33,6 +33,8 @@ def row_unit(kind: Kind, stem: str, values: list[float]) -> tuple[str, float]:
     figure names carry their unit (`max_us`) keeps that unit."""
     if not isinstance(kind, QuantityKind):
         unit = kind.unit(stem)
+        if unit == "B/s":
+            return BYTE_RATE_SHOWN
         return ("" if unit == "count" else unit), 1.0
     fam = kind.split(stem)[1]
     ref = sorted(abs(v) for v in values if v is not None and math.isfinite(v))
