@@ -4,6 +4,7 @@ p-value by the test that gave it."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
@@ -11,10 +12,14 @@ import pytest
 from host_helpers import cli_env, run_cli
 
 from rtvbench.analysis.compare import LOG_T, RANK, ratio_test
+from rtvbench.analysis.evaluation import evaluate_run
 from rtvbench.analysis.kind import get_kind
 from rtvbench.kinds.latency.interference import AggressorRow, Ranking
 from rtvbench.kinds.latency.section import ranking_table
+from rtvbench.campaign.reader import spec_of
 from rtvbench.records import HostSample
+from rtvbench.report.section import section_for
+from rtvbench.results import CampaignRun, Measurement
 from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
 
 pytestmark = pytest.mark.functional
@@ -77,3 +82,34 @@ def test_openssl_speed_block_sizes_in_numeric_order_and_rates_in_mb_per_s(tmp_pa
     # 912 345 678.90 B/s is 912 MB/s (912 345.68 kB/s as openssl prints it)
     assert any("MB/s" in line and "912" in line for line in rows if "aes-128-cbc.16B." in line)
     assert "B/s" not in " ".join(line.replace("MB/s", "") for line in rows)
+
+
+def _work_run(pairs: list[tuple[float, float, float]]) -> CampaignRun:
+    """One cell of a `work` benchmark with 2 copies, a repetition per (1-copy runs/s, 2-copies runs/s,
+    the probe's efficiency over its round pairs)."""
+    campaign = {"name": "scaling", "repetitions": len(pairs), "environments": {"native": {"target": "local"}},
+                "loads": {"idle": {}},
+                "benchmarks": {"cpu": {"kind": "work", "kernels": ["crc32"], "size": "small", "copies": 2}}}
+    t0 = datetime(2024, 6, 1, tzinfo=timezone.utc)
+    ms = [Measurement(id=i + 1, environment="native", load="idle", benchmark="cpu", kind="work", repetition=i,
+                      status="ok", command=["rtvb-probe", "work"], load_commands=[], started_at=t0, finished_at=t0,
+                      meta={"type": "meta", "subcommand": "work"},
+                      results=[{"type": "result", "kernel": "crc32", "size": "small", "verified": True,
+                                "median_ns": 1000, "copies": 2, "single_ips": one, "copies_ips": many,
+                                "scaling_efficiency": eff}])
+          for i, (one, many, eff) in enumerate(pairs)]
+    return CampaignRun(id=1, campaign_name="scaling", campaign_text="", campaign=campaign, spec=spec_of(campaign),
+                       status="finished", started_at=t0, finished_at=t0, fingerprints={}, measurements=ms)
+
+
+def test_speedup_and_scaling_efficiency_agree():
+    """A probe's efficiency is the median over its round pairs of N-copies / (N x 1-copy) runs/s; the
+    medians of the runs/s of each kind of round need not divide to N times it (0.95x beside 0.53)."""
+    ev = evaluate_run(_work_run([(100.0, 95.0, 0.53), (101.0, 96.0, 0.52), (99.0, 94.0, 0.54)]))
+    [table] = [t for t in section_for("work").parts(ev, "cpu", get_kind("work"), False, "x").results
+               if "multi-core scaling" in t.caption]
+    [row] = table.rows
+    cells = dict(zip(table.header, row.cells))
+    assert cells["Scaling efficiency"] == "0.53"
+    assert cells["Speedup"] == "1.06x"           # 2 x 0.53: the same pairs' ratio
+    assert ev.summary("native", "idle", "cpu", "crc32.small.speedup").median == pytest.approx(1.06)

@@ -5,7 +5,8 @@ Figures per kernel and input size, e.g. for sha256 at the large size:
 `sha256.large.ops_per_s`, and for byte kernels `sha256.large.bw` (bytes/s; `_MBps`, `_GBps`),
 for flop kernels `lu.large.flops` (flop/s). With `copies` N >= 2: `sha256.large.single_ips`
 (runs/s of one copy alone), `sha256.large.copies_ips` (runs/s of N copies together) and
-`sha256.large.scaling_efficiency` (copies_ips / (N x single_ips), median over the probe's rounds).
+`sha256.large.speedup` (median over the probe's round pairs of the N copies' runs/s / one copy's) and
+`sha256.large.scaling_efficiency` (the same pairs' copies_ips / (N x single_ips): speedup / N).
 
 Rates on the scale of published scores, of this project's own workloads (docs/probe/work.md,
 "Rates on the scale of published scores"): `intmix.<size>.dmips_style` (iterations/s / 1757),
@@ -32,7 +33,7 @@ from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
 from rtvbench.results import Measurement
 
 _STEM = re.compile(r"^([a-z0-9_]+)\.(small|large)"
-                   r"(?:\.(min|ops_per_s|bw|flops|single_ips|copies_ips|scaling_efficiency|dmips_style|"
+                   r"(?:\.(min|ops_per_s|bw|flops|single_ips|copies_ips|speedup|scaling_efficiency|dmips_style|"
                    r"mwips_style))?$")
 _COMPOSITE = re.compile(r"^coremark_style\.(small|large)\.(single|copies)$")
 #: Dhrystones per second of the VAX-11/780, the machine rated 1 MIPS: a DMIPS figure is Dhrystones/s / 1757
@@ -127,6 +128,12 @@ class WorkKind(QuantityKind):
                 add(stem + ".single_ips", RATE, r.get("single_ips"))
                 add(stem + ".copies_ips", RATE, r.get("copies_ips"))
                 add(stem + ".scaling_efficiency", COUNT, r.get("scaling_efficiency"))
+                # The speedup of the same round pairs: N x their median efficiency is the median of
+                # their N-copies / 1-copy ratios, so the two never disagree. The quotient of the
+                # runs/s medians would not be it: those are medians of different rounds.
+                eff = number(r.get("scaling_efficiency"))
+                if eff is not None:
+                    add(stem + ".speedup", COUNT, eff * r["copies"])
         for stem, value in coremark_style(m).items():
             add(stem, RATE, value)
         return out
@@ -144,15 +151,16 @@ class WorkKind(QuantityKind):
             return TIME
         if tail in ("ops_per_s", "single_ips", "copies_ips") or (tail == "flops" and op == "flop"):
             return RATE
-        if tail == "scaling_efficiency":
+        if tail in ("speedup", "scaling_efficiency"):
             return COUNT
         if tail == "bw" and op == "byte":
             return BANDWIDTH
         return None
 
     def lower_is_better(self, figure: str) -> bool:
-        # An efficiency is a plain number (the count family, where fewer is better) but more is better.
-        return (not figure.endswith((".scaling_efficiency", ".dmips_style", ".mwips_style"))
+        # A speedup or an efficiency is a plain number (the count family, where fewer is better) but more
+        # is better, as are the rates.
+        return (not figure.endswith((".speedup", ".scaling_efficiency", ".dmips_style", ".mwips_style"))
                 and super().lower_is_better(figure))
 
     def unit(self, figure: str) -> str:
@@ -188,7 +196,7 @@ class WorkKind(QuantityKind):
             return figure
         tail = {"min": " fastest run", "ops_per_s": " ops/s", "bw": " bandwidth", "flops": " flop/s",
                 "single_ips": " runs/s, 1 copy", "copies_ips": " runs/s, all copies",
-                "scaling_efficiency": " scaling efficiency",
+                "speedup": " speedup, all copies / 1", "scaling_efficiency": " scaling efficiency",
                 **{tail: f" {unit} rate" for tail, (_, unit) in STYLE_RATES.items()}}
         return f"{m.group(1)} ({m.group(2)}){tail.get(m.group(3), '')}"
 

@@ -83,7 +83,7 @@ class WorkBenchmark(Benchmark):
         return args
 
     def figure_problem(self, figure: str) -> str | None:
-        if (figure.endswith((".single_ips", ".copies_ips", ".scaling_efficiency"))
+        if (figure.endswith((".single_ips", ".copies_ips", ".speedup", ".scaling_efficiency"))
                 or figure.startswith("coremark_style.")) and self.params.copies < 2:
             return "exists only with copies: set copies to 2 or more"
         return None

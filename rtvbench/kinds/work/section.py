@@ -137,23 +137,28 @@ def _scaling(ev: Evaluation, bench: str, kind) -> list[Table]:
             one = ev.summary(env, load, bench, f"{w}.single_ips")
             many = ev.summary(env, load, bench, f"{w}.copies_ips")
             eff = ev.summary(env, load, bench, f"{w}.scaling_efficiency")
+            speedup = ev.summary(env, load, bench, f"{w}.speedup")
             if not eff:
                 continue
             rows.append(Row([f"{kind.label(w)} `{w}`", f"`{env}`", f"`{load}`", str(n),
                              kind.format(one.median, f"{w}.single_ips") if one else "–",
                              kind.format(many.median, f"{w}.copies_ips") if many else "–",
-                             f"{many.median / one.median:.2f}x" if one and many and one.median else "–",
+                             f"{speedup.median:.2f}x" if speedup else "–",
                              f"{eff.median:.2f}"]))
     if not rows:
         return []
     return [Table(f"{bench}: multi-core scaling", ["Workload", "Environment", "Load", "Copies", "1 copy runs/s",
-                                                  "N copies runs/s", "N / 1", "Scaling efficiency"], rows,
+                                                  "N copies runs/s", "Speedup", "Scaling efficiency"], rows,
                   numeric_from=3,
                   note="N copies of the workload run at once (one process each, pinned to distinct CPUs where "
                        "there are enough), alternated in the probe with rounds of one copy alone; runs/s of N "
-                       "copies = all their runs / time from the common start to the last copy's end. Scaling "
-                       "efficiency = N copies runs/s / (N x 1 copy runs/s), median over the probe's round pairs, "
-                       "then over repetitions: 1 = perfect scaling, 1/N = no gain (e.g. copies sharing one CPU).")]
+                       "copies = all their runs / time from the common start to the last copy's end; each of the "
+                       "two columns is the median of its own rounds. Speedup = N copies runs/s / 1 copy runs/s "
+                       "of a round pair (a 1-copy round and the N-copy round right after it), scaling efficiency = "
+                       "speedup / N, each the median over the probe's round pairs, then over repetitions, so "
+                       "efficiency = speedup / N in every row: 1 = perfect scaling, 1/N = no gain (e.g. copies "
+                       "sharing one CPU). The runs/s columns' quotient can differ from the speedup when the "
+                       "rounds vary: it pairs rounds that did not run side by side.")]
 
 
 def _style_rates(ev: Evaluation, bench: str, kind) -> list[Table]:
