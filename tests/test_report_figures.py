@@ -84,32 +84,57 @@ def test_openssl_speed_block_sizes_in_numeric_order_and_rates_in_mb_per_s(tmp_pa
     assert "B/s" not in " ".join(line.replace("MB/s", "") for line in rows)
 
 
-def _work_run(pairs: list[tuple[float, float, float]]) -> CampaignRun:
-    """One cell of a `work` benchmark with 2 copies, a repetition per (1-copy runs/s, 2-copies runs/s,
-    the probe's efficiency over its round pairs)."""
-    campaign = {"name": "scaling", "repetitions": len(pairs), "environments": {"native": {"target": "local"}},
-                "loads": {"idle": {}},
-                "benchmarks": {"cpu": {"kind": "work", "kernels": ["crc32"], "size": "small", "copies": 2}}}
+def _one_cell_run(kind: str, keys: dict, results: list[list[dict]], environments: tuple[str, ...] = ("native",),
+                  local: bool = True) -> CampaignRun:
+    """A run of one benchmark `b` under one load, each environment a repetition per list of result records."""
+    campaign = {"name": "figures", "repetitions": len(results),
+                "environments": {e: {"target": "local"} for e in environments}, "loads": {"idle": {}},
+                "benchmarks": {"b": {"kind": kind, **keys}}}
     t0 = datetime(2024, 6, 1, tzinfo=timezone.utc)
-    ms = [Measurement(id=i + 1, environment="native", load="idle", benchmark="cpu", kind="work", repetition=i,
-                      status="ok", command=["rtvb-probe", "work"], load_commands=[], started_at=t0, finished_at=t0,
-                      meta={"type": "meta", "subcommand": "work"},
-                      results=[{"type": "result", "kernel": "crc32", "size": "small", "verified": True,
-                                "median_ns": 1000, "copies": 2, "single_ips": one, "copies_ips": many,
-                                "scaling_efficiency": eff}])
-          for i, (one, many, eff) in enumerate(pairs)]
-    return CampaignRun(id=1, campaign_name="scaling", campaign_text="", campaign=campaign, spec=spec_of(campaign),
+    ms = [Measurement(id=len(environments) * i + k + 1, environment=env, load="idle", benchmark="b", kind=kind,
+                      repetition=i, status="ok", command=["rtvb-probe", kind], load_commands=[], started_at=t0,
+                      finished_at=t0, meta={"type": "meta", "subcommand": kind}, results=records)
+          for i, records in enumerate(results) for k, env in enumerate(environments)]
+    return CampaignRun(id=1, campaign_name="figures", campaign_text="", campaign=campaign, spec=spec_of(campaign),
                        status="finished", started_at=t0, finished_at=t0, fingerprints={}, measurements=ms)
+
+
+def _work_run(pairs: list[tuple[float, float, float]]) -> CampaignRun:
+    """A `work` benchmark with 2 copies, a repetition per (1-copy runs/s, 2-copies runs/s, the probe's
+    efficiency over its round pairs)."""
+    return _one_cell_run("work", {"kernels": ["crc32"], "size": "small", "copies": 2},
+                         [[{"type": "result", "kernel": "crc32", "size": "small", "verified": True,
+                            "median_ns": 1000, "copies": 2, "single_ips": one, "copies_ips": many,
+                            "scaling_efficiency": eff}] for one, many, eff in pairs])
+
+
+def _results(ev, bench: str = "b") -> list:
+    kind = ev.data.kind(bench)
+    return section_for(kind.name).parts(ev, bench, kind, False, "x").results
 
 
 def test_speedup_and_scaling_efficiency_agree():
     """A probe's efficiency is the median over its round pairs of N-copies / (N x 1-copy) runs/s; the
     medians of the runs/s of each kind of round need not divide to N times it (0.95x beside 0.53)."""
     ev = evaluate_run(_work_run([(100.0, 95.0, 0.53), (101.0, 96.0, 0.52), (99.0, 94.0, 0.54)]))
-    [table] = [t for t in section_for("work").parts(ev, "cpu", get_kind("work"), False, "x").results
-               if "multi-core scaling" in t.caption]
+    [table] = [t for t in _results(ev) if "multi-core scaling" in t.caption]
     [row] = table.rows
     cells = dict(zip(table.header, row.cells))
     assert cells["Scaling efficiency"] == "0.53"
     assert cells["Speedup"] == "1.06x"           # 2 x 0.53: the same pairs' ratio
-    assert ev.summary("native", "idle", "cpu", "crc32.small.speedup").median == pytest.approx(1.06)
+    assert ev.summary("native", "idle", "b", "crc32.small.speedup").median == pytest.approx(1.06)
+
+
+def test_ipc_tables_show_the_minimum_round_trip():
+    def client(size: int, lo: int) -> dict:
+        return {"type": "result", "role": "client", "transport": "unix", "size_bytes": size, "count": 1000,
+                "verified": True, **{f"{k}_ns": v for k, v in (("min", lo), ("avg", 2 * lo), ("max", 9 * lo),
+                                                               ("stddev", lo), ("p99", 5 * lo))}}
+    ev = evaluate_run(_one_cell_run("ipc", {"transports": ["unix"], "sizes_bytes": [64, 4096]},
+                                    [[client(64, 3000), client(4096, 7000)]] * 3))
+    text = "\n".join(" | ".join(row.cells) for t in _results(ev) for row in t.rows)
+    for size, lo in ((64, "3.00"), (4096, "7.00")):
+        lines = [row for row in text.splitlines() if row.startswith(f"unix {size} B min")]
+        assert len(lines) == 2 and all(f"| {lo}" in line for line in lines), text   # averages, repetitions
+    # shown, not compared: the overhead tables and key results keep to the mean and the tail
+    assert "unix.64B.min" not in get_kind("ipc").compared_figures(ev.data.figure_names("b"))

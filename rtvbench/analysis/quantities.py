@@ -129,13 +129,14 @@ class QuantityKind(Kind):
         return sorted(stems, key=self.order)
 
     def table_stems(self, present: list[str]) -> list[str]:
-        """The stems the report's tables show, in table order."""
+        """The stems the report's result tables show, in table order: the compared ones, and those a
+        kind shows beside them without comparing them."""
         return self.compared_figures(present)
 
     def key_result(self, data, bench: str, env: str, load: str) -> str:
         """One line for the report's summary: the first headline figures' medians in a cell."""
         parts = []
-        for stem in self.table_stems(data.figure_names(bench))[:3]:
+        for stem in self.compared_figures(data.figure_names(bench))[:3]:
             s = summarize(data.values(env, load, bench, stem))
             if s.n:
                 parts.append(f"{self.label(stem)} {self.format(s.median, stem)}")

@@ -199,7 +199,7 @@ def parts(ev: Evaluation, bench: str, kind: QuantityKind, with_plots: bool,
     if any(ev.summary(env, load, bench, stem) for env, load in ev.data.cells(bench) for stem in stems):
         tables.append(avg_min_max_table(ev, bench, kind, stems))
         tables += repetition_tables(ev, bench, kind, stems)
-    return tables, overhead_tables(ev, bench, kind, stems), []
+    return tables, overhead_tables(ev, bench, kind, kind.compared_figures(ev.data.figure_names(bench))), []
 
 
 #: headline figures per benchmark in the key results table
@@ -209,7 +209,7 @@ KEY_FIGURES = 3
 def key_columns(ev: Evaluation, bench: str, kind: QuantityKind, env: str, load: str) -> list[tuple[str, str]]:
     """The first headline figures' medians in a cell, for the report's key results."""
     out = []
-    for stem in kind.table_stems(ev.data.figure_names(bench))[:KEY_FIGURES]:
+    for stem in kind.compared_figures(ev.data.figure_names(bench))[:KEY_FIGURES]:
         s = ev.summary(env, load, bench, stem)
         if s and s.n:
             out.append((f"{kind.label(stem)} `{stem}`", kind.format(s.median, stem)))
