@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -138,3 +139,31 @@ def test_ipc_tables_show_the_minimum_round_trip():
         assert len(lines) == 2 and all(f"| {lo}" in line for line in lines), text   # averages, repetitions
     # shown, not compared: the overhead tables and key results keep to the mean and the tail
     assert "unix.64B.min" not in get_kind("ipc").compared_figures(ev.data.figure_names("b"))
+
+
+SHELL_CAMPAIGN = """
+name = "fork"
+[environments.native]
+target = "local"
+[environments.guest]
+target = "qemu"
+arch = "x86_64"
+kernel = "KERNEL"
+[loads.idle]
+[benchmarks.os]
+kind = "os"
+tests = TESTS
+"""
+
+
+def test_fork_sh_is_refused_where_the_target_has_no_shell(tmp_path):
+    kernel = Path(__file__).resolve().parent.parent / "kernels" / "x86_64" / "vmlinuz"
+    campaign = SHELL_CAMPAIGN.replace("KERNEL", str(kernel))
+    (tmp_path / "c.toml").write_text(campaign.replace("TESTS", '["fork", "fork_sh"]'))
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert 'test "fork_sh"' in r.stderr and 'environment "guest"' in r.stderr and "/bin/sh" in r.stderr
+    # every test (the default): the probe skips fork_sh where there is no shell, and says so
+    (tmp_path / "c.toml").write_text(campaign.replace("TESTS", '"all"'))
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
+    assert r.returncode == 0, r.stderr

@@ -57,6 +57,9 @@ MaxTimeS = probe_number("max-time-s", 0.001, 3600, "a number of seconds")
 TargetError = probe_number("target-error", 1e-6, 1, "a relative standard error")
 
 
+#: the shell fork_sh starts (`sh -c`, as system() and popen() do)
+SHELL = "/bin/sh"
+
 # Validated name lists (module level: pydantic reads annotations by name).
 Tests = names_or_all(OS_TESTS, "test")
 
@@ -90,6 +93,22 @@ class OsParams(StrictModel):
 class OsBenchmark(Benchmark):
     kind = "os"
     Params = OsParams
+
+    def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
+        """fork_sh named in `tests` needs /bin/sh in every environment measured (a qemu guest's
+        initramfs has none). With every test (the default) the probe skips it where there is no
+        shell and says so, as it does anything the environment lacks."""
+        p: OsParams = self.params
+        if "fork_sh" not in p.tests or tuple(p.tests) == tuple(OS_TESTS):
+            return []
+        for env, target in environments.items():
+            problem = target is not None and target.check_program(SHELL)
+            if problem:
+                return [(("benchmarks", self.name, "tests"),
+                         f'test "fork_sh" of benchmark "{self.name}" times {SHELL} -c, which environment '
+                         f'"{env}" cannot run ({problem}); drop fork_sh from tests or measure it where '
+                         f"{SHELL} exists")]
+        return []
 
     def placement(self) -> Placement:
         p: OsParams = self.params
