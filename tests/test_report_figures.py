@@ -85,17 +85,20 @@ def test_openssl_speed_block_sizes_in_numeric_order_and_rates_in_mb_per_s(tmp_pa
     assert "B/s" not in " ".join(line.replace("MB/s", "") for line in rows)
 
 
-def _one_cell_run(kind: str, keys: dict, results: list[list[dict]], environments: tuple[str, ...] = ("native",),
-                  local: bool = True) -> CampaignRun:
-    """A run of one benchmark `b` under one load, each environment a repetition per list of result records."""
-    campaign = {"name": "figures", "repetitions": len(results),
-                "environments": {e: {"target": "local"} for e in environments}, "loads": {"idle": {}},
+def _one_cell_run(kind: str, keys: dict, results: list[list[dict]] | dict[str, list[list[dict]]],
+                  warnings: dict[str, list[dict]] | None = None) -> CampaignRun:
+    """A run of one benchmark `b` under one load: a repetition per list of result records, the same in
+    "native" or per environment (`results` by environment name, with its `warnings` per repetition)."""
+    per_env = results if isinstance(results, dict) else {"native": results}
+    campaign = {"name": "figures", "repetitions": len(next(iter(per_env.values()))),
+                "environments": {e: {"target": "local"} for e in per_env}, "loads": {"idle": {}},
                 "benchmarks": {"b": {"kind": kind, **keys}}}
     t0 = datetime(2024, 6, 1, tzinfo=timezone.utc)
-    ms = [Measurement(id=len(environments) * i + k + 1, environment=env, load="idle", benchmark="b", kind=kind,
-                      repetition=i, status="ok", command=["rtvb-probe", kind], load_commands=[], started_at=t0,
-                      finished_at=t0, meta={"type": "meta", "subcommand": kind}, results=records)
-          for i, records in enumerate(results) for k, env in enumerate(environments)]
+    ms = [Measurement(id=100 * k + i + 1, environment=env, load="idle", benchmark="b", kind=kind, repetition=i,
+                      status="ok", command=["rtvb-probe", kind], load_commands=[], started_at=t0, finished_at=t0,
+                      meta={"type": "meta", "subcommand": kind}, results=records,
+                      warnings=list((warnings or {}).get(env, [])))
+          for k, (env, reps) in enumerate(per_env.items()) for i, records in enumerate(reps)]
     return CampaignRun(id=1, campaign_name="figures", campaign_text="", campaign=campaign, spec=spec_of(campaign),
                        status="finished", started_at=t0, finished_at=t0, fingerprints={}, measurements=ms)
 
@@ -167,3 +170,27 @@ def test_fork_sh_is_refused_where_the_target_has_no_shell(tmp_path):
     (tmp_path / "c.toml").write_text(campaign.replace("TESTS", '"all"'))
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
     assert r.returncode == 0, r.stderr
+
+
+def test_a_figure_with_no_value_says_why_and_is_compared_with_nothing():
+    """fork_sh skipped in a guest without a shell: its empty cell gives the probe's reason, and the
+    comparison with the native cell is no data with that reason, not a "0 vs 0" row."""
+    def os_result(test: str, ns: float) -> dict:
+        return {"type": "result", "test": test, "ns_per_op": ns, "min_ns": ns * 0.9}
+    skipped = {"type": "warning", "code": "test_skipped",
+               "message": "fork_sh skipped: /bin/sh does not exist here."}
+    run = _one_cell_run("os", {"tests": ["fork", "fork_sh"]},
+                        {"native": [[os_result("fork", 90000.0), os_result("fork_sh", 900000.0)]] * 3,
+                         "guest": [[os_result("fork", 150000.0)]] * 3},
+                        warnings={"guest": [skipped]})
+    ev = evaluate_run(run)
+    [c] = [c for c in ev.comparisons if c.figure == "fork_sh"]
+    assert c.verdict == "no data" and "/bin/sh does not exist here" in c.no_data and "`guest / idle`" in c.no_data
+    results = _results(ev)
+    [row] = [r for r in results[0].rows if r.cells[0].endswith("`fork_sh`")]
+    assert row.cells[3] == "– (fork_sh skipped: /bin/sh does not exist here)"
+    [table] = [t for t in section_for("os").parts(ev, "b", get_kind("os"), False, "x").comparisons
+               if "guest" in t.caption]
+    [row] = [r for r in table.rows if r.cells[0].endswith("`fork_sh`")]
+    assert "0 vs 0" not in row.cells and "3 vs 0" not in row.cells
+    assert row.cells[-1] == "no data: `guest / idle`: fork_sh skipped: /bin/sh does not exist here"

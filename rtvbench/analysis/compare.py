@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import stdtr, stdtrit
 
 from rtvbench.analysis.dataset import RunData
+from rtvbench.analysis.no_value import no_value_reason
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
@@ -58,7 +59,8 @@ SIGNIFICANT = "significant"
 EQUIVALENT = "equivalent"
 CANNOT_TELL = "cannot tell"
 INSUFFICIENT = "insufficient data"
-UNDEFINED = "undefined"          # the baseline median is 0: a ratio does not exist
+UNDEFINED = "undefined"
+NO_DATA = "no data"              # a side has no value of the figure: Comparison.no_data says why          # the baseline median is 0: a ratio does not exist
 
 _Z = NormalDist().inv_cdf        # the standard normal quantile
 
@@ -340,6 +342,13 @@ class Comparison:
     # from the campaign's [[comparisons]] rather than the defaults (against the first environment or the
     # idle load): code that reads "the" baseline's comparisons leaves these out
     declared: bool = False
+    #: why a side has no value of the figure at all ("`guest / idle`: fork_sh skipped: ..."), else None:
+    #: such a pair is no comparison, and says so instead of comparing 0 values with 0
+    no_data: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        return NO_DATA if self.no_data else self.test.verdict
 
     @property
     def baseline_environment(self) -> str:
@@ -394,8 +403,11 @@ def comparisons(data: RunData) -> list[Comparison]:
             if base_cell not in cells or cand_cell not in cells:
                 continue
             for figure in figures:
-                out.append(Comparison(bench, figure, axis, context, baseline, candidate,
-                                      compare_cells(data, bench, figure, base_cell, cand_cell), is_declared))
+                t = compare_cells(data, bench, figure, base_cell, cand_cell)
+                empty = [cell for cell, n in ((base_cell, t.n_baseline), (cand_cell, t.n_candidate)) if n == 0]
+                out.append(Comparison(bench, figure, axis, context, baseline, candidate, t, is_declared,
+                                      "; ".join(f"`{e} / {ld}`: {no_value_reason(data, e, ld, bench, figure)}"
+                                                for e, ld in empty) or None))
     return out
 
 

@@ -21,6 +21,7 @@ from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
 from rtvbench.analysis.histogram import Histogram, merge_all
+from rtvbench.analysis.no_value import no_value_reason
 from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order, mean_achieved, measurement_achieved
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
@@ -103,6 +104,14 @@ class Evaluation:
             index = {(s.environment, s.load, s.benchmark, s.figure): s.summary for s in self.summaries}
             self.__dict__["_summary_index"] = index
         return index.get((env, load, bench, figure))
+
+    def no_value(self, env: str, load: str, bench: str, figure: str) -> str:
+        """Why a cell has no value of a figure (analysis.no_value), for the cell a table leaves empty."""
+        memo = self.__dict__.setdefault("_no_value", {})
+        key = (env, load, bench, figure)
+        if key not in memo:
+            memo[key] = no_value_reason(self.data, env, load, bench, figure)
+        return memo[key]
 
     def merged_distribution(self, env: str, load: str, bench: str, name: str,
                             cpu: int | None = None) -> Histogram | None:

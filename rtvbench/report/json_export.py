@@ -107,7 +107,7 @@ def _comparison(c) -> dict[str, Any]:
             "ratio": _num(c.test.ratio), "overhead_percent": _num(c.test.overhead_percent),
             "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
             "ci95_percent": [_num(x) for x in c.test.ci_percent] if c.test.ci_percent else None,
-            "p_value": _num(c.test.p_value), "verdict": c.test.verdict, "method": c.test.method,
+            "p_value": _num(c.test.p_value), "verdict": c.verdict, "no_data": c.no_data, "method": c.test.method,
             "equivalence_percent": c.test.margin_percent,
             "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
                            if c.test.equivalence_low is not None else None),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from rtvbench.analysis.compare import Comparison, p_text
+from rtvbench.analysis.compare import NO_DATA, Comparison, p_text
 from rtvbench.analysis.dataset import COMPLETE
 from rtvbench.analysis.kind import Kind, cpu_figure
 from rtvbench.analysis.evaluation import Evaluation
@@ -63,9 +63,9 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
         sums = [ev.summary(env, load, bench, stem) for env, load in cells]
         unit, scale = row_unit(kind, stem, [s.median for s in sums if s])
         out = []
-        for s in sums:
+        for (env, load), s in zip(cells, sums):
             if s is None:
-                out.append("–")
+                out.append(f"– ({ev.no_value(env, load, bench, stem)})")
             elif s.n == 1:
                 out.append(_num(s.mean, scale))
             else:
@@ -158,6 +158,10 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
             b = ev.summary(*base_cell, bench, figure)
             a = ev.summary(*cand_cell, bench, figure)
             unit, scale = row_unit(kind, figure, [s.median for s in (b, a) if s])
+            if c.no_data:
+                rows.append(Row([_figure_label(kind, figure), unit, _median(b, scale), _median(a, scale)]
+                                + ["–"] * 5 + [f"{NO_DATA}: {c.no_data}"], "no-data"))
+                continue
             delta = (t.candidate_median - t.baseline_median
                      if t.baseline_median is not None and t.candidate_median is not None else None)
             ci = t.ci_percent
