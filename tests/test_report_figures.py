@@ -194,3 +194,21 @@ def test_a_figure_with_no_value_says_why_and_is_compared_with_nothing():
     [row] = [r for r in table.rows if r.cells[0].endswith("`fork_sh`")]
     assert "0 vs 0" not in row.cells and "3 vs 0" not in row.cells
     assert row.cells[-1] == "no data: `guest / idle`: fork_sh skipped: /bin/sh does not exist here"
+
+
+def test_a_clamped_context_switch_is_no_value_and_the_cell_is_over_the_others():
+    """ctx.4p_256k: 0 ns in one repetition whose hop without a switch cost as much as the ring (samples
+    clamped at 0), 2 880 and 2 920 ns in the two others: the cell is 2 900 over those two, and says
+    one repetition was left out and why."""
+    def ctx(ns: float, clamped: int) -> dict:
+        return {"type": "result", "test": "ctx", "label": "4p/256k", "procs": 4, "ws_bytes": 262144,
+                "ns_per_op": ns, "min_ns": ns * 0.95, "overhead_subtracted_ns": 5000.0, "samples": 40,
+                "clamped_samples": clamped, "converged": clamped == 0,
+                "not_converged_reason": "the switch is lost in the noise" if clamped else None}
+    ev = evaluate_run(_one_cell_run("os", {"tests": ["ctx"]}, [[ctx(2880.0, 0)], [ctx(0.0, 40)], [ctx(2920.0, 0)]]))
+    s = ev.summary("native", "idle", "b", "ctx.4p_256k")
+    assert (s.n, s.mean, s.min) == (2, 2900.0, 2880.0)
+    table = _results(ev)[0]
+    [row] = [r for r in table.rows if r.cells[0].endswith("`ctx.4p_256k`")]
+    assert row.cells[2] == "2.90 (min 2.88, max 2.92; 1 more not a value)", row.cells
+    assert "1 of 3 repetitions not a value" in table.note and "40 of 40 samples (clamped at 0)" in table.note

@@ -21,7 +21,7 @@ from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
 from rtvbench.analysis.histogram import Histogram, merge_all
-from rtvbench.analysis.no_value import no_value_reason
+from rtvbench.analysis.no_value import left_out, no_value_reason
 from rtvbench.analysis.load_achieved import Achieved, cell_achieved, load_order, mean_achieved, measurement_achieved
 from rtvbench.analysis.requirements import Verdict, evaluate_one
 from rtvbench.analysis.run_analysis import RunAnalysis, run_analyses
@@ -111,6 +111,15 @@ class Evaluation:
         key = (env, load, bench, figure)
         if key not in memo:
             memo[key] = no_value_reason(self.data, env, load, bench, figure)
+        return memo[key]
+
+    def left_out(self, env: str, load: str, bench: str, figure: str) -> tuple[int, str] | None:
+        """How many repetitions of a cell had the figure as no measurement, left out of its summary,
+        and why (analysis.no_value.left_out)."""
+        memo = self.__dict__.setdefault("_left_out", {})
+        key = (env, load, bench, figure)
+        if key not in memo:
+            memo[key] = left_out(self.data, env, load, bench, figure)
         return memo[key]
 
     def merged_distribution(self, env: str, load: str, bench: str, name: str,

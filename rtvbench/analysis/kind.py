@@ -109,6 +109,12 @@ class Kind(ABC):
     def figures(self, m: Measurement) -> dict[str, float]:
         """The merged figures of one measurement, keyed by figure name (unit in the name)."""
 
+    def not_values(self, m: Measurement) -> dict[str, str]:
+        """Figures the probe printed in this measurement that are no measurement (a difference whose
+        subtracted cost was as large as what it was subtracted from), each with why; `figures` leaves
+        them out, so that the cell's figures are over the valid repetitions only."""
+        return {}
+
     @abstractmethod
     def is_figure(self, figure: str) -> bool:
         """Whether `figure` is a merged figure name this kind can yield (whether or not a run has it)."""

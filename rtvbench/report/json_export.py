@@ -74,7 +74,8 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
              "median": _num(s.summary.median), "stddev": _num(s.summary.stddev), "max": _num(s.summary.max),
              "cv": _num(s.summary.cv), "percentiles": {k: _num(v) for k, v in s.summary.percentiles.items()},
-             "values": [_num(v) for v in s.summary.values]}
+             "values": [_num(v) for v in s.summary.values],
+             "not_values": _not_values(ev.left_out(s.environment, s.load, s.benchmark, s.figure))}
             for s in ev.summaries],
         "comparisons": [_comparison(c) for c in ev.comparisons],
         "verdicts": [{"status": v.status, "reason": v.reason, "title": v.title, "requirement": v.requirement,
@@ -112,6 +113,11 @@ def _comparison(c) -> dict[str, Any]:
             "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
                            if c.test.equivalence_low is not None else None),
             "needed_repetitions": c.test.needed_repetitions}
+
+
+def _not_values(dropped: tuple[int, str] | None) -> dict[str, Any] | None:
+    """Repetitions whose figure was no measurement, left out of the summary: how many and why."""
+    return {"repetitions": dropped[0], "reason": dropped[1]} if dropped else None
 
 
 def _against(ev: Evaluation) -> dict[str, Any] | None:

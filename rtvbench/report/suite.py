@@ -59,23 +59,30 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
     cells = _cells(ev, bench)
     header = ["Figure", "Unit"] + [f"{env} / {load}" for env, load in cells]
     rows = []
+    dropped_notes = []
     for stem in stems:
         sums = [ev.summary(env, load, bench, stem) for env, load in cells]
         unit, scale = row_unit(kind, stem, [s.median for s in sums if s])
         out = []
         for (env, load), s in zip(cells, sums):
+            dropped = ev.left_out(env, load, bench, stem)
+            extra = f"; {dropped[0]} more not a value" if dropped else ""
             if s is None:
                 out.append(f"– ({ev.no_value(env, load, bench, stem)})")
             elif s.n == 1:
-                out.append(_num(s.mean, scale))
+                out.append(_num(s.mean, scale) + (f" ({extra[2:]})" if extra else ""))
             else:
-                out.append(f"{_num(s.mean, scale)} (min {_num(s.min, scale)}, max {_num(s.max, scale)})")
+                out.append(f"{_num(s.mean, scale)} (min {_num(s.min, scale)}, max {_num(s.max, scale)}{extra})")
+            if dropped and s is not None:
+                dropped_notes.append(f" `{stem}` in {env} / {load}: {dropped[0]} of {s.n + dropped[0]} "
+                                     f"repetitions not a value, left out ({dropped[1]}).")
         rows.append(Row([f"{kind.label(stem)} `{stem}`", unit] + out))
     reps = {s.n for env, load in cells for stem in stems if (s := ev.summary(env, load, bench, stem))}
     n = f"{min(reps)}" if len(reps) == 1 else f"{min(reps)}-{max(reps)}" if reps else "0"
     return Table(f"{bench}: average (min, max) over {n} completed repetition{'s' if reps != {1} else ''}",
                  header, rows, numeric_from=2,
-                 note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest.")
+                 note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest."
+                      + "".join(dropped_notes))
 
 
 #: more repetitions than this make a table too wide to read: the CSV export has every one

@@ -73,6 +73,21 @@ _VARIANT_LABELS = {
 }
 
 
+def _not_a_value(r: dict[str, Any]) -> str | None:
+    """Why a result's time is no measurement, or None. A sample the correction (the bare loop, the
+    hop without a switch) took below zero was set to 0: averaged, those zeros make a figure of the
+    noise ("0 us" in one repetition of ctx.4p_256k beside 2.9 in the others). A difference of two
+    timings (ctx) that did not converge is the same noise without a zero to show it."""
+    clamped, samples = r.get("clamped_samples"), r.get("samples")
+    if isinstance(clamped, int) and not isinstance(clamped, bool) and clamped > 0:
+        return (f"the subtracted cost was as large as the measurement in {clamped}"
+                + (f" of {samples}" if isinstance(samples, int) else "") + " samples (clamped at 0)")
+    if "overhead_subtracted_ns" in r and r.get("converged") is False:
+        reason = r.get("not_converged_reason")
+        return "the difference did not converge" + (f": {reason}" if isinstance(reason, str) and reason else "")
+    return None
+
+
 def _stem(r: dict[str, Any]) -> str | None:
     """The figure name a result gives (without `.min`), None if unusable."""
     test = r.get("test")
@@ -125,7 +140,7 @@ class OsKind(QuantityKind):
         out = {}
         for r in m.results:
             stem = _stem(r)
-            if stem is None:
+            if stem is None or _not_a_value(r):
                 continue
             if OS_TESTS[r["test"]] == "bandwidth":
                 v = number(r.get("bandwidth_bps"))
@@ -139,6 +154,14 @@ class OsKind(QuantityKind):
             rate = number(r.get("files_per_s"))
             if stem.startswith(("file_create.", "file_delete.")) and rate is not None:
                 out[f"{stem}_{_PER_S}"] = (RATE, rate)
+        return out
+
+    def not_values(self, m: Measurement) -> dict[str, str]:
+        out = {}
+        for r in m.results:
+            stem, why = _stem(r), _not_a_value(r)
+            if stem is not None and why:
+                out[stem] = out[stem + ".min"] = why
         return out
 
     def family(self, name: str) -> str | None:
@@ -219,10 +242,11 @@ class OsKind(QuantityKind):
                 "live in the page cache; round trips and bandwidths are with a forked peer process.")
 
     def extra_considerations(self, data, bench: str, comps: list) -> list[tuple[str, str, str]]:
-        """The figures whose measurement did not settle: their error stayed above the target, or the
-        correction (the loop's cost, a ring's hop without a switch) was as large as the measurement, so
-        samples were clamped at zero. Such a figure is an order of magnitude, not a comparison. Where the
-        probe said why (`not_converged_reason`, ctx), the last repetition's reason is quoted."""
+        """The figures whose measurement did not settle: their error stayed above the target (an order
+        of magnitude, not a comparison), or the correction (the loop's cost, a ring's hop without a
+        switch) was as large as the measurement, so samples were clamped at zero, or a difference did
+        not converge (no value: left out of the cell's figures, _not_a_value). Where the probe said
+        why (`not_converged_reason`, ctx), the last repetition's reason is quoted."""
         unsettled: dict[tuple[str, str], dict[str, list[tuple[int, str | None]]]] = {}
         for m in data.measurements(benchmark=bench, statuses=("ok",)):
             for r in m.results:
@@ -242,6 +266,9 @@ class OsKind(QuantityKind):
                 clamped = sum(1 for c, _ in runs if c)
                 why = (f", the correction as large as the measurement in {clamped} (samples clamped at zero)"
                        if clamped else "")
+                dropped = sum(1 for m in data.measurements(env, load, bench, ("ok",)) if stem in self.not_values(m))
+                if dropped:
+                    why += f"; {dropped} not a value, left out of its figures"
                 reasons = [r for _, r in runs if r]
                 said = f" (the probe, in the last: {reasons[-1]})" if reasons else ""
                 parts.append(f"`{stem}` in {len(runs)} repetition{'s' if len(runs) != 1 else ''}{why}{said}")
