@@ -3,6 +3,7 @@ p-value by the test that gave it."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,9 @@ from rtvbench.kinds.latency.interference import AggressorRow, Ranking
 from rtvbench.kinds.latency.section import ranking_table
 from rtvbench.campaign.reader import spec_of
 from rtvbench.records import HostSample
+from rtvbench.report.csv_export import render_csv
+from rtvbench.report.json_export import render_json
+from rtvbench.report.loads import usage_tables
 from rtvbench.report.section import section_for
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
@@ -86,9 +90,11 @@ def test_openssl_speed_block_sizes_in_numeric_order_and_rates_in_mb_per_s(tmp_pa
 
 
 def _one_cell_run(kind: str, keys: dict, results: list[list[dict]] | dict[str, list[list[dict]]],
-                  warnings: dict[str, list[dict]] | None = None) -> CampaignRun:
+                  warnings: dict[str, list[dict]] | None = None,
+                  busy: dict[str, float] | None = None) -> CampaignRun:
     """A run of one benchmark `b` under one load: a repetition per list of result records, the same in
-    "native" or per environment (`results` by environment name, with its `warnings` per repetition)."""
+    "native" or per environment (`results` by environment name, with its `warnings` per repetition and
+    the percent of all CPUs `busy` in every repetition)."""
     per_env = results if isinstance(results, dict) else {"native": results}
     campaign = {"name": "figures", "repetitions": len(next(iter(per_env.values()))),
                 "environments": {e: {"target": "local"} for e in per_env}, "loads": {"idle": {}},
@@ -97,10 +103,18 @@ def _one_cell_run(kind: str, keys: dict, results: list[list[dict]] | dict[str, l
     ms = [Measurement(id=100 * k + i + 1, environment=env, load="idle", benchmark="b", kind=kind, repetition=i,
                       status="ok", command=["rtvb-probe", kind], load_commands=[], started_at=t0, finished_at=t0,
                       meta={"type": "meta", "subcommand": kind}, results=records,
-                      warnings=list((warnings or {}).get(env, [])))
+                      warnings=list((warnings or {}).get(env, [])),
+                      cpu_stat=_proc_stat(busy[env]) if busy else {})
           for k, (env, reps) in enumerate(per_env.items()) for i, records in enumerate(reps)]
     return CampaignRun(id=1, campaign_name="figures", campaign_text="", campaign=campaign, spec=spec_of(campaign),
                        status="finished", started_at=t0, finished_at=t0, fingerprints={}, measurements=ms)
+
+
+def _proc_stat(busy_percent: float) -> dict:
+    """/proc/stat before and after 1000 ticks of which `busy_percent` were user time."""
+    user = round(10 * busy_percent)
+    return {"before": {"cpu": {"user": 0, "idle": 0}},
+            "after": {"cpu": {"user": user, "idle": 1000 - user}}}
 
 
 def _work_run(pairs: list[tuple[float, float, float]]) -> CampaignRun:
@@ -212,3 +226,23 @@ def test_a_clamped_context_switch_is_no_value_and_the_cell_is_over_the_others():
     [row] = [r for r in table.rows if r.cells[0].endswith("`ctx.4p_256k`")]
     assert row.cells[2] == "2.90 (min 2.88, max 2.92; 1 more not a value)", row.cells
     assert "1 of 3 repetitions not a value" in table.note and "40 of 40 samples (clamped at 0)" in table.note
+
+
+def test_cpu_busy_against_the_baseline_environment_in_percentage_points():
+    """native 30 % busy, guest 45.5 %: +15.5 points beside both shares, in the table, the JSON and the CSV."""
+    record = {"type": "result", "test": "fork", "ns_per_op": 90000.0, "min_ns": 80000.0}
+    run = _one_cell_run("os", {"tests": ["fork"]}, {"native": [[record]] * 3, "guest": [[record]] * 3},
+                        busy={"native": 30.0, "guest": 45.5})
+    ev = evaluate_run(run)
+    d = ev.cell("guest", "idle", "b").busy_vs_baseline
+    assert (d.baseline, d.baseline_busy, d.points) == ("native", 30.0, pytest.approx(15.5))
+    assert ev.cell("native", "idle", "b").busy_vs_baseline is None
+    [table] = [t for t in usage_tables(ev, "b") if "load achieved and CPU usage" in t.caption]
+    column = table.header.index("Busy against `native` (pp)")
+    assert [r.cells[column] for r in table.rows] == ["baseline", "+15.5 pp (45.5 % vs 30.0 %)"]
+    doc = json.loads(render_json(ev))
+    [cell] = [c for c in doc["load_cells"] if c["environment"] == "guest"]
+    assert cell["busy_vs_baseline"]["difference_points"] == pytest.approx(15.5)
+    rows = [line.split(",") for line in render_csv(ev).splitlines()]
+    points = [float(r[9]) for r in rows if r[8] == "cpu_usage.all.busy_vs_native_points"]
+    assert points == [pytest.approx(15.5)] * 3

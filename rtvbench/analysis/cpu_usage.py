@@ -80,6 +80,26 @@ def cell_usage(data: RunData, env: str, load: str, bench: str) -> list[CpuUsage]
     return mean_usage([measurement_usage(m) for m in data.measurements(env, load, bench, COMPLETE)])
 
 
+@dataclass(frozen=True)
+class BusyDifference:
+    """All CPUs' busy % of a cell (or one measurement) less that of the same load's cell in the
+    baseline environment (its mean over the completed repetitions): B - A in percentage points, so that
+    what a guest costs beside the native run reads as one number."""
+    baseline: str                       # the baseline environment
+    baseline_busy: float
+    points: float                       # B - A, percentage points
+
+
+def busy_difference(usage: list[CpuUsage], baseline: str, baseline_usage: list[CpuUsage]) -> BusyDifference | None:
+    """`usage` against `baseline_usage` (the baseline environment's cell), over all CPUs; None when
+    either was not recorded."""
+    this = next((u for u in usage if u.cpu == "all"), None)
+    base = next((u for u in baseline_usage if u.cpu == "all"), None)
+    if this is None or base is None:
+        return None
+    return BusyDifference(baseline, base.busy, this.busy - base.busy)
+
+
 def busy_text(usage: list[CpuUsage]) -> str:
     """"all CPUs 54 % busy (CPU 0: 9 %, CPU 1: 99 %)", steal named when there is any."""
     if not usage:

@@ -10,13 +10,13 @@ verdict) are all parts of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from rtvbench.analysis.across_runs import AcrossRuns
 from rtvbench.analysis.compare import Comparison, comparisons
 from rtvbench.analysis.conditions import CellConditions, Conditions, cell_conditions, measurement_conditions
-from rtvbench.analysis.cpu_usage import CpuUsage, cell_usage, measurement_usage
+from rtvbench.analysis.cpu_usage import BusyDifference, CpuUsage, busy_difference, cell_usage, measurement_usage
 from rtvbench.analysis.dataset import COMPLETE, RunData
 from rtvbench.analysis.findings import WARNING, Finding, considerations
 from rtvbench.analysis.fingerprint import FingerprintDiff, fingerprint_diff
@@ -39,6 +39,8 @@ class Surroundings:
     loads_achieved: list[Achieved]          # each probe load's figures of itself, in the load's order
     cpu_usage: list[CpuUsage]               # /proc/stat around the probe: all CPUs, then each
     conditions: Conditions | None           # whether the measured CPUs belonged to the measurement
+    #: all CPUs' busy % against the same load's cell in the baseline environment (None in that one)
+    busy_vs_baseline: BusyDifference | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class CellSurroundings:
     #: whether its measurements were granted the real-time policy they asked for: False when any was
     #: refused, None when none asked (a normal-priority benchmark)
     rt_granted: bool | None = None
+    #: all CPUs' mean busy % against the same load's cell in the baseline environment (None in that one)
+    busy_vs_baseline: BusyDifference | None = None
 
 
 @dataclass(frozen=True)
@@ -152,11 +156,27 @@ def evaluate_run(run: CampaignRun) -> Evaluation:
                 WARNING, "conditions",
                 f"Measurement conditions: {c.reason()}. Its figures are marked, and requirements on them "
                 "are INCONCLUSIVE: they describe the machine's other work as much as the platform."))
-    around = {m.id: _surroundings(data, m) for m in data.run.measurements}
     cell_parts = {(env, load, bench): _cell_surroundings(data, env, load, bench, c)
                   for (env, load, bench), c in conditions.items()}
+    cell_parts = {key: replace(cell, busy_vs_baseline=_against_baseline(data, cell_parts, key, cell.cpu_usage))
+                  for key, cell in cell_parts.items()}
+    around = {}
+    for m in data.run.measurements:
+        s = _surroundings(data, m)
+        around[m.id] = replace(s, busy_vs_baseline=_against_baseline(
+            data, cell_parts, (m.environment, m.load, m.benchmark), s.cpu_usage))
     return Evaluation(data, summaries(data), comps, verdicts, findings, extras, around, cell_parts,
                       _run_parts(data), {a.name: a.compute(data, around) for a in run_analyses()})
+
+
+def _against_baseline(data: RunData, cells: dict, key: tuple[str, str, str], usage) -> BusyDifference | None:
+    """CPU busy against the same load's cell in the baseline environment, for a cell or a measurement
+    of another environment."""
+    env, load, bench = key
+    base = data.baseline_environment
+    if base is None or env == base or (base, load, bench) not in cells:
+        return None
+    return busy_difference(usage, base, cells[(base, load, bench)].cpu_usage)
 
 
 def _surroundings(data: RunData, m: Measurement) -> Surroundings:

@@ -7,7 +7,9 @@ every measurement of the run.
 What the measurement ran under follows its own figures, in the same columns:
 `load.<load>.<figure>` for what each probe load achieved (`achieved_percent`, per CPU as
 `load.<load>.cpu<N>.achieved_percent`, `achieved_bps`, `achieved_ops_per_s` ...) and
-`cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...).
+`cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...), and
+outside the baseline environment `cpu_usage.all.busy_vs_<baseline>_points`: all CPUs' busy % less the
+baseline environment's mean under the same load, in percentage points.
 Repetitions are counted from 1, as in the report's tables.
 """
 
@@ -69,4 +71,7 @@ def _context_rows(ev: Evaluation, m: Measurement) -> list[tuple[str, float, str]
         p = "cpu_usage." + ("all" if u.cpu == "all" else f"cpu{u.cpu}") + "."
         out.append((p + "busy_percent", u.busy, "percent"))
         out += [(p + f"{s}_percent", u.percent[s], "percent") for s in STATES]
+    if around.busy_vs_baseline is not None:
+        d = around.busy_vs_baseline
+        out.append((f"cpu_usage.all.busy_vs_{d.baseline}_points", d.points, "percentage points"))
     return out

@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from rtvbench.analysis.cpu_usage import CpuUsage
+from rtvbench.analysis.cpu_usage import BusyDifference, CpuUsage
 from rtvbench.analysis.evaluation import Evaluation, Surroundings
 from rtvbench.analysis.load_achieved import describe_all
 from rtvbench.report.run_section import RunSection, with_parts
@@ -90,6 +90,7 @@ def _surroundings(s: Surroundings) -> dict[str, Any]:
     """What a measurement ran under: its loads, CPU usage, conditions."""
     return {"loads_achieved": [_clean(a.to_dict()) for a in s.loads_achieved],
             "cpu_usage": [_usage(u) for u in s.cpu_usage],
+            "busy_vs_baseline": _busy_vs(s.busy_vs_baseline),
             "conditions": None if s.conditions is None else _clean(s.conditions.to_dict())}
 
 
@@ -137,6 +138,12 @@ def _usage(u: CpuUsage) -> dict[str, Any]:
             "percent": {k: _num(v) for k, v in u.percent.items()}}
 
 
+def _busy_vs(d: BusyDifference | None) -> dict[str, Any] | None:
+    """All CPUs' busy % against the baseline environment's under the same load, in percentage points."""
+    return None if d is None else {"baseline": d.baseline, "baseline_busy_percent": _num(d.baseline_busy),
+                                   "difference_points": _num(d.points)}
+
+
 def _load_cells(ev: Evaluation) -> list[dict[str, Any]]:
     """Per (environment, load, benchmark): what the loads achieved and the CPU usage, averaged over the
     completed repetitions (the figures the report prints next to the results)."""
@@ -149,7 +156,8 @@ def _load_cells(ev: Evaluation) -> list[dict[str, Any]]:
                 out.append({"environment": env, "load": load, "benchmark": bench,
                             "achieved": [_clean(a.to_dict()) for a in achieved],
                             "achieved_text": describe_all(achieved, quote=False),
-                            "cpu_usage": [_usage(u) for u in usage]})
+                            "cpu_usage": [_usage(u) for u in usage],
+                            "busy_vs_baseline": _busy_vs(cell.busy_vs_baseline)})
     return out
 
 

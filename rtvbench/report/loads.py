@@ -38,6 +38,10 @@ def load_kind_words(ev: Evaluation, load: str, env: str) -> str:
     return no_record_words(spec.kind)
 
 
+def _points(d) -> str:
+    return "–" if d is None else f"{d.points:+.1f} pp ({d.baseline_busy + d.points:.1f} % vs {d.baseline_busy:.1f} %)"
+
+
 def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     """The achieved load and busy CPUs per cell, then every CPU state's share per cell and CPU."""
     data = ev.data
@@ -47,16 +51,22 @@ def usage_tables(ev: Evaluation, bench: str) -> list[Table]:
     if not any(usage.values()) and not any(achieved.values()):
         return []
     n = {cell: len(data.measurements(*cell, bench, ("ok",))) for cell in cells}
+    against = {cell: ev.cell(*cell, bench).busy_vs_baseline for cell in cells}
+    base = next((d.baseline for d in against.values() if d), None)
     summary = Table(
         f"{bench}: load achieved and CPU usage during the measurements",
-        ["Environment", "Load", "Load achieved", "CPU busy (/proc/stat)", "Repetitions"],
+        ["Environment", "Load", "Load achieved", "CPU busy (/proc/stat)"]
+        + ([f"Busy against `{base}` (pp)"] if base else []) + ["Repetitions"],
         [Row([env, load, achieved[(env, load)] or load_kind_words(ev, load, env),
-              busy_text(usage[(env, load)]) or "not recorded", str(n[(env, load)])]) for env, load in cells],
+              busy_text(usage[(env, load)]) or "not recorded"]
+             + (["baseline" if env == base else _points(against[(env, load)])] if base else []) + [str(n[(env, load)])]) for env, load in cells],
         numeric_from=4,
         note="Achieved: what each probe load measured of itself over its run (mean over the completed "
              "repetitions; a cpu load's share is per CPU it runs on). CPU busy: everything but idle and iowait in "
              "the /proc/stat difference between right before and right after the probe ran, in the measured "
-             "environment.")
+             "environment."
+             + (f" Busy against `{base}`: all CPUs' mean busy % less that of `{base}` under the same load (B - A), "
+                "in percentage points, with the two shares." if base else ""))
     tables = [summary]
     rows = []
     for env, load in cells:
