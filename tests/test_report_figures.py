@@ -246,3 +246,15 @@ def test_cpu_busy_against_the_baseline_environment_in_percentage_points():
     rows = [line.split(",") for line in render_csv(ev).splitlines()]
     points = [float(r[9]) for r in rows if r[8] == "cpu_usage.all.busy_vs_native_points"]
     assert points == [pytest.approx(15.5)] * 3
+
+
+def test_a_figure_that_is_no_value_in_every_repetition_keeps_its_row_with_the_reason():
+    lost = {"type": "result", "test": "ctx", "label": "2p/0k", "procs": 2, "ws_bytes": 0, "ns_per_op": 0.0,
+            "min_ns": 0.0, "overhead_subtracted_ns": 2400.0, "samples": 256, "clamped_samples": 256,
+            "converged": False}
+    fork = {"type": "result", "test": "fork", "ns_per_op": 90000.0, "min_ns": 80000.0}
+    ev = evaluate_run(_one_cell_run("os", {"tests": ["fork", "ctx"]}, [[fork, lost]] * 3))
+    assert ev.summary("native", "idle", "b", "ctx.2p_0k") is None
+    [row] = [r for r in _results(ev)[0].rows if r.cells[0].endswith("`ctx.2p_0k`")]
+    assert row.cells[2] == ("– (not a value in any of the 3 repetitions: the subtracted cost was as large as "
+                            "the measurement in 256 of 256 samples (clamped at 0))")

@@ -165,10 +165,14 @@ class RunData:
         return [(e, ld) for e in self.environments for ld in self.loads if (e, ld) in present]
 
     def figure_names(self, benchmark: str) -> list[str]:
-        """Every figure any measurement of the benchmark has, in a stable order: numbers in a name
-        by their value (`16B` before `1024B`, `cpu2` before `cpu10`)."""
+        """Every figure any measurement of the benchmark has, or printed as no value (Kind.not_values:
+        its row then says why it has none), in a stable order: numbers in a name by their value (`16B`
+        before `1024B`, `cpu2` before `cpu10`)."""
         names: dict[str, None] = {}
+        kind = self.kind(benchmark)
         for m in self.measurements(benchmark=benchmark):
             for f in self.figures(m):
+                names.setdefault(f, None)
+            for f in kind.not_values(m) if kind is not None else ():
                 names.setdefault(f, None)
         return sorted(names, key=natural_order)
