@@ -224,7 +224,7 @@ def test_a_clamped_context_switch_is_no_value_and_the_cell_is_over_the_others():
     assert (s.n, s.mean, s.min) == (2, 2900.0, 2880.0)
     table = _results(ev)[0]
     [row] = [r for r in table.rows if r.cells[0].endswith("`ctx.4p_256k`")]
-    assert row.cells[2] == "2.90 (min 2.88, max 2.92; 1 more not a value)", row.cells
+    assert row.cells[2] == "2.90 ± 0.0283 (min 2.88, max 2.92; 1 more not a value)", row.cells
     assert "1 of 3 repetitions not a value" in table.note and "40 of 40 samples (clamped at 0)" in table.note
 
 
@@ -246,6 +246,17 @@ def test_cpu_busy_against_the_baseline_environment_in_percentage_points():
     rows = [line.split(",") for line in render_csv(ev).splitlines()]
     points = [float(r[9]) for r in rows if r[8] == "cpu_usage.all.busy_vs_native_points"]
     assert points == [pytest.approx(15.5)] * 3
+
+
+def test_the_results_table_gives_mean_and_standard_deviation():
+    """fork at 90, 100 and 110 us: 100 ± 10 (the sample deviation, n - 1), min 90, max 110."""
+    ev = evaluate_run(_one_cell_run("os", {"tests": ["fork"]},
+                                    [[{"type": "result", "test": "fork", "ns_per_op": ns, "min_ns": ns}]
+                                     for ns in (90000.0, 100000.0, 110000.0)]))
+    table = _results(ev)[0]
+    assert "average ± sd (min, max)" in table.caption
+    [row] = [r for r in table.rows if r.cells[0].endswith("`fork`")]
+    assert row.cells[2] == "100 ± 10.0 (min 90.0, max 110)"
 
 
 def test_a_figure_that_is_no_value_in_every_repetition_keeps_its_row_with_the_reason():

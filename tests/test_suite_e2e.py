@@ -134,9 +134,10 @@ def test_lmbench_tables_carry_the_json_numbers(reports):
     base, cand = summary[("native", "null")], summary[("native2", "null")]
     assert base["n"] == cand["n"] == REPS
     unit, scale = row_unit(kind, "null", [base["median"], cand["median"]])
-    assert "os: average (min, max) over 3 completed repetitions" in html
-    for s in (base, cand):                                   # summary style: avg (min x, max y)
-        cell = f"{significant(s['mean'] / scale)} (min {significant(s['min'] / scale)}, max {significant(s['max'] / scale)})"
+    assert "os: average ± sd (min, max) over 3 completed repetitions" in html
+    for s in (base, cand):                                   # summary style: avg ± sd (min x, max y)
+        cell = (f"{significant(s['mean'] / scale)} ± {significant(s['stddev'] / scale)} "
+                f"(min {significant(s['min'] / scale)}, max {significant(s['max'] / scale)})")
         assert f'<td class="num">{cell}</td>' in html, cell
     # Overhead style: the median of both sides (the statistic the overhead is of), the overhead and the
     # interval of the comparison machinery.

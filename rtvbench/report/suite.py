@@ -72,16 +72,18 @@ def avg_min_max_table(ev: Evaluation, bench: str, kind: QuantityKind, stems: lis
             elif s.n == 1:
                 out.append(_num(s.mean, scale) + (f" ({extra[2:]})" if extra else ""))
             else:
-                out.append(f"{_num(s.mean, scale)} (min {_num(s.min, scale)}, max {_num(s.max, scale)}{extra})")
+                sd = f" ± {_num(s.stddev, scale)}" if s.stddev is not None else ""
+                out.append(f"{_num(s.mean, scale)}{sd} (min {_num(s.min, scale)}, max {_num(s.max, scale)}{extra})")
             if dropped and s is not None:
                 dropped_notes.append(f" `{stem}` in {env} / {load}: {dropped[0]} of {s.n + dropped[0]} "
                                      f"repetitions not a value, left out ({dropped[1]}).")
         rows.append(Row([f"{kind.label(stem)} `{stem}`", unit] + out))
     reps = {s.n for env, load in cells for stem in stems if (s := ev.summary(env, load, bench, stem))}
     n = f"{min(reps)}" if len(reps) == 1 else f"{min(reps)}-{max(reps)}" if reps else "0"
-    return Table(f"{bench}: average (min, max) over {n} completed repetition{'s' if reps != {1} else ''}",
+    return Table(f"{bench}: average ± sd (min, max) over {n} completed repetition{'s' if reps != {1} else ''}",
                  header, rows, numeric_from=2,
-                 note="LMbench style: the mean of the repetitions' figures, with the smallest and the largest."
+                 note="LMbench style: the mean of the repetitions' figures ± their standard deviation (sample, "
+                      "n - 1: mean ± sd as evaluations quote them), with the smallest and the largest."
                       + "".join(dropped_notes))
 
 
