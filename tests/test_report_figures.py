@@ -269,3 +269,14 @@ def test_a_figure_that_is_no_value_in_every_repetition_keeps_its_row_with_the_re
     [row] = [r for r in _results(ev)[0].rows if r.cells[0].endswith("`ctx.2p_0k`")]
     assert row.cells[2] == ("– (not a value in any of the 3 repetitions: the subtracted cost was as large as "
                             "the measurement in 256 of 256 samples (clamped at 0))")
+
+
+def test_a_context_switch_that_did_not_converge_is_no_value_with_its_error():
+    r = {"type": "result", "test": "ctx", "label": "2p/0k", "procs": 2, "ws_bytes": 0, "ns_per_op": 2864.0,
+         "min_ns": 2000.0, "overhead_subtracted_ns": 735.0, "samples": 76, "clamped_samples": 0,
+         "converged": False, "rel_error": 0.0298, "not_converged_reason": "the hop without a switch costs 735 ns"}
+    m = SimpleNamespace(results=[r])
+    kind = get_kind("os")
+    assert kind.not_values(m) == {"ctx.2p_0k": "the difference did not converge (3.0 % standard error)",
+                                  "ctx.2p_0k.min": "the difference did not converge (3.0 % standard error)"}
+    assert kind.quantities(m) == {}

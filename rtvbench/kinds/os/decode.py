@@ -83,8 +83,10 @@ def _not_a_value(r: dict[str, Any]) -> str | None:
         return (f"the subtracted cost was as large as the measurement in {clamped}"
                 + (f" of {samples}" if isinstance(samples, int) else "") + " samples (clamped at 0)")
     if "overhead_subtracted_ns" in r and r.get("converged") is False:
-        reason = r.get("not_converged_reason")
-        return "the difference did not converge" + (f": {reason}" if isinstance(reason, str) and reason else "")
+        # The probe's own account (not_converged_reason) is long; the consideration quotes it.
+        error = number(r.get("rel_error"))
+        return "the difference did not converge" + (f" ({error * 100:.1f} % standard error)"
+                                                    if error is not None and error != float("inf") else "")
     return None
 
 
