@@ -64,6 +64,17 @@ def parse_loadavg(text: str) -> dict[str, float]:
     return {"1": float(fields[0]), "5": float(fields[1]), "15": float(fields[2])}
 
 
+def parse_meminfo(text: str) -> dict[str, int]:
+    """MemTotal and MemAvailable of /proc/meminfo, in KiB, those that are there (a kernel before 3.14
+    has no MemAvailable). Raises ValueError on a line of them that holds no number."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("MemTotal", "MemAvailable") and value.split():
+            out[key] = int(value.split()[0])
+    return out
+
+
 def parse_process_stat(text: str) -> tuple[str, str, int, int, str] | None:
     """(pid, name, utime + stime ticks, last CPU, parent pid) of one /proc/<pid>/stat line (proc(5)),
     or None when it is not one. The name may hold spaces and parentheses: it runs to the last ")"."""

@@ -126,7 +126,8 @@ def _counters(v: Any) -> dict[str, int]:
 @dataclass(frozen=True)
 class GuestSample:
     """One guest's QEMU process in a host sample: CPU ticks of its vCPU threads and of its other
-    threads, how long the vCPUs waited for a host CPU, its memory."""
+    threads, how long the vCPUs waited for a host CPU, its memory; and the guest's memory as its own
+    kernel counts it."""
 
     guest: int
     pid: int | None
@@ -135,6 +136,9 @@ class GuestSample:
     vcpu_wait_ns: int | None
     rss_kib: int | None
     pss_kib: int | None
+    # the guest's own /proc/meminfo (a run stored before it was read has None)
+    guest_mem_total_kib: int | None = None
+    guest_mem_available_kib: int | None = None
 
     @classmethod
     def of(cls, g: Any) -> GuestSample | None:
@@ -146,7 +150,8 @@ class GuestSample:
             return None
         vcpu, other = (t["user"] + t["system"] for t in ticks)
         return cls(g["guest"], as_int(g.get("pid")), vcpu, other, as_int(g.get("vcpu_wait_ns")),
-                   as_int(g.get("rss_kib")), as_int(g.get("pss_kib")))
+                   as_int(g.get("rss_kib")), as_int(g.get("pss_kib")), as_int(g.get("guest_mem_total_kib")),
+                   as_int(g.get("guest_mem_available_kib")))
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,18 @@ running or waiting for a CPU (schedstat) over 90 % of the measurement, running i
 this machine is otherwise idle (and at least half of it on this 2-CPU machine however busy); the idle
 guest's thread under 10 %; without the load both under 10 %. The rest of QEMU (device
 emulation, I/O) is a small share either way, and each QEMU maps at least the guest's kernel and its own
-code (RSS well above 20 MiB), PSS never above RSS."""
+code (RSS well above 20 MiB), PSS never above RSS.
+
+Each guest's memory as its own kernel counts it (its /proc/meminfo, read through its agent at the same
+moments) is beside QEMU's. Ground truth: a `mem` load writing over a 64 MiB buffer of its own runs in one
+guest at a time: the guest that holds it uses about 64 MiB more than in the idle measurement (its pages
+written, so resident; the load's own program adds a little), the other guest about the same as idle,
+and used plus available never exceeds what the guest was given."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 
@@ -20,6 +28,9 @@ from host_helpers import cli_env, run_cli
 from rtvbench.run_analyses.host_usage.analysis import measurement_host_usage
 from rtvbench.store import load_run, open_store
 from test_qemu_target import _kernel, _needs_qemu
+
+BUFFER_MIB = 64
+MEMORY_MB = 256
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +47,22 @@ arch = "x86_64"
 kernel = "{os.path.relpath(kernel, tmp)}"
 cpus = 1
 count = 2
+memory_mb = {MEMORY_MB}
 [loads.idle]
 [loads.hog]
 kind = "cpu"
 percent = 100
+workers = 1
+where = "neighbours"
+[loads.here]
+kind = "mem"
+op = "write"
+buffer_size = "{BUFFER_MIB}M"
+workers = 1
+[loads.beside]
+kind = "mem"
+op = "write"
+buffer_size = "{BUFFER_MIB}M"
 workers = 1
 where = "neighbours"
 [benchmarks.wakeup]
@@ -81,3 +104,41 @@ def test_the_host_cost_reaches_the_report_and_the_json(run):
     table = r.stdout.split("what the guests cost the host", 1)[1].split("\n\n", 2)[1]
     hog_total = [line for line in table.splitlines() if line.startswith("| vms | hog | all |")]
     assert hog_total and "vs vms" not in hog_total[0] and "reference" in hog_total[0], table
+
+
+@pytest.mark.functional
+def test_a_memory_load_raises_the_used_memory_of_its_own_guest_only(run):
+    stored, _, _ = run
+    idle, here, beside = _usage(stored, "idle"), _usage(stored, "here"), _usage(stored, "beside")
+    for usage in (idle, here, beside):
+        assert set(usage) == {1, 2}
+        for u in usage.values():
+            assert u.guest_used_mib > 0 and u.guest_available_mib > 0, u
+            assert u.guest_used_mib + u.guest_available_mib <= MEMORY_MB, u
+    for loaded, other, cell in ((1, 2, here), (2, 1, beside)):
+        rise = cell[loaded].guest_used_mib - idle[loaded].guest_used_mib
+        assert 0.9 * BUFFER_MIB <= rise <= BUFFER_MIB + 16, (loaded, rise, idle, cell)
+        assert abs(cell[other].guest_used_mib - idle[other].guest_used_mib) < 16, (other, idle, cell)
+        # The host sees the written pages in that guest's QEMU too.
+        assert cell[loaded].rss_mib >= idle[loaded].rss_mib + 0.9 * BUFFER_MIB or \
+            cell[loaded].rss_mib >= BUFFER_MIB, (idle, cell)
+
+
+@pytest.mark.functional
+def test_the_guests_memory_reaches_every_format(run):
+    stored, doc, tmp = run
+    (m,) = [m for m in doc["measurements"] if m["load"] == "beside"]
+    by_guest = {u["guest"]: u for u in m["host_usage"]}
+    assert by_guest[2]["guest_used_mib"] > by_guest[1]["guest_used_mib"] + 0.5 * BUFFER_MIB, by_guest
+    assert by_guest[2]["guest_available_mib"] > 0
+    r = run_cli("report", "--format", "csv", "-o", "-", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    rows = {(row["load"], row["figure"]): float(row["value"]) for row in csv.DictReader(io.StringIO(r.stdout))}
+    assert rows[("beside", "host_usage.guest2.guest_used_mib")] == pytest.approx(by_guest[2]["guest_used_mib"])
+    assert ("beside", "host_usage.guest1.rss_mib") in rows
+    r = run_cli("report", "--format", "md", "-o", "-", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("what the guests cost the host", 1)[1].split("\n\n", 2)[1]
+    assert "Used in guest MiB" in table and "Available in guest MiB" in table, table
+    line = [x for x in table.splitlines() if x.startswith("| vms | beside | 2 |")][0]
+    assert f"| {by_guest[2]['guest_used_mib']:.0f} | {by_guest[2]['guest_available_mib']:.0f} |" in line, line

@@ -7,9 +7,11 @@ every measurement of the run.
 What the measurement ran under follows its own figures, in the same columns:
 `load.<load>.<figure>` for what each probe load achieved (`achieved_percent`, per CPU as
 `load.<load>.cpu<N>.achieved_percent`, `achieved_bps`, `achieved_ops_per_s` ...) and
-`cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...), and
-outside the baseline environment `cpu_usage.all.busy_vs_<baseline>_points`: all CPUs' busy % less the
-baseline environment's mean under the same load, in percentage points.
+`cpu_usage.<all|cpuN>.<state>_percent` from /proc/stat (`busy_percent`, `steal_percent` ...),
+outside the baseline environment `cpu_usage.all.busy_vs_<baseline>_points` (all CPUs' busy % less the
+baseline environment's mean under the same load, in percentage points), then what each run analysis
+adds of the measurement (`host_usage.guest<N>.<figure>`: what each guest of a qemu environment cost
+the host, and its memory as the guest counts it).
 Repetitions are counted from 1, as in the report's tables.
 """
 
@@ -21,6 +23,7 @@ import io
 from rtvbench.analysis.cpu_usage import STATES
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.analysis.metrics import figure_unit
+from rtvbench.report.run_section import with_parts
 from rtvbench.results import Measurement
 
 COLUMNS = ["run_id", "campaign", "environment", "load", "benchmark", "kind", "repetition", "status",
@@ -74,4 +77,6 @@ def _context_rows(ev: Evaluation, m: Measurement) -> list[tuple[str, float, str]
     if around.busy_vs_baseline is not None:
         d = around.busy_vs_baseline
         out.append((f"cpu_usage.all.busy_vs_{d.baseline}_points", d.points, "percentage points"))
+    for section, part in with_parts(ev):
+        out += section.csv_rows(ev, part, m)
     return out

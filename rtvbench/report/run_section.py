@@ -2,7 +2,8 @@
 
 A section words its analysis's part of the Evaluation for every format at once: the report model
 (HTML, Markdown, PDF) takes its headline, summary tables, warnings and tables and plots in each
-benchmark's section; the JSON export its keys at the top of the document and in each measurement's entry.
+benchmark's section; the JSON export its keys at the top of the document and in each measurement's entry;
+the CSV export its rows of each measurement.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class RunSection(Generic[P]):
     json: Callable[[Evaluation, P | None], dict[str, Any]] = _no_keys
     #: keys of one measurement's JSON entry, likewise called with None
     measurement_json: Callable[[Evaluation, P | None, Measurement], dict[str, Any]] = _no_keys
+    #: rows of one measurement in the CSV export, (figure, value, unit), likewise called with None
+    csv_rows: Callable[[Evaluation, P | None, Measurement], list[tuple[str, float, str]]] = _nothing
 
 
 RUN_SECTIONS: Registry[RunSection[Any]] = Registry("run section")

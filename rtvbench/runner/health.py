@@ -13,17 +13,9 @@ import time
 from typing import Any
 
 from rtvbench.errors import TargetError
+from rtvbench.procstat import parse_meminfo
 from rtvbench.targets import capabilities
 from rtvbench.targets.base import QUICK_COMMAND_DEADLINE_S, Deadline
-
-
-def _meminfo_kib(text: str) -> dict[str, int]:
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key in ("MemTotal", "MemAvailable") and value.split():
-            out[key] = int(value.split()[0])
-    return out
 
 
 def health_check(target, probe: str | None) -> dict[str, Any]:
@@ -43,7 +35,7 @@ def health_check(target, probe: str | None) -> dict[str, Any]:
     check["answer_s"] = round(time.monotonic() - started, 4)
     if check["probe_ok"]:
         try:
-            mem = _meminfo_kib(target.read_file("/proc/meminfo"))
+            mem = parse_meminfo(target.read_file("/proc/meminfo"))
             if "MemTotal" in mem and "MemAvailable" in mem:
                 check["mem_used_kib"] = mem["MemTotal"] - mem["MemAvailable"]
                 check["mem_total_kib"] = mem["MemTotal"]

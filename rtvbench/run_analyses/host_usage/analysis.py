@@ -6,7 +6,10 @@ From the two samples the runner stores with a measurement of a qemu environment,
 right after the probe ran (cpu_stat phases `host_before` and `host_after`; see
 rtvbench.targets.qemu.host_usage). The tick resolution is the host's USER_HZ (usually 100/s): one
 tick is 1 % of one CPU over a one-second measurement. Memory is the after-sample's (QEMU's RSS and
-PSS grow as the guest touches its RAM and seldom shrink).
+PSS grow as the guest touches its RAM and seldom shrink), and beside it the guest's own view from its
+/proc/meminfo at the same moment: used (MemTotal - MemAvailable) and available. The two differ by
+design: memory a guest freed stays in its QEMU's RSS, and a guest's page cache is used to the host
+but available to the guest.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ class GuestUsage:
     pss_mib: float | None
     # runnable but kept off a host CPU (other work on the host): percent of the interval, all vCPUs
     vcpu_wait_percent: float | None = None
+    # inside the guest, from its /proc/meminfo: MemTotal - MemAvailable, and MemAvailable
+    guest_used_mib: float | None = None
+    guest_available_mib: float | None = None
 
     @property
     def total_percent(self) -> float:
@@ -57,9 +63,12 @@ def measurement_host_usage(m: Measurement) -> list[GuestUsage]:
         # so the two samples' skews can differ by a tick or two: an idle QEMU then seems to have given
         # back CPU time (-1.2 %). A thread's CPU time never decreases, so a share below 0 is that skew.
         other = max(0, g.other_ticks - b.other_ticks)
+        total, available = g.guest_mem_total_kib, g.guest_mem_available_kib
+        inside = (total - available) / 1024 if total is not None and available is not None else None
         out.append(GuestUsage(g.guest, share(g.vcpu_ticks - b.vcpu_ticks), share(other),
                               g.rss_kib / 1024 if g.rss_kib is not None else None,
-                              g.pss_kib / 1024 if g.pss_kib is not None else None, wait))
+                              g.pss_kib / 1024 if g.pss_kib is not None else None, wait, inside,
+                              available / 1024 if available is not None else None))
     return sorted(out, key=lambda u: u.guest)
 
 
@@ -76,7 +85,8 @@ def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[Gues
 
     return [GuestUsage(g, med([u.vcpu_percent for u in us]), med([u.other_percent for u in us]),
                        med([u.rss_mib for u in us]), med([u.pss_mib for u in us]),
-                       med([u.vcpu_wait_percent for u in us]))
+                       med([u.vcpu_wait_percent for u in us]), med([u.guest_used_mib for u in us]),
+                       med([u.guest_available_mib for u in us]))
             for g, us in sorted(per_guest.items())]
 
 

@@ -39,6 +39,7 @@ from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
+from rtvbench.procstat import parse_meminfo
 from rtvbench.targets.qemu.kvm import kvm_problem
 
 PROBE_PATH = "/init"                # where the probe is inside the guest
@@ -375,7 +376,10 @@ class ChannelTarget(Target):
         return GuestBackground(guest, self._start(guest, argv), on_line)
 
     def read_file(self, path: str) -> str:
-        guest = self._guest()
+        return self._read_from(self._guest(), path)
+
+    @staticmethod
+    def _read_from(guest: QemuGuest, path: str) -> str:
         with guest.lock:
             try:
                 cmd = guest.channel.read(path)
@@ -596,7 +600,26 @@ class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing):
                 **({"shm": p.shm, "shm_size_mb": p.shm_size_mb} if p.shm is not None and index == 0 else {})}
 
     def host_usage(self) -> dict[str, Any] | None:
-        return sample_host_usage(self._guests or [])
+        guests = self._guests or []
+        usage = sample_host_usage(guests)
+        for g in usage["guests"] if usage else []:
+            g.update(self._guest_memory(guests[g["guest"] - 1]))
+        return usage
+
+    def _guest_memory(self, guest: QemuGuest) -> dict[str, int]:
+        """The guest's own view of its memory (its /proc/meminfo, through its agent), beside what its QEMU
+        process takes of the host's: {} when the guest cannot tell now (being restarted by a neighbour's
+        disruption, or a kernel without MemAvailable). Read from the guest as it is, never booting it,
+        and not from a paused one, which could not answer."""
+        if guest.paused:
+            return {}
+        try:
+            mem = parse_meminfo(self._read_from(guest, "/proc/meminfo"))
+        except (TargetError, ValueError):
+            return {}
+        if "MemTotal" not in mem or "MemAvailable" not in mem:
+            return {}
+        return {"guest_mem_total_kib": mem["MemTotal"], "guest_mem_available_kib": mem["MemAvailable"]}
 
     def power_cycle(self, hard: bool = False) -> dict[str, float]:
         """The measured guest off (its neighbours keep running) and booted again; see cycle_guest."""
