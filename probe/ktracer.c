@@ -7,14 +7,23 @@
  * records how late the timer interrupt ran (IRQ latency) and how late the
  * thread ran (thread latency); `osnoise` runs a kernel thread per CPU that
  * counts the time it lost to hardware, NMIs, interrupts, softirqs and other
- * threads. This subcommand runs one of them in a tracefs instance of the
- * probe's own for a given time, reads its samples as they come (trace_pipe,
- * so the buffer never overflows) and prints per-CPU summaries: histograms of
- * IRQ and thread latency, or total and largest noise with the interference
- * counts.
+ * threads; `hwlat` spins with interrupts off for `width` of every `window`,
+ * one CPU at a time, and records each gap between two reads of the clock
+ * longer than the threshold: time taken from the whole machine by firmware
+ * (SMIs) or a hypervisor, with nothing in the kernel to show for it. This
+ * subcommand runs one of them in a tracefs instance of the probe's own for a
+ * given time, reads its samples as they come (trace_pipe, so the buffer never
+ * overflows) and prints per-CPU summaries: histograms of IRQ and thread
+ * latency, total and largest noise with the interference counts, or the
+ * histogram of hardware gaps.
  *
- * The tracers' settings (osnoise/cpus, osnoise/timerlat_period_us) are
- * global: they are set for the run and put back as they were.
+ * The tracers' settings (osnoise/cpus, osnoise/timerlat_period_us,
+ * hwlat_detector/window and width, tracing_thresh) are global: they are set
+ * for the run and put back as they were. Most kernels run hwlat only in the
+ * top-level instance, which is the user's tracing session: the probe takes it
+ * over only when told it owns the kernel (--top-level, which rtvbench passes
+ * in a guest it booted for itself), and puts back its tracer, CPU mask and
+ * switch afterwards; its buffer's old content is lost.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,13 +44,17 @@
 #define SUB "kernel-tracer"
 #define MAX_CPUS 1024
 
-enum { TIMERLAT, OSNOISE };
-static const char *const tracer_names[] = {"timerlat", "osnoise"};
+enum { TIMERLAT, OSNOISE, HWLAT };
+static const char *const tracer_names[] = {"timerlat", "osnoise", "hwlat"};
+/* The kernel threads each tracer starts ("timerlat/3", "osnoise/0", "hwlatd"). */
+static const char *const thread_names[] = {"timerlat", "osnoise", "hwlatd"};
 
 struct kt_options {
     int tracer;
     uint64_t duration_ns;
     uint64_t period_us;
+    uint64_t window_us, width_us, threshold_us;     /* hwlat */
+    int top_level;
     int cpus[MAX_CPUS];
     int ncpus;
 };
@@ -50,6 +63,7 @@ struct kt_options {
 struct kt_cpu {
     int cpu;
     struct hist *irq, *thread;        /* timerlat */
+    struct hist *gap;                  /* hwlat: the longest gap of each detection */
     uint64_t samples;                  /* osnoise: one per period */
     uint64_t runtime_ns, noise_ns, max_single_ns;
     uint64_t hw, nmi, irqs, softirqs, threads;
@@ -64,11 +78,21 @@ static void on_stop(int sig)
 
 static int parse_options(int argc, char **argv, struct kt_options *o)
 {
-    *o = (struct kt_options){.tracer = TIMERLAT, .period_us = 1000};
+    *o = (struct kt_options){.tracer = TIMERLAT, .period_us = 1000, .window_us = 1000000, .width_us = 500000,
+                             .threshold_us = 10};
     struct opt table[] = {
-        {OPT_E("tracer", &o->tracer, tracer_names, NULL, 2, "timerlat (IRQ and thread latency) or osnoise")},
+        {OPT_E("tracer", &o->tracer, tracer_names, NULL, 3,
+               "timerlat (IRQ and thread latency), osnoise or hwlat (hardware and firmware latency)")},
         {OPT_NS("duration-s", &o->duration_ns, 1e9, 0.1, 1e6, "seconds", "S", "how long the tracer runs (required)")},
         {OPT_I("period-us", &o->period_us, 100, 1000000, "P", "timerlat: period of its timer (default 1000)")},
+        {OPT_I("window-us", &o->window_us, 1000, 100000000, "W", "hwlat: period of each sample (default 1000000)")},
+        {OPT_I("width-us", &o->width_us, 100, 99999999, "W",
+               "hwlat: how long of each window it spins with interrupts off (default 500000)")},
+        {OPT_I("threshold-us", &o->threshold_us, 1, 1000000, "T",
+               "hwlat: a gap at least this long is a detection (default 10)")},
+        {OPT_F("top-level", &o->top_level, 1,
+               "hwlat: take over the top-level tracing instance where the kernel runs hwlat nowhere else "
+               "(only in a machine whose tracing is the probe's alone, such as a guest of its own)")},
         {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus, "CPUs the tracer runs on (default: all allowed)")},
         {OPTS_END},
     };
@@ -77,6 +101,8 @@ static int parse_options(int argc, char **argv, struct kt_options *o)
         return rc;
     if (!opts_seen(table, "duration-s"))
         return usage_error(SUB, "needs --duration-s: the tracer runs its threads on every CPU it is given.");
+    if (o->width_us >= o->window_us)
+        return usage_error(SUB, "--width-us must be below --window-us: hwlat sleeps for the rest of each window.");
     if (o->ncpus == 0) {
         o->ncpus = allowed_cpus(o->cpus, MAX_CPUS);
         if (o->ncpus <= 0)
@@ -177,6 +203,25 @@ static void osnoise_line(struct kt_cpu *c, const char *text)
     c->threads += thread;
 }
 
+/* "#1     inner/outer(us):   11/12    ts:1581527483.343962693 count:6": the longest gap of one
+ * sample, inside a pair of clock reads (inner) or between two pairs (outer). */
+static void hwlat_line(struct kt_cpu *c, const char *text)
+{
+    const char *p = strstr(text, "inner/outer(us):");
+    if (!p)
+        return;
+    p += 16;
+    char *end;
+    unsigned long long inner = strtoull(p, &end, 10);
+    if (end == p || *end != '/')
+        return;
+    p = end + 1;
+    unsigned long long outer = strtoull(p, &end, 10);
+    if (end == p)
+        return;
+    hist_record(c->gap, (inner > outer ? inner : outer) * 1000);
+}
+
 static void feed_line(const struct kt_options *o, struct kt_cpu *cs, const char *line)
 {
     if (line[0] == '#')
@@ -189,6 +234,8 @@ static void feed_line(const struct kt_options *o, struct kt_cpu *cs, const char 
         return;
     if (o->tracer == TIMERLAT)
         timerlat_line(c, text);
+    else if (o->tracer == HWLAT)
+        hwlat_line(c, text);
     else
         osnoise_line(c, text);
 }
@@ -201,7 +248,14 @@ static void write_latency(struct jw *w, const char *key, const struct hist *h)
     jw_end(w);
 }
 
-static void print_result(const struct kt_options *o, const struct kt_cpu *c, int merged)
+/* What the kernel ran hwlat with (it may round what was asked), and where. */
+struct hwlat_settings {
+    uint64_t window_us, width_us, threshold_us;
+    const char *instance;               /* "own" or "top-level" */
+};
+
+static void print_result(const struct kt_options *o, const struct hwlat_settings *hs, const struct kt_cpu *c,
+                         int merged)
 {
     struct jw w = {0};
     jw_record(&w, "result");
@@ -213,6 +267,15 @@ static void print_result(const struct kt_options *o, const struct kt_cpu *c, int
         jw_uint(&w, "count", c->irq->count);
         write_latency(&w, "irq", c->irq);
         write_latency(&w, "thread", c->thread);
+    } else if (o->tracer == HWLAT) {
+        jw_uint(&w, "count", c->gap->count);
+        write_latency(&w, "gap", c->gap);
+        if (merged) {
+            jw_uint(&w, "window_us", hs->window_us);
+            jw_uint(&w, "width_us", hs->width_us);
+            jw_uint(&w, "threshold_us", hs->threshold_us);
+            jw_str(&w, "instance", hs->instance);
+        }
     } else {
         jw_uint(&w, "count", c->samples);
         jw_uint(&w, "runtime_ns", c->runtime_ns);
@@ -232,18 +295,21 @@ static void print_result(const struct kt_options *o, const struct kt_cpu *c, int
     jw_free(&w);
 }
 
-static void print_results(const struct kt_options *o, struct kt_cpu *cs)
+static void print_results(const struct kt_options *o, const struct hwlat_settings *hs, struct kt_cpu *cs)
 {
-    struct kt_cpu all = {.cpu = -1, .irq = malloc(sizeof(struct hist)), .thread = malloc(sizeof(struct hist))};
-    if (!all.irq || !all.thread)
+    struct kt_cpu all = {.cpu = -1, .irq = malloc(sizeof(struct hist)), .thread = malloc(sizeof(struct hist)),
+                         .gap = malloc(sizeof(struct hist))};
+    if (!all.irq || !all.thread || !all.gap)
         return;
     hist_reset(all.irq);
     hist_reset(all.thread);
+    hist_reset(all.gap);
     for (int i = 0; i < o->ncpus; i++) {
         struct kt_cpu *c = &cs[i];
-        print_result(o, c, 0);
+        print_result(o, hs, c, 0);
         hist_merge(all.irq, c->irq);
         hist_merge(all.thread, c->thread);
+        hist_merge(all.gap, c->gap);
         all.samples += c->samples;
         all.runtime_ns += c->runtime_ns;
         all.noise_ns += c->noise_ns;
@@ -255,9 +321,10 @@ static void print_results(const struct kt_options *o, struct kt_cpu *cs)
         all.softirqs += c->softirqs;
         all.threads += c->threads;
     }
-    print_result(o, &all, 1);
+    print_result(o, hs, &all, 1);
     free(all.irq);
     free(all.thread);
+    free(all.gap);
 }
 
 /* The kernel's CPU list syntax for osnoise/cpus. */
@@ -269,8 +336,24 @@ static void cpu_list_text(const int *cpus, int n, char *out, size_t cap)
         len += (size_t)snprintf(out + len, cap - len, i ? ",%d" : "%d", cpus[i]);
 }
 
-/* CPU time of the tracer's kernel threads ("timerlat/3", "osnoise/0"): they
- * start with the tracer and end with it, so all of it is this run's. */
+/* The kernel's CPU mask syntax for tracing_cpumask: 32-bit hex words, the highest first. */
+static void cpu_mask_text(const int *cpus, int n, char *out, size_t cap)
+{
+    uint32_t words[MAX_CPUS / 32] = {0};
+    int top = 0;
+    for (int i = 0; i < n; i++) {
+        words[cpus[i] / 32] |= 1u << (cpus[i] % 32);
+        if (cpus[i] / 32 > top)
+            top = cpus[i] / 32;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = top; i >= 0 && len + 10 < cap; i--)
+        len += (size_t)snprintf(out + len, cap - len, i == top ? "%x" : ",%08x", words[i]);
+}
+
+/* CPU time of the tracer's kernel threads ("timerlat/3", "osnoise/0", "hwlatd"):
+ * they start with the tracer and end with it, so all of it is this run's. */
 static uint64_t tracer_threads_cpu_ns(const char *tracer)
 {
     DIR *d = opendir("/proc");
@@ -286,7 +369,7 @@ static uint64_t tracer_threads_cpu_ns(const char *tracer)
         char comm[64];
         long long f[PROC_STAT_FIELDS];
         if (proc_stat(atoi(e->d_name), comm, sizeof comm, f) == 0 && !strncmp(comm, tracer, len) &&
-            comm[len] == '/')
+            (comm[len] == '/' || comm[len] == 0))
             ticks += (uint64_t)(f[14] + f[15]);
     }
     closedir(d);
@@ -330,6 +413,93 @@ static int collect(const struct kt_options *o, const char *dir, struct kt_cpu *c
     return stop_signal != 0;
 }
 
+/* hwlat_detector's window and width, in the order the kernel accepts: the width stays below the window. */
+static int set_window_width(const char *hw, const char *window, const char *width)
+{
+    if (tracefs_write(hw, "window", window, O_TRUNC) == 0)
+        return tracefs_write(hw, "width", width, O_TRUNC);
+    int err = tracefs_write(hw, "width", width, O_TRUNC);
+    return err ? err : tracefs_write(hw, "window", window, O_TRUNC);
+}
+
+/* What the top-level instance had before the probe took it over. */
+struct top_level {
+    int taken;
+    char tracer[64], on[8], mask[1100];
+};
+
+/* Starts hwlat: in the probe's instance where the kernel allows it, else in the top-level one when
+ * allowed; the directory it runs in, or NULL with the reason in error. */
+static const char *hwlat_start(const struct kt_options *o, const char *root, const char *dir, struct top_level *top,
+                               struct hwlat_settings *hs, char *error, size_t cap)
+{
+    char hw[512], window[32], width[32], thresh[32], mask[1100];
+    snprintf(hw, sizeof hw, "%s/hwlat_detector", root);
+    snprintf(window, sizeof window, "%llu", (unsigned long long)o->window_us);
+    snprintf(width, sizeof width, "%llu", (unsigned long long)o->width_us);
+    snprintf(thresh, sizeof thresh, "%llu", (unsigned long long)o->threshold_us);
+    cpu_mask_text(o->cpus, o->ncpus, mask, sizeof mask);
+    int err;
+    const char *step = NULL;
+    if ((err = set_window_width(hw, window, width)))
+        step = "setting hwlat_detector/window and width";
+    else if ((err = tracefs_write(root, "tracing_thresh", thresh, O_TRUNC)))
+        step = "setting tracing_thresh";
+    if (step) {
+        snprintf(error, cap, "%s failed (%s)", step, strerror(err));
+        return NULL;
+    }
+    const char *run_dir = dir;
+    hs->instance = "own";
+    if (tracefs_write(dir, "tracing_cpumask", mask, O_TRUNC) || tracefs_write(dir, "current_tracer", "hwlat", O_TRUNC)) {
+        if (!o->top_level) {
+            snprintf(error, cap, "this kernel runs the hwlat tracer only in the top-level tracing instance, which is "
+                     "the machine's own tracing session: the probe takes it over only with --top-level, in a machine "
+                     "whose tracing is its alone (rtvbench does so in a qemu guest it booted)");
+            return NULL;
+        }
+        read_small(root, "current_tracer", top->tracer, sizeof top->tracer);
+        read_small(root, "tracing_on", top->on, sizeof top->on);
+        read_small(root, "tracing_cpumask", top->mask, sizeof top->mask);
+        top->taken = 1;
+        tracefs_write(root, "current_tracer", "nop", O_TRUNC);
+        tracefs_write(root, "trace", "", O_TRUNC);          /* what the buffer held is not this run's */
+        if ((err = tracefs_write(root, "tracing_cpumask", mask, O_TRUNC)))
+            step = "setting tracing_cpumask";
+        else if ((err = tracefs_write(root, "current_tracer", "hwlat", O_TRUNC)))
+            step = "starting hwlat in the top-level tracing instance (another program may run it already)";
+        else if ((err = tracefs_write(root, "tracing_on", "1", O_TRUNC)))
+            step = "switching the top-level tracing on";
+        if (step) {
+            snprintf(error, cap, "%s failed (%s)", step, strerror(err));
+            return NULL;
+        }
+        run_dir = root;
+        hs->instance = "top-level";
+    }
+    char text[32];
+    if (read_small(hw, "window", text, sizeof text) == 0)
+        hs->window_us = strtoull(text, NULL, 10);
+    if (read_small(hw, "width", text, sizeof text) == 0)
+        hs->width_us = strtoull(text, NULL, 10);
+    if (read_small(root, "tracing_thresh", text, sizeof text) == 0)
+        hs->threshold_us = strtoull(text, NULL, 10);
+    return run_dir;
+}
+
+static void top_level_restore(const char *root, const struct top_level *top)
+{
+    if (!top->taken)
+        return;
+    tracefs_write(root, "current_tracer", "nop", O_TRUNC);
+    if (top->mask[0])
+        tracefs_write(root, "tracing_cpumask", top->mask, O_TRUNC);
+    if (top->tracer[0] && strcmp(top->tracer, "nop"))
+        tracefs_write(root, "current_tracer", top->tracer, O_TRUNC);
+    if (top->on[0])
+        tracefs_write(root, "tracing_on", top->on, O_TRUNC);
+}
+
 int cmd_kernel_tracer(int argc, char **argv)
 {
     struct kt_options o;
@@ -349,6 +519,11 @@ int cmd_kernel_tracer(int argc, char **argv)
     jw_str(&w, "tracer", tracer_names[o.tracer]);
     jw_uint(&w, "duration_ns", o.duration_ns);
     jw_uint(&w, "period_us", o.period_us);
+    if (o.tracer == HWLAT) {
+        jw_uint(&w, "window_us", o.window_us);
+        jw_uint(&w, "width_us", o.width_us);
+        jw_uint(&w, "threshold_us", o.threshold_us);
+    }
     jw_arr(&w, "cpus");
     for (int i = 0; i < o.ncpus; i++)
         jw_int(&w, NULL, o.cpus[i]);
@@ -367,7 +542,7 @@ int cmd_kernel_tracer(int argc, char **argv)
         if (!strstr(padded, word))
             snprintf(error, sizeof error, "this kernel has no %s tracer (available: %s); it needs "
                      "CONFIG_%s_TRACER, which PREEMPT_RT kernels usually have", tracer_names[o.tracer], avail,
-                     o.tracer == TIMERLAT ? "TIMERLAT" : "OSNOISE");
+                     o.tracer == TIMERLAT ? "TIMERLAT" : o.tracer == HWLAT ? "HWLAT" : "OSNOISE");
     } else if (!root) {
         snprintf(error, sizeof error, "%s", why);
     } else {
@@ -381,10 +556,18 @@ int cmd_kernel_tracer(int argc, char **argv)
 
     tracefs_remove_stale(root);
     char dir[512], osnoise[512], old_cpus[4096] = "", old_period[64] = "", cpus[4096];
+    char hw[512], old_window[32] = "", old_width[32] = "", old_thresh[32] = "";
     snprintf(dir, sizeof dir, "%s/instances/%s%d", root, TRACEFS_INSTANCE_PREFIX, (int)getpid());
     snprintf(osnoise, sizeof osnoise, "%s/osnoise", root);
-    read_small(osnoise, "cpus", old_cpus, sizeof old_cpus);
-    read_small(osnoise, "timerlat_period_us", old_period, sizeof old_period);
+    snprintf(hw, sizeof hw, "%s/hwlat_detector", root);
+    if (o.tracer == HWLAT) {
+        read_small(hw, "window", old_window, sizeof old_window);
+        read_small(hw, "width", old_width, sizeof old_width);
+        read_small(root, "tracing_thresh", old_thresh, sizeof old_thresh);
+    } else {
+        read_small(osnoise, "cpus", old_cpus, sizeof old_cpus);
+        read_small(osnoise, "timerlat_period_us", old_period, sizeof old_period);
+    }
     cpu_list_text(o.cpus, o.ncpus, cpus, sizeof cpus);
     char period[32];
     snprintf(period, sizeof period, "%llu", (unsigned long long)o.period_us);
@@ -394,12 +577,14 @@ int cmd_kernel_tracer(int argc, char **argv)
         cs[i].cpu = o.cpus[i];
         cs[i].irq = malloc(sizeof(struct hist));
         cs[i].thread = malloc(sizeof(struct hist));
-        if (!cs[i].irq || !cs[i].thread) {
+        cs[i].gap = malloc(sizeof(struct hist));
+        if (!cs[i].irq || !cs[i].thread || !cs[i].gap) {
             fprintf(stderr, "rtvb-probe %s: out of memory.\n", SUB);
             return EXIT_ENV;
         }
         hist_reset(cs[i].irq);
         hist_reset(cs[i].thread);
+        hist_reset(cs[i].gap);
     }
     int err = 0;
     if (!cs)
@@ -412,32 +597,42 @@ int cmd_kernel_tracer(int argc, char **argv)
         emit_end("error", mono_ns() - t0, error);
         return EXIT_ENV;
     }
-    const char *step = NULL;
-    if ((err = tracefs_write(osnoise, "cpus", cpus, O_TRUNC)))
+    const char *step = NULL, *run_dir = dir;
+    struct top_level top = {0};
+    struct hwlat_settings hs = {0};
+    if (o.tracer == HWLAT)
+        run_dir = hwlat_start(&o, root, dir, &top, &hs, error, sizeof error);
+    else if ((err = tracefs_write(osnoise, "cpus", cpus, O_TRUNC)))
         step = "setting osnoise/cpus";
     else if (o.tracer == TIMERLAT && (err = tracefs_write(osnoise, "timerlat_period_us", period, O_TRUNC)))
         step = "setting osnoise/timerlat_period_us";
     else if ((err = tracefs_write(dir, "current_tracer", tracer_names[o.tracer], O_TRUNC)))
         step = "starting the tracer (another instance may run it already)";
+    if (step)
+        snprintf(error, sizeof error, "%s failed (%s)", step, strerror(err));
     int interrupted = 0;
-    if (!step) {
-        interrupted = collect(&o, dir, cs);
-        end_extra_cpu_ns = tracer_threads_cpu_ns(tracer_names[o.tracer]);
+    if (!error[0]) {
+        interrupted = collect(&o, run_dir, cs);
+        end_extra_cpu_ns = tracer_threads_cpu_ns(thread_names[o.tracer]);
     }
     tracefs_write(dir, "tracing_on", "0", O_TRUNC);
     tracefs_write(dir, "current_tracer", "nop", O_TRUNC);
     rmdir(dir);
+    top_level_restore(root, &top);
     if (old_cpus[0])
         tracefs_write(osnoise, "cpus", old_cpus, O_TRUNC);
     if (old_period[0])
         tracefs_write(osnoise, "timerlat_period_us", old_period, O_TRUNC);
-    if (step) {
-        snprintf(error, sizeof error, "%s failed (%s)", step, strerror(err));
+    if (old_window[0] && old_width[0])
+        set_window_width(hw, old_window, old_width);
+    if (old_thresh[0])
+        tracefs_write(root, "tracing_thresh", old_thresh, O_TRUNC);
+    if (error[0]) {
         fprintf(stderr, "rtvb-probe %s: %s.\n", SUB, error);
         emit_end("error", mono_ns() - t0, error);
         return EXIT_ENV;
     }
-    print_results(&o, cs);
+    print_results(&o, &hs, cs);
     emit_end(interrupted ? "interrupted" : "ok", mono_ns() - t0, NULL);
     return EXIT_OK;
 }

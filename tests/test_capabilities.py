@@ -9,7 +9,7 @@ import pytest
 
 from rtvbench.campaign.reader import CampaignError, parse_campaign
 from rtvbench.targets import capabilities
-from rtvbench.targets.capabilities import HostCost, Pausing, PowerCycling, ProcessListing
+from rtvbench.targets.capabilities import HostCost, OwnedKernel, Pausing, PowerCycling, ProcessListing
 from rtvbench.targets.labgrid_place import LabgridTarget
 from rtvbench.targets.local import LocalParams, LocalTarget
 from rtvbench.targets.qemu.target import QemuNeighbour, QemuTarget
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.functional
 
 def test_each_target_kind_has_what_its_code_implements():
     has = {cls.kind if cls is not QemuNeighbour else "qemu neighbour":
-           {c.__name__ for c in (PowerCycling, ProcessListing, HostCost, Pausing) if issubclass(cls, c)}
+           {c.__name__ for c in (PowerCycling, ProcessListing, HostCost, Pausing, OwnedKernel) if issubclass(cls, c)}
            for cls in (LocalTarget, SshTarget, QemuTarget, QemuNeighbour, LabgridTarget)}
     assert has == {"local": {"ProcessListing"}, "ssh": {"PowerCycling", "ProcessListing"},
-                   "qemu": {"PowerCycling", "HostCost", "Pausing"}, "qemu neighbour": {"PowerCycling"},
+                   "qemu": {"PowerCycling", "HostCost", "Pausing", "OwnedKernel"}, "qemu neighbour": {"PowerCycling"},
                    "labgrid": {"PowerCycling", "ProcessListing"}}
 
 

@@ -1,4 +1,4 @@
-"""The kernel's timerlat and osnoise tracers (`rtvb-probe kernel-tracer`, kind `kernel-tracer`).
+"""The kernel's timerlat, osnoise and hwlat tracers (`rtvb-probe kernel-tracer`, kind `kernel-tracer`).
 
 This machine's kernel has neither tracer: the probe must say so in one sentence and exit 3. Debian's
 PREEMPT_RT kernel has both, so a campaign boots it in a qemu guest and runs each tracer there; the
@@ -7,19 +7,29 @@ latency for every activation (so every percentile of the thread latency is at le
 one activation per period per CPU; osnoise accounts whole periods of runtime, and the available share
 is exactly 1 - noise / runtime. Ground truth: a SCHED_FIFO 99 load of known bursts on one CPU shows up as
 that many late thread activations there, and not in the interrupt latencies or on the other CPU; a
-SCHED_FIFO 99 timer load shows up as one osnoise thread event per wake-up on its CPU.
+SCHED_FIFO 99 timer load shows up as one osnoise thread event per wake-up on its CPU. hwlat, first in
+the campaign as the tuning flow reads: a guest whose QEMU process is stopped on the host (SIGSTOP) for a known time
+while hwlat spins reports a gap of at least that time, at most one per stop. (QEMU's monitor `stop`, the
+`Pausing` capability, would not do: it stops the guest's clocks with its vCPUs, so the guest sees no gap.)
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from host_helpers import REPO, cli_env, run_cli
 from probe_records import of_type, records
+from rtvbench.campaign.reader import parse_campaign
 from rtvbench.store import load_run, open_store
 
 RT_KERNEL = REPO / "kernels" / "x86_64-rt" / "vmlinuz"
@@ -34,23 +44,37 @@ def _host_has(tracer: str) -> bool:
 
 @pytest.mark.skipif(_host_has("timerlat"), reason="this kernel has timerlat")
 @pytest.mark.functional
-def test_a_kernel_without_the_tracer_is_one_sentence_and_exit_3(probe):
-    proc = subprocess.run([str(probe), "kernel-tracer", "--tracer", "timerlat", "--duration-s", "1"],
+@pytest.mark.parametrize("tracer", ["timerlat", "hwlat"])
+def test_a_kernel_without_the_tracer_is_one_sentence_and_exit_3(probe, tracer):
+    if _host_has(tracer):
+        pytest.skip(f"this kernel has {tracer}")
+    proc = subprocess.run([str(probe), "kernel-tracer", "--tracer", tracer, "--duration-s", "1"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 3
-    assert proc.stderr.count("\n") == 1 and "has no timerlat tracer" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"has no {tracer} tracer" in proc.stderr, proc.stderr
     recs = records(proc.stdout)
     assert recs[0]["type"] == "meta" and recs[-1]["type"] == "end" and recs[-1]["status"] == "error"
-    assert "CONFIG_TIMERLAT_TRACER" in recs[-1]["error"] and not of_type(recs, "result")
+    assert f"CONFIG_{tracer.upper()}_TRACER" in recs[-1]["error"] and not of_type(recs, "result")
 
 
 @pytest.mark.functional
 def test_options_are_checked(probe):
-    for args, fragment in ((["--tracer", "hwlat", "--duration-s", "1"], "--tracer"),
+    for args, fragment in ((["--tracer", "wakeup", "--duration-s", "1"], "--tracer"),
                            (["--tracer", "osnoise"], "needs --duration-s"),
-                           (["--duration-s", "1", "--period-us", "50"], "--period-us")):
+                           (["--duration-s", "1", "--period-us", "50"], "--period-us"),
+                           (["--tracer", "hwlat", "--duration-s", "1", "--window-us", "2000", "--width-us", "2000"],
+                            "--width-us must be below --window-us")):
         proc = subprocess.run([str(probe), "kernel-tracer", *args], capture_output=True, text=True, timeout=10)
         assert proc.returncode == 2 and fragment in proc.stderr and proc.stdout == "", proc.stderr
+
+
+@pytest.mark.functional
+def test_a_width_not_below_the_window_is_refused_by_validate(tmp_path):
+    (tmp_path / "c.toml").write_text('name = "w"\n[environments.here]\ntarget = "local"\n'
+                                     '[benchmarks.hw]\nkind = "kernel-tracer"\ntracer = "hwlat"\n'
+                                     'window_us = 100000\nwidth_us = 100000\n')
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
+    assert r.returncode == 2 and "width_us (100000) must be below window_us (100000)" in r.stderr, r.stderr
 
 
 CAMPAIGN = f"""
@@ -82,6 +106,13 @@ priority = 99
 workers = 1
 cpus = "1"
 
+[benchmarks.hwlat]        # the tuning flow: hardware first, then wake-ups, then noise
+kind = "kernel-tracer"
+tracer = "hwlat"
+duration_s = 3
+window_us = 500000
+width_us = 250000
+
 [benchmarks.timerlat]
 kind = "kernel-tracer"
 tracer = "timerlat"
@@ -102,18 +133,23 @@ trace_breaches = 3
 """
 
 
-@pytest.fixture(scope="module")
-def rt_run(probe, tmp_path_factory):
+def _rt_kernel_dir(tmp_path_factory, name: str):
+    """A directory for a test that boots the PREEMPT_RT kernel; skips where there is none."""
     if not RT_KERNEL.is_file():
         pytest.skip("no PREEMPT_RT kernel in kernels/ (make kernels)")
-    tmp = tmp_path_factory.mktemp("ktracer")
+    return tmp_path_factory.mktemp(name)
+
+
+@pytest.fixture(scope="module")
+def rt_run(probe, tmp_path_factory):
+    tmp = _rt_kernel_dir(tmp_path_factory, "ktracer")
     (tmp / "c.toml").write_text(CAMPAIGN)
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--export-json", "r.json", cwd=tmp,
                 env=cli_env(probe), timeout=300)
     assert r.returncode == 0, r.stderr
     store = open_store(f"sqlite:///{tmp}/s.db")
     run = load_run(store, 1)
-    return run, json.loads((tmp / "r.json").read_text())
+    return run, json.loads((tmp / "r.json").read_text()), tmp
 
 
 def _results(run, bench: str, load: str = "idle") -> dict:
@@ -123,7 +159,7 @@ def _results(run, bench: str, load: str = "idle") -> dict:
 
 
 def test_timerlat_thread_latency_contains_the_irq_latency(rt_run):
-    run, _ = rt_run
+    run, _, _ = rt_run
     results = _results(run, "timerlat")
     assert set(results) == {0, 1, "all"}
     for cpu in (0, 1):
@@ -138,7 +174,7 @@ def test_timerlat_thread_latency_contains_the_irq_latency(rt_run):
 
 
 def test_osnoise_accounts_whole_periods(rt_run):
-    run, _ = rt_run
+    run, _, _ = rt_run
     results = _results(run, "osnoise")
     for cpu in (0, 1):
         r = results[cpu]
@@ -149,7 +185,7 @@ def test_osnoise_accounts_whole_periods(rt_run):
 
 
 def test_the_figures_reach_the_report_and_the_tracer_threads_are_the_measurements_own(rt_run):
-    run, doc = rt_run
+    run, doc, _ = rt_run
     summarized = {(s["benchmark"], s["figure"]) for s in doc["summaries"]}
     for figure in ("timerlat.irq_p99_us", "timerlat.thread_max_us", "timerlat.cpu1.thread_p99_us",
                    "osnoise.noise_percent", "osnoise.max_single_noise_us", "osnoise.cpu0.hw_events"):
@@ -162,7 +198,7 @@ def test_the_figures_reach_the_report_and_the_tracer_threads_are_the_measurement
 
 
 def test_spikes_on_the_rt_kernel_are_traced_and_explained(rt_run):
-    run, doc = rt_run
+    run, doc, _ = rt_run
     (m,) = [m for m in run.measurements if m.benchmark == "wakeup" and m.load == "idle"]
     assert m.meta["privileges"]["trace"] is True
     assert 1 <= len(m.traces) <= 3
@@ -194,7 +230,7 @@ def test_a_real_time_burst_delays_timerlats_thread_not_its_interrupt(rt_run):
     thread (FIFO 95) but cannot hold back its timer interrupt. In the 2 s run that is 40 bursts, and each
     leaves one activation whose thread waited for the rest of the burst (timerlat does not queue the
     periods in between); the interrupt latencies stay as without the load. CPU 0 is not touched."""
-    run, _ = rt_run
+    run, _, _ = rt_run
     idle, burst = _results(run, "timerlat"), _results(run, "timerlat", "rt_burst")
     bursts = 40
     late = _above(burst[1], "thread", 5_000_000)
@@ -233,7 +269,7 @@ def test_osnoise_counts_the_real_time_bursts_as_noise_on_their_cpu(rt_run):
     nothing of CPU 0's. The emulated guest's own noise (its vCPUs waiting for the host: 9 % here when the
     host is quiet, 57 % seen with the host busy) already hides part of each burst, so the rise expected is
     20 % of what the guest's CPU had left."""
-    run, _ = rt_run
+    run, _, _ = rt_run
     idle, burst = _results(run, "osnoise"), _results(run, "osnoise", "rt_burst")
     share = {cpu: 100 - r["available_percent"] for cpu, r in burst.items()}
     base = {cpu: 100 - r["available_percent"] for cpu, r in idle.items()}
@@ -261,7 +297,7 @@ def test_osnoise_counts_each_real_time_wake_up_as_a_thread_event_on_its_cpu(rt_r
     host's load (161 events against 523 wake-ups beside stress-ng, 0.31 of them, where the idle run
     had far fewer). The wake-up rate is set well above the background so that a count on the wrong
     CPU, or of the wrong kind of event, cannot pass."""
-    run, _ = rt_run
+    run, _, _ = rt_run
     idle, ticks = _results(run, "osnoise"), _results(run, "osnoise", "rt_ticks")
     (m,) = [m for m in run.measurements if m.benchmark == "osnoise" and m.load == "rt_ticks"]
     achieved = [r for r in m.load_records["rt_ticks"] if r["type"] == "result"][-1]["achieved_ops_per_s"]
@@ -270,3 +306,80 @@ def test_osnoise_counts_each_real_time_wake_up_as_a_thread_event_on_its_cpu(rt_r
     assert 0.8 * wake_ups <= ticks[1]["thread_events"] <= 1.2 * wake_ups + 3 * background + 50, \
         (ticks[1]["thread_events"], wake_ups, background)
     assert ticks[0]["thread_events"] < 0.5 * wake_ups, (ticks[0]["thread_events"], wake_ups)
+
+
+def test_hwlat_reports_its_detections_and_settings_in_every_format(rt_run):
+    """The guest's kernel is rtvbench's own: hwlat runs in the probe's instance where the kernel allows it,
+    else in the top-level one; either way with the window, width and threshold asked, one CPU at a time."""
+    run, doc, tmp = rt_run
+    results = _results(run, "hwlat")
+    assert set(results) == {0, 1, "all"}
+    merged = results["all"]
+    assert (merged["window_us"], merged["width_us"], merged["threshold_us"]) == (500000, 250000, 10)
+    assert merged["instance"] in ("own", "top-level")
+    assert merged["count"] == results[0]["count"] + results[1]["count"] == merged["gap"]["count"]
+    assert sum(c for _, _, c in merged["gap"]["histogram"]["buckets"]) == merged["count"]
+    if merged["count"]:
+        # Each detection is a gap above the threshold, and no gap outlasts the run.
+        assert 10_000 <= merged["gap"]["min_ns"] <= merged["gap"]["max_ns"] < 3e9, merged["gap"]
+    (m,) = [m for m in doc["measurements"] if m["benchmark"] == "hwlat" and m["load"] == "idle"]
+    summarized = {(s["benchmark"], s["figure"]) for s in doc["summaries"]}
+    for figure in ("detections", "window_us", "width_us", "cpu1.detections"):
+        assert ("hwlat", figure) in summarized, figure
+    if merged["count"]:
+        assert ("hwlat", "hwlat_max_us") in summarized
+    r = run_cli("report", "--format", "csv", "-o", "-", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    rows = {(row["benchmark"], row["load"], row["figure"]): row["value"] for row in csv.DictReader(io.StringIO(r.stdout))}
+    assert float(rows[("hwlat", "idle", "detections")]) == merged["count"]
+    assert float(rows[("hwlat", "idle", "width_us")]) == 250000
+    r = run_cli("report", "--format", "md", "-o", "-", "--store", "sqlite:///s.db", cwd=tmp, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    assert "hardware latency detections" in r.stdout and "hwlat width" in r.stdout
+
+
+STALL_S = 1.0
+STALLS = 3
+
+
+@pytest.fixture(scope="module")
+def rt_guest(probe, tmp_path_factory):
+    tmp = _rt_kernel_dir(tmp_path_factory, "hwlat")
+    c = parse_campaign(f'name = "h"\n[environments.g]\ntarget = "qemu"\narch = "x86_64"\ncpus = 2\n'
+                       f'kernel = "{RT_KERNEL}"\n[benchmarks.b]\nkind = "os"\n', "h.toml", tmp)
+    target = c.environments["g"]
+    target.deploy_probe()
+    yield target
+    target.close()
+
+
+def test_a_guest_stopped_on_the_host_shows_each_stop_as_a_hardware_gap(rt_guest):
+    """Ground truth: the guest's QEMU process stopped (SIGSTOP) for 1 s three times while hwlat spins for
+    900 ms of every second. The guest's clock runs on through a stop (under TCG its TSC is the host's), so
+    a stop that falls in a window's spin is a gap of at least its length; one that falls in the 100 ms of
+    sleep between spins is not seen. So at least one detection of 1 s or more (all three missed: about one
+    run in a thousand), and never more such detections than stops."""
+    pid = rt_guest.host_usage()["guests"][0]["pid"]
+    lines: list[str] = []
+
+    def stop_the_guest():
+        while not lines:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        for _ in range(STALLS):
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(STALL_S)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(1.5)
+
+    stopper = threading.Thread(target=stop_the_guest, daemon=True)
+    stopper.start()
+    done = rt_guest.run(["/init", "kernel-tracer", "--tracer", "hwlat", "--duration-s", "10", "--window-us", "1000000",
+                         "--width-us", "900000", "--top-level"], lines.append)
+    stopper.join(timeout=30)
+    assert done.returncode == 0, done.stderr
+    recs = records("\n".join(lines))
+    (merged,) = [r for r in of_type(recs, "result") if r["cpu"] == "all"]
+    long_gaps = sum(c for lo, _, c in merged["gap"]["histogram"]["buckets"] if lo >= STALL_S * 0.98e9)
+    assert 1 <= long_gaps <= STALLS, merged["gap"]
+    assert merged["gap"]["max_ns"] >= STALL_S * 1e9 * 0.99, merged["gap"]

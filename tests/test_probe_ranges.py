@@ -119,8 +119,8 @@ HOST_RULES = {
     ("latency", "work_us"): "a work budget of a whole period misses every deadline: the probe runs it (its "
                             "overrun accounting is tested so), a campaign asks for something else",
 }
-#: keys a benchmark needs to validate at all
-BASE = {"latency": {"loops": 1}, "network": {"peer": "partner"}}
+#: keys a benchmark needs to validate at all, or to pass every key it has to the probe (hwlat's window)
+BASE = {"latency": {"loops": 1}, "network": {"peer": "partner"}, "kernel-tracer": {"tracer": "hwlat"}}
 #: keys that replace the base (a latency run ends by loops or by duration, not both)
 BASE_CONFLICTS = {("latency", "loops"), ("latency", "duration_s")}
 

@@ -9,6 +9,7 @@ never by the target's kind:
   ProcessListing  every process's CPU time, marked when rtvbench started it (the conditions)
   HostCost        what the environment costs this machine (a qemu environment's guests)
   Pausing         stop taking this machine's CPU while other environments are measured
+  OwnedKernel     take over what is the whole machine's elsewhere (the top-level tracing instance)
 
 A benchmark kind or a load names what it needs in `requires`, and the campaign check refuses an
 environment that lacks it (missing()), in the capability's own words, before anything runs.
@@ -77,6 +78,14 @@ class Pausing(Capability):
     @abstractmethod
     def resume(self) -> None:
         """Undo pause(); idempotent. The runner calls it before the target is used again."""
+
+
+class OwnedKernel(Capability):
+    """The environment's kernel runs for rtvbench alone (a guest it booted for itself): a measurement may
+    take over what belongs to the whole machine, such as the top-level tracing instance, which on any
+    other machine is its users' tracing session."""
+    verb = "take over the kernel's tracing of"
+    advice = "qemu environments"
 
 
 def missing(target: Any, capability: type[Capability]) -> str | None:

@@ -9,7 +9,12 @@ osnoise (the tracer's thread, each period):
   the longest single interruption, `hw_events`, `nmi_events`, `irq_events`, `softirq_events`,
   `thread_events` what interrupted it (hardware noise is time lost with nothing in the kernel to
   show for it: SMIs, or the hypervisor); `count` periods.
-The distributions are the IRQ and the thread latency (timerlat).
+hwlat (one CPU at a time spinning with interrupts off for `width` of every `window`):
+  `hwlat_<stat>_us` (`_ns`, `_ms` too) over its detections, each the longest gap of a window longer than
+  the threshold: time the machine was taken from the kernel (firmware, SMIs, a hypervisor);
+  `detections` how many windows had one; `window_us`, `width_us`, `threshold_us` what the kernel ran it
+  with (the merged result only).
+The distributions are the IRQ and the thread latency (timerlat) and the hardware gaps (hwlat).
 """
 
 from __future__ import annotations
@@ -25,36 +30,41 @@ from rtvbench.units import TIME_UNITS
 from rtvbench.units import exact_duration
 
 STATS = {"min": None, "avg": None, "p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "max": None}
-CONTEXTS = ("irq", "thread")
+#: the probe's record key of each latency -> its figures' prefix
+CONTEXTS = {"irq": "irq", "thread": "thread", "gap": "hwlat"}
 EVENTS = ("hw_events", "nmi_events", "irq_events", "softirq_events", "thread_events")
-DISTRIBUTIONS = {"irq": "IRQ latency", "thread": "thread latency"}
+DISTRIBUTIONS = {"irq": "IRQ latency", "thread": "thread latency", "gap": "hardware latency"}
+#: what hwlat ran with, as the kernel read it back
+HWLAT_SETTINGS = ("window_us", "width_us", "threshold_us")
 
 
 #: the figures of each cell's sentence in the consideration
-SUMMARY = ("irq_max_us", "thread_max_us", "noise_percent", "max_single_noise_us", "hw_events")
+SUMMARY = ("irq_max_us", "thread_max_us", "noise_percent", "max_single_noise_us", "hw_events", "hwlat_max_us",
+           "detections")
 
 class KernelTracerKind(Kind):
     name = "kernel-tracer"
     per_cpu = True
     table_figures = ("count", "irq_avg_us", "irq_p99_us", "irq_max_us", "thread_avg_us", "thread_p99_us",
-                     "thread_max_us", "noise_percent", "max_single_noise_us", *EVENTS)
+                     "thread_max_us", "noise_percent", "max_single_noise_us", *EVENTS, "detections",
+                     "hwlat_avg_us", "hwlat_max_us", *HWLAT_SETTINGS)
     comparison_figures = ("irq_avg_us", "irq_p99_us", "irq_max_us", "thread_avg_us", "thread_p99_us",
-                          "thread_max_us", "noise_percent", "max_single_noise_us")
+                          "thread_max_us", "noise_percent", "max_single_noise_us", "hwlat_max_us", "detections")
 
     def is_figure(self, figure: str) -> bool:
-        if figure in ("count", "noise_percent", *EVENTS):
+        if figure in ("count", "noise_percent", "detections", *EVENTS, *HWLAT_SETTINGS):
             return True
         stem, _, unit = figure.rpartition("_")
         if stem in ("noise_per_s", "max_single_noise"):
             return unit in TIME_UNITS
         context, _, stat = stem.partition("_")
-        return context in CONTEXTS and stat in STATS and unit in TIME_UNITS
+        return context in CONTEXTS.values() and stat in STATS and unit in TIME_UNITS
 
     def decode(self, m: Measurement) -> Result:
         # The thread latency first: it is each CPU's main distribution (what a woken task sees).
         return decode_per_cpu(m, _figures, lambda r: {
             DISTRIBUTIONS[c]: result_histogram(r[c]) if isinstance(r.get(c), dict) else None
-            for c in ("thread", "irq")})
+            for c in ("thread", "irq", "gap")})
 
     def figures(self, m: Measurement) -> dict[str, float]:
         r = m.result("all")
@@ -90,7 +100,8 @@ class KernelTracerKind(Kind):
     def label(self, figure: str) -> str:
         fixed = {"count": "samples", "noise_percent": "noise share", "hw_events": "hardware noise events",
                  "nmi_events": "NMIs", "irq_events": "interrupts", "softirq_events": "softirqs",
-                 "thread_events": "thread preemptions"}
+                 "thread_events": "thread preemptions", "detections": "hardware latency detections",
+                 "window_us": "hwlat window", "width_us": "hwlat width", "threshold_us": "hwlat threshold"}
         if figure in fixed:
             return fixed[figure]
         stem = figure.rpartition("_")[0]
@@ -99,12 +110,22 @@ class KernelTracerKind(Kind):
         if stem == "max_single_noise":
             return "longest single noise"
         context, _, stat = stem.partition("_")
-        return f"{'IRQ' if context == 'irq' else 'thread'} latency {stat}"
+        return f"{ {'irq': 'IRQ', 'thread': 'thread', 'hwlat': 'hardware'}[context]} latency {stat}"
 
     def describe(self, benchmark: dict[str, Any], params: dict[str, Any] | None) -> str:
         p = params or {}
         tracer = p.get("tracer") or benchmark.get("tracer") or "timerlat"
         duration = p.get("duration_ns") or (benchmark.get("duration_s") or 10) * 1e9
+        if tracer == "hwlat":
+            window = p.get("window_us") or benchmark.get("window_us") or 1_000_000
+            width = p.get("width_us") or benchmark.get("width_us") or 500_000
+            threshold = p.get("threshold_us") or benchmark.get("threshold_us") or 10
+            return ("The kernel's hwlat tracer: one CPU at a time, a kernel thread spins with interrupts off for "
+                    f"{exact_duration(width * 1000)} of every {exact_duration(window * 1000)}, reading the clock, "
+                    f"and reports each window whose longest gap between two reads exceeded "
+                    f"{exact_duration(threshold * 1000)}, for {exact_duration(duration)}. With interrupts off "
+                    "nothing in the kernel can take the CPU: a gap is time the machine was taken from the "
+                    "kernel, by firmware (SMIs) or a hypervisor.")
         if tracer == "timerlat":
             period = p.get("period_us") or benchmark.get("period_us") or 1000
             return ("The kernel's timerlat tracer: on each CPU a kernel thread is woken by a timer every "
@@ -126,16 +147,25 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     if record_count(r) is not None:
         out["count"] = record_count(r)
-    for context in CONTEXTS:
-        sub = r.get(context)
-        if not isinstance(sub, dict) or not sub.get("count"):
+    for key, prefix in CONTEXTS.items():
+        sub = r.get(key)
+        if not isinstance(sub, dict):
+            continue
+        if key == "gap":
+            # No detection is a finding of hwlat, not a missing figure.
+            out["detections"] = _number(sub.get("count")) or 0
+        if not sub.get("count"):
             continue
         for stat in STATS:
             ns = _number(sub.get(f"{stat}_ns"))
             if ns is None:
                 continue
             for unit, scale in TIME_UNITS.items():
-                out[f"{context}_{stat}_{unit}"] = ns / scale
+                out[f"{prefix}_{stat}_{unit}"] = ns / scale
+    for name in HWLAT_SETTINGS:
+        v = _number(r.get(name))
+        if v is not None:
+            out[name] = v
     runtime, noise = _number(r.get("runtime_ns")), _number(r.get("noise_ns"))
     if runtime:
         out["noise_percent"] = 100.0 * (noise or 0.0) / runtime

@@ -12,12 +12,12 @@ from rtvbench.analysis.kind import Kind
 from rtvbench.report import suite
 from rtvbench.report.section import Parts, Section, register
 
-#: the key results' figures: timerlat's, then osnoise's (a benchmark has one set)
+#: the key results' figures: timerlat's, osnoise's, then hwlat's (a benchmark has one set)
 KEY = ("irq_p99_us", "irq_max_us", "thread_p99_us", "thread_max_us", "noise_percent", "max_single_noise_us",
-       "hw_events")
+       "hw_events", "hwlat_max_us", "detections")
 #: the per-CPU table's figures
 CPU_TABLE = ("irq_avg_us", "irq_max_us", "thread_avg_us", "thread_max_us", "noise_percent",
-             "max_single_noise_us", "hw_events", "irq_events")
+             "max_single_noise_us", "hw_events", "irq_events", "detections", "hwlat_max_us")
 
 
 class KernelTracerSection(Section):

@@ -34,7 +34,7 @@ from rtvbench.cpulist import MAX_CPUS
 from rtvbench.params import Name, StrictModel, WaitS, int_range
 from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import TARGETS, Background, Completed, Deadline, Target, Watch, drain_or_stop
-from rtvbench.targets.capabilities import HostCost, Pausing, PowerCycling
+from rtvbench.targets.capabilities import HostCost, OwnedKernel, Pausing, PowerCycling
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
@@ -416,7 +416,7 @@ class ChannelTarget(Target):
 
 
 @TARGETS.register("qemu")
-class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing):
+class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing, OwnedKernel):
     kind = "qemu"
     Params = QemuParams
 
