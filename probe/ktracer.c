@@ -451,7 +451,15 @@ static const char *hwlat_start(const struct kt_options *o, const char *root, con
     }
     const char *run_dir = dir;
     hs->instance = "own";
-    if (tracefs_write(dir, "tracing_cpumask", mask, O_TRUNC) || tracefs_write(dir, "current_tracer", "hwlat", O_TRUNC)) {
+    if ((err = tracefs_write(dir, "tracing_cpumask", mask, O_TRUNC)) == 0)
+        err = tracefs_write(dir, "current_tracer", "hwlat", O_TRUNC);
+    /* EINVAL: a tracer this kernel keeps out of instances; EBUSY: hwlat runs already, here or there. */
+    if (err && err != EINVAL) {
+        snprintf(error, cap, "starting hwlat failed (%s)%s", strerror(err),
+                 err == EBUSY ? ": another program runs it already, and the kernel runs one at a time" : "");
+        return NULL;
+    }
+    if (err) {
         if (!o->top_level) {
             snprintf(error, cap, "this kernel runs the hwlat tracer only in the top-level tracing instance, which is "
                      "the machine's own tracing session: the probe takes it over only with --top-level, in a machine "

@@ -383,3 +383,29 @@ def test_a_guest_stopped_on_the_host_shows_each_stop_as_a_hardware_gap(rt_guest)
     long_gaps = sum(c for lo, _, c in merged["gap"]["histogram"]["buckets"] if lo >= STALL_S * 0.98e9)
     assert 1 <= long_gaps <= STALLS, merged["gap"]
     assert merged["gap"]["max_ns"] >= STALL_S * 1e9 * 0.99, merged["gap"]
+
+
+def test_a_second_hwlat_is_refused_while_one_runs_and_the_first_is_left_alone(rt_guest):
+    """The kernel runs one hwlat at a time: a second probe is told so in one sentence (exit 3), not that
+    the tracer needs the top-level instance, and never takes that over from the first, which ends with
+    its results."""
+    first: list[str] = []
+    bg = rt_guest.start_background(["/init", "kernel-tracer", "--tracer", "hwlat", "--duration-s", "6",
+                                    "--top-level"], first.append)
+    deadline = time.monotonic() + 60
+    while not first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    second: list[str] = []
+    done = rt_guest.run(["/init", "kernel-tracer", "--tracer", "hwlat", "--duration-s", "1", "--top-level"],
+                        second.append)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.count("\n") <= 1 and "another program runs it already" in done.stderr, done.stderr
+    end = records("\n".join(second))[-1]
+    assert end["type"] == "end" and end["status"] == "error" and "busy" in end["error"].lower(), end
+    while bg.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert bg.poll() == 0, bg.failure()
+    recs = records("\n".join(first))
+    (merged,) = [r for r in of_type(recs, "result") if r["cpu"] == "all"]
+    assert merged["instance"] == "own" and recs[-1]["status"] == "ok", recs[-1]
