@@ -445,6 +445,9 @@ static const char *hwlat_start(const struct kt_options *o, const char *root, con
         step = "setting hwlat_detector/window and width";
     else if ((err = tracefs_write(root, "tracing_thresh", thresh, O_TRUNC)))
         step = "setting tracing_thresh";
+    /* One CPU at a time, as the report says (kernels before 5.14 have no other mode, nor this file). */
+    else if ((err = tracefs_write(hw, "mode", "round-robin", O_TRUNC)) && err != ENOENT)
+        step = "setting hwlat_detector/mode";
     if (step) {
         snprintf(error, cap, "%s failed (%s)", step, strerror(err));
         return NULL;
@@ -564,7 +567,7 @@ int cmd_kernel_tracer(int argc, char **argv)
 
     tracefs_remove_stale(root);
     char dir[512], osnoise[512], old_cpus[4096] = "", old_period[64] = "", cpus[4096];
-    char hw[512], old_window[32] = "", old_width[32] = "", old_thresh[32] = "";
+    char hw[512], old_window[32] = "", old_width[32] = "", old_thresh[32] = "", old_mode[64] = "";
     snprintf(dir, sizeof dir, "%s/instances/%s%d", root, TRACEFS_INSTANCE_PREFIX, (int)getpid());
     snprintf(osnoise, sizeof osnoise, "%s/osnoise", root);
     snprintf(hw, sizeof hw, "%s/hwlat_detector", root);
@@ -572,6 +575,7 @@ int cmd_kernel_tracer(int argc, char **argv)
         read_small(hw, "window", old_window, sizeof old_window);
         read_small(hw, "width", old_width, sizeof old_width);
         read_small(root, "tracing_thresh", old_thresh, sizeof old_thresh);
+        read_small(hw, "mode", old_mode, sizeof old_mode);
     } else {
         read_small(osnoise, "cpus", old_cpus, sizeof old_cpus);
         read_small(osnoise, "timerlat_period_us", old_period, sizeof old_period);
@@ -635,6 +639,12 @@ int cmd_kernel_tracer(int argc, char **argv)
         set_window_width(hw, old_window, old_width);
     if (old_thresh[0])
         tracefs_write(root, "tracing_thresh", old_thresh, O_TRUNC);
+    /* The file lists every mode with the current one in brackets: "none [round-robin] per-cpu". */
+    char *open_bracket = strchr(old_mode, '['), *close_bracket = open_bracket ? strchr(open_bracket, ']') : NULL;
+    if (close_bracket) {
+        *close_bracket = 0;
+        tracefs_write(hw, "mode", open_bracket + 1, O_TRUNC);
+    }
     if (error[0]) {
         fprintf(stderr, "rtvb-probe %s: %s.\n", SUB, error);
         emit_end("error", mono_ns() - t0, error);

@@ -409,3 +409,15 @@ def test_a_second_hwlat_is_refused_while_one_runs_and_the_first_is_left_alone(rt
     recs = records("\n".join(first))
     (merged,) = [r for r in of_type(recs, "result") if r["cpu"] == "all"]
     assert merged["instance"] == "own" and recs[-1]["status"] == "ok", recs[-1]
+
+
+def test_hwlat_puts_back_the_kernels_settings(rt_guest):
+    """The window, width, threshold and mode are the kernel's, not the run's: after a run with others
+    they read as before it."""
+    files = ("hwlat_detector/window", "hwlat_detector/width", "hwlat_detector/mode", "tracing_thresh",
+             "current_tracer", "tracing_cpumask")
+    before = {f: rt_guest.read_file(f"/sys/kernel/tracing/{f}") for f in files}
+    done = rt_guest.run(["/init", "kernel-tracer", "--tracer", "hwlat", "--duration-s", "1", "--window-us", "200000",
+                         "--width-us", "20000", "--threshold-us", "50", "--cpus", "1", "--top-level"], lambda line: None)
+    assert done.returncode == 0, done.stderr
+    assert {f: rt_guest.read_file(f"/sys/kernel/tracing/{f}") for f in files} == before
