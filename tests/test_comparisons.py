@@ -133,3 +133,14 @@ def test_a_valid_comparison_is_stored_in_the_spec(tmp_path):
     spec = load_campaign(path).spec()
     assert spec.comparisons == [{"baseline": "idle", "candidate": "busy", "environments": ["other"]}]
     assert type(spec).from_json(spec.to_json()).comparisons == spec.comparisons
+
+
+def test_the_difference_of_medians_the_report_prints_is_in_the_json():
+    """The comparison tables' "Δ median" is a figure of the evaluation, exported with the others."""
+    doc = json.loads(render(_three_environment_run([]), "json"))
+    assert doc["comparisons"]
+    for c in doc["comparisons"]:
+        if c["baseline_median"] is None or c["candidate_median"] is None:
+            assert c["difference"] is None
+        else:
+            assert c["difference"] == pytest.approx(c["candidate_median"] - c["baseline_median"])

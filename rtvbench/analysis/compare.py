@@ -111,6 +111,13 @@ class RatioTest:
         return (ratio - 1) * 100 if self.lower_is_better else (1 - ratio) * 100
 
     @property
+    def difference(self) -> float | None:
+        """Candidate median less baseline median, in the figure's unit (None without both)."""
+        if self.baseline_median is None or self.candidate_median is None:
+            return None
+        return self.candidate_median - self.baseline_median
+
+    @property
     def overhead_percent(self) -> float | None:
         """Positive means worse (see the module's note)."""
         return None if self.ratio is None else self._signed(self.ratio)

@@ -105,6 +105,7 @@ def _comparison(c) -> dict[str, Any]:
             "candidate": {"environment": c.candidate_environment, "load": c.candidate_load},
             "n_baseline": c.test.n_baseline, "n_candidate": c.test.n_candidate,
             "baseline_median": _num(c.test.baseline_median), "candidate_median": _num(c.test.candidate_median),
+            "difference": _num(c.test.difference),
             "declared": c.declared, "lower_is_better": c.test.lower_is_better,
             "ratio": _num(c.test.ratio), "overhead_percent": _num(c.test.overhead_percent),
             "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,

@@ -171,8 +171,7 @@ def overhead_tables(ev: Evaluation, bench: str, kind: Kind, figures: list[str]) 
                 rows.append(Row([_figure_label(kind, figure), unit, _median(b, scale), _median(a, scale)]
                                 + ["–"] * 5 + [f"{NO_DATA}: {c.no_data}"], "no-data"))
                 continue
-            delta = (t.candidate_median - t.baseline_median
-                     if t.baseline_median is not None and t.candidate_median is not None else None)
+            delta = t.difference
             ci = t.ci_percent
             rows.append(Row([_figure_label(kind, figure), unit, _median(b, scale), _median(a, scale),
                              "–" if delta is None else ("+" if delta > 0 else "") + _num(delta, scale),
