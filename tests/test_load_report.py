@@ -233,7 +233,8 @@ def test_pooled_matrix_stddev_equals_that_of_all_samples():
     assert row.cell.max_us * 1000 == everything.max()
 
 
-def test_achieved_load_and_cpu_usage_next_to_the_results():
+def _cpu_and_mem_loaded_run():
+    """Three repetitions under idle, a cpu load, a mem load and both, with what the loads achieved."""
     campaign = copy.deepcopy({"name": "loaded", "repetitions": 3, "seed": 1,
                               "environments": {"native": {"target": "local"}},
                               "loads": {"idle": {}, "cpu50": {"kind": "cpu", "percent": 50, "cpus": [0, 1]},
@@ -248,6 +249,11 @@ def test_achieved_load_and_cpu_usage_next_to_the_results():
         if m.load in ("mem", "both"):
             m.load_records["mem"] = mem_load_records("mem", 5.1e9)
         m.cpu_stat = proc_stat({"cpu": (150, 0, 50), "cpu0": (55, 0, 45), "cpu1": (95, 0, 5)})
+    return run
+
+
+def test_achieved_load_and_cpu_usage_next_to_the_results():
+    run = _cpu_and_mem_loaded_run()
     html, md = render(run, "html"), render(run, "md")
     # Mean over the three repetitions: CPU 0 49.7 %, CPU 1 49.4 %, mean 49.55 -> "49.5" (3 digits).
     cpu_text = "held 49.5 % on 2 CPUs (CPU 0: 49.7 %, CPU 1: 49.4 %), target 50 %"
@@ -270,3 +276,19 @@ def test_achieved_load_and_cpu_usage_next_to_the_results():
     assert float(by[("1", "load.cpu50.cpu0.achieved_percent")]["value"]) == pytest.approx(49.8)
     assert by[("1", "load.mem.achieved_bps")]["unit"] == "bps"
     assert float(by[("3", "cpu_usage.cpu1.busy_percent")]["value"]) == pytest.approx(95.0)
+
+
+def test_what_a_load_achieved_over_all_its_measurements_is_in_the_json():
+    """The Loads table's mean over all of a load's measurements (those of a combination too) is a
+    figure of the JSON report as well, with the same words."""
+    run = _cpu_and_mem_loaded_run()
+    md, doc = render(run, "md"), json.loads(render(run, "json"))
+    overall = doc["loads_achieved"]
+    assert set(overall) == {"cpu50", "mem", "both"}
+    # cpu50 ran in its own cell and in `both`: CPU 0 held 49.8, 49.7, 49.6 % in each
+    [cpu] = overall["cpu50"]["achieved"]
+    assert cpu["per_cpu_percent"] == {"CPU 0": pytest.approx(49.7), "CPU 1": pytest.approx(49.4)}
+    assert [a["load"] for a in overall["both"]["achieved"]] == ["cpu50", "mem"]
+    for load, entry in overall.items():
+        row = next(line for line in md.splitlines() if line.startswith(f"| {load} |"))
+        assert row.replace("`", "").rstrip(" |").endswith(entry["achieved_text"])

@@ -65,6 +65,10 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "repetition": m.repetition + 1, "attempt": m.attempt, "error": m.error, "target_log": m.target_log}
             for m in run.failed_attempts],
         "load_cells": _load_cells(ev),
+        # Per load, what its probe loads achieved over all its completed measurements (the Loads table).
+        "loads_achieved": {ld: {"achieved": [_clean(a.to_dict()) for a in achieved],
+                                "achieved_text": describe_all(achieved, quote=False)}
+                           for ld, achieved in parts.loads_achieved.items() if achieved},
         # Every environment's fingerprint side by side: the key facts, then every other recorded field,
         # each row with its values per environment and whether they differ.
         "fingerprint": parts.fingerprints.to_dict() if parts.fingerprints else None,
