@@ -91,11 +91,62 @@ def cell_host_usage(data: RunData, env: str, load: str, bench: str) -> list[Gues
 
 
 @dataclass(frozen=True)
+class CellHostUsage:
+    """What all the guests of one cell cost the host, against the first environment with guests
+    measured under the same load and benchmark (the reference; its own difference is 0)."""
+    guests: list[GuestUsage]
+    reference_environment: str
+    versus_reference_points: float      # this cell's total less the reference's, in percentage points
+
+    @property
+    def total_percent(self) -> float:
+        return sum(g.total_percent for g in self.guests)
+
+    @property
+    def rss_mib(self) -> float:
+        return sum(g.rss_mib or 0 for g in self.guests)
+
+    @property
+    def pss_mib(self) -> float:
+        return sum(g.pss_mib or 0 for g in self.guests)
+
+    @property
+    def guest_used_mib(self) -> float | None:
+        return _all_or_none([g.guest_used_mib for g in self.guests])
+
+    @property
+    def guest_available_mib(self) -> float | None:
+        return _all_or_none([g.guest_available_mib for g in self.guests])
+
+
+def _all_or_none(values: list[float | None]) -> float | None:
+    """None unless every guest's figure is known: a total of some guests would pass for all of them."""
+    return None if any(v is None for v in values) else sum(values)
+
+
+def cells_host_usage(data: RunData, bench: str,
+                     by_cell: dict[tuple[str, str, str], list[GuestUsage]]) -> dict[tuple[str, str], CellHostUsage]:
+    """Per (environment, load) of `bench` with guests, in the order of its cells."""
+    reference: dict[str, tuple[str, float]] = {}
+    out = {}
+    for env, load in data.cells(bench):
+        guests = by_cell.get((env, load, bench), [])
+        if not guests:
+            continue
+        total = sum(g.total_percent for g in guests)
+        ref_env, ref_total = reference.setdefault(load, (env, total))
+        out[(env, load)] = CellHostUsage(guests, ref_env, total - ref_total)
+    return out
+
+
+@dataclass(frozen=True)
 class HostUsage:
     """What the guests cost the host: per measurement, and per cell (median over its completed
     repetitions), for the cells of qemu environments."""
     by_measurement: dict[int, list[GuestUsage]]
     by_cell: dict[tuple[str, str, str], list[GuestUsage]]     # (environment, load, benchmark)
+    #: per benchmark, its cells with guests and their totals
+    cells: dict[str, dict[tuple[str, str], CellHostUsage]]
 
 
 def host_usage(data: RunData, around: object = None) -> HostUsage | None:
@@ -103,8 +154,9 @@ def host_usage(data: RunData, around: object = None) -> HostUsage | None:
     by_measurement = {m.id: u for m in data.run.measurements if (u := measurement_host_usage(m))}
     if not by_measurement:
         return None
-    return HostUsage(by_measurement, {(env, load, bench): cell_host_usage(data, env, load, bench)
-                                      for bench in data.benchmarks for env, load in data.cells(bench)})
+    by_cell = {(env, load, bench): cell_host_usage(data, env, load, bench)
+               for bench in data.benchmarks for env, load in data.cells(bench)}
+    return HostUsage(by_measurement, by_cell, {bench: cells_host_usage(data, bench, by_cell) for bench in data.benchmarks})
 
 
 HOST_USAGE: RunAnalysis[HostUsage] = RUN_ANALYSES.register("host_usage")(RunAnalysis("host_usage", host_usage))

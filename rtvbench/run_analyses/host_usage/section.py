@@ -9,38 +9,29 @@ from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.report.run_section import RUN_SECTIONS, RunSection
 from rtvbench.report.tables import Row, Table
 from rtvbench.results import Measurement
-from rtvbench.run_analyses.host_usage.analysis import HOST_USAGE, HostUsage
+from rtvbench.run_analyses.host_usage.analysis import HOST_USAGE, GuestUsage, HostUsage
 
 
 def host_usage_tables(ev: Evaluation, part: HostUsage, bench: str) -> list[Table]:
     """What the guests of qemu environments cost the host, per cell and guest, and each cell's total
     against the first environment with guests under the same load, in percentage points."""
-    data = ev.data
-    usage = {cell: part.by_cell.get((*cell, bench), []) for cell in data.cells(bench)}
-    if not any(usage.values()):
+    cells = part.cells.get(bench, {})
+    if not cells:
         return []
-    reference: dict[str, tuple[str, float]] = {}
-    for (env, load), guests in usage.items():
-        if guests and load not in reference:
-            reference[load] = (env, sum(g.total_percent for g in guests))
     rows = []
-    for (env, load), guests in usage.items():
-        if not guests:
-            continue
-        total = sum(g.total_percent for g in guests)
-        ref_env, ref_total = reference[load]
-        versus = "reference" if ref_env == env else f"{total - ref_total:+.1f} vs {ref_env}"
-        for g in guests:
+    for (env, load), cell in cells.items():
+        versus = ("reference" if cell.reference_environment == env
+                  else f"{cell.versus_reference_points:+.1f} vs {cell.reference_environment}")
+        for g in cell.guests:
             rows.append(Row([env, load, str(g.guest), f"{g.vcpu_percent:.1f}",
                              "–" if g.vcpu_wait_percent is None else f"{g.vcpu_wait_percent:.1f}",
                              f"{g.other_percent:.1f}",
                              f"{g.total_percent:.1f}", "–" if g.rss_mib is None else f"{g.rss_mib:.0f}",
                              "–" if g.pss_mib is None else f"{g.pss_mib:.0f}", _mib(g.guest_used_mib),
                              _mib(g.guest_available_mib), "", ""]))
-        rows.append(Row([env, load, "all", "", "", "", f"{total:.1f}",
-                         f"{sum(g.rss_mib or 0 for g in guests):.0f}", f"{sum(g.pss_mib or 0 for g in guests):.0f}",
-                         _mib(_sum([g.guest_used_mib for g in guests])),
-                         _mib(_sum([g.guest_available_mib for g in guests])), str(len(guests)), versus], "summary"))
+        rows.append(Row([env, load, "all", "", "", "", f"{cell.total_percent:.1f}", f"{cell.rss_mib:.0f}",
+                         f"{cell.pss_mib:.0f}", _mib(cell.guest_used_mib), _mib(cell.guest_available_mib),
+                         str(len(cell.guests)), versus], "summary"))
     return [Table(
         f"{bench}: what the guests cost the host (QEMU's threads, seen from the host)",
         ["Environment", "Load", "Guest", "vCPU threads %", "vCPU waiting %", "QEMU other %", "Total %", "RSS MiB",
@@ -60,13 +51,29 @@ def host_usage_tables(ev: Evaluation, part: HostUsage, bench: str) -> list[Table
              "same load.")]
 
 
+def _guest_json(u: GuestUsage) -> dict[str, Any]:
+    return {"guest": u.guest, "vcpu_percent": u.vcpu_percent, "vcpu_wait_percent": u.vcpu_wait_percent,
+            "other_percent": u.other_percent, "rss_mib": u.rss_mib, "pss_mib": u.pss_mib,
+            "guest_used_mib": u.guest_used_mib, "guest_available_mib": u.guest_available_mib}
+
+
 def measurement_json(ev: Evaluation, part: HostUsage | None, m: Measurement) -> dict[str, Any]:
     # percent of one host CPU, MiB; [] outside a qemu environment
     usage = part.by_measurement.get(m.id, []) if part is not None else []
-    return {"host_usage": [{"guest": u.guest, "vcpu_percent": u.vcpu_percent, "vcpu_wait_percent": u.vcpu_wait_percent,
-                            "other_percent": u.other_percent, "rss_mib": u.rss_mib, "pss_mib": u.pss_mib,
-                            "guest_used_mib": u.guest_used_mib, "guest_available_mib": u.guest_available_mib}
-                           for u in usage]}
+    return {"host_usage": [_guest_json(u) for u in usage]}
+
+
+def run_json(ev: Evaluation, part: HostUsage | None) -> dict[str, Any]:
+    """Each cell's row of the table: its guests' medians, their totals and the difference to the reference."""
+    cells = part.cells if part is not None else {}
+    return {"host_usage_cells": [
+        {"benchmark": bench, "environment": env, "load": load,
+         "guests": [_guest_json(g) | {"total_percent": g.total_percent} for g in cell.guests],
+         "total_percent": cell.total_percent, "rss_mib": cell.rss_mib, "pss_mib": cell.pss_mib,
+         "guest_used_mib": cell.guest_used_mib, "guest_available_mib": cell.guest_available_mib,
+         "reference_environment": cell.reference_environment,
+         "versus_reference_points": cell.versus_reference_points}
+        for bench, by_cell in cells.items() for (env, load), cell in by_cell.items()]}
 
 
 def csv_rows(ev: Evaluation, part: HostUsage | None, m: Measurement) -> list[tuple[str, float, str]]:
@@ -88,10 +95,6 @@ def _mib(value: float | None) -> str:
     return "–" if value is None else f"{value:.0f}"
 
 
-def _sum(values: list[float | None]) -> float | None:
-    """None unless every guest's figure is known: a total of some guests would pass for all of them."""
-    return None if any(v is None for v in values) else sum(values)
-
-
 RUN_SECTIONS.register("host_usage")(RunSection(HOST_USAGE, bench_tables=host_usage_tables,
-                                               measurement_json=measurement_json, csv_rows=csv_rows))
+                                               measurement_json=measurement_json, json=run_json,
+                                               csv_rows=csv_rows))
