@@ -144,3 +144,15 @@ def test_the_difference_of_medians_the_report_prints_is_in_the_json():
             assert c["difference"] is None
         else:
             assert c["difference"] == pytest.approx(c["candidate_median"] - c["baseline_median"])
+
+
+def test_every_compared_and_summarised_figure_has_its_unit_in_the_json():
+    """A figure whose name carries no unit (an os primitive's time, in ns) is printed in a unit:
+    the JSON says which, so that its numbers read the same there."""
+    run = _three_environment_run([])
+    doc = json.loads(render(run, "json"))
+    kind = get_kind("latency")
+    assert doc["comparisons"] and doc["summaries"]
+    for entry in doc["comparisons"] + doc["summaries"]:
+        assert entry["unit"] == kind.unit(entry["figure"]), entry["figure"]
+    assert {e["unit"] for e in doc["summaries"]} >= {"us", "count"}

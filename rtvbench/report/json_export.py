@@ -75,13 +75,13 @@ def document(ev: Evaluation) -> dict[str, Any]:
         "preflight": [w.to_dict() for w in parts.preflight],
         "summaries": [
             {"environment": s.environment, "load": s.load, "benchmark": s.benchmark, "figure": s.figure,
-             "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
+             "unit": data.kind(s.benchmark).unit(s.figure), "n": s.summary.n, "min": _num(s.summary.min), "mean": _num(s.summary.mean),
              "median": _num(s.summary.median), "stddev": _num(s.summary.stddev), "max": _num(s.summary.max),
              "cv": _num(s.summary.cv), "percentiles": {k: _num(v) for k, v in s.summary.percentiles.items()},
              "values": [_num(v) for v in s.summary.values],
              "not_values": _not_values(ev.left_out(s.environment, s.load, s.benchmark, s.figure))}
             for s in ev.summaries],
-        "comparisons": [_comparison(c) for c in ev.comparisons],
+        "comparisons": [_comparison(c) | {"unit": data.kind(c.benchmark).unit(c.figure)} for c in ev.comparisons],
         "verdicts": [{"status": v.status, "reason": v.reason, "title": v.title, "requirement": v.requirement,
                       "details": v.details} for v in ev.verdicts],
         "findings": {b: [{"severity": f.severity, "topic": f.topic, "text": f.text} for f in fs]
