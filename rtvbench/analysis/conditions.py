@@ -103,7 +103,10 @@ def measurement_conditions(data: RunData, m: Measurement) -> Conditions | None:
             judged, why_not = False, (f"under load `{m.load}` other processes are not told apart from the load's "
                                       "(the target does not list its processes)")
         else:
-            foreign = 100.0 * ticks / max(1, sum(usage[c].ticks for c in cpus))
+            # A process is counted by the CPU it last ran on and may have run on others too; of the
+            # measured CPUs it took at most what they spent running processes.
+            ran = sum(running[c] * usage[c].ticks / 100.0 for c in cpus)
+            foreign = 100.0 * min(ticks, ran) / max(1, sum(usage[c].ticks for c in cpus))
     elif cpu_ns is None or elapsed_ns is None or elapsed_ns <= 0:
         judged, why_not = False, "the probe's own CPU time is not recorded (a probe older than this rtvbench)"
     else:
