@@ -42,10 +42,14 @@ def test_every_row_of_the_host_cost_table_is_in_the_json(guests_run):
     cells = {(c["benchmark"], c["environment"], c["load"]): c for c in doc["host_usage_cells"]}
     rows = _table_rows(md)
     assert rows
-    for bench, (env, load, guest, vcpu, wait, other, total, rss, pss, n, versus) in rows:
+    def mib(v):
+        return "–" if v is None else f"{v:.0f}"
+
+    for bench, (env, load, guest, vcpu, wait, other, total, rss, pss, used, available, n, versus) in rows:
         cell = cells[(bench, env, load)]
         if guest == "all":
             assert f"{cell['total_percent']:.1f}" == total and f"{cell['rss_mib']:.0f}" == rss
+            assert (mib(cell["guest_used_mib"]), mib(cell["guest_available_mib"])) == (used, available)
             assert f"{cell['pss_mib']:.0f}" == pss and str(len(cell["guests"])) == n
             if versus == "reference":
                 assert cell["reference_environment"] == env and cell["versus_reference_points"] == 0
@@ -56,3 +60,4 @@ def test_every_row_of_the_host_cost_table_is_in_the_json(guests_run):
             assert (f"{g['vcpu_percent']:.1f}", f"{g['other_percent']:.1f}", f"{g['total_percent']:.1f}") == \
                 (vcpu, other, total)
             assert f"{g['rss_mib']:.0f}" == rss and f"{g['pss_mib']:.0f}" == pss
+            assert (mib(g["guest_used_mib"]), mib(g["guest_available_mib"])) == (used, available)

@@ -111,6 +111,11 @@ class RatioTest:
         return (ratio - 1) * 100 if self.lower_is_better else (1 - ratio) * 100
 
     @property
+    def p_test(self) -> str | None:
+        """The short name of the test the p value came from, as a p column's heading gives it."""
+        return P_TEST_NAME.get(self.method) if self.p_value is not None else None
+
+    @property
     def difference(self) -> float | None:
         """Candidate median less baseline median, in the figure's unit (None without both)."""
         if self.baseline_median is None or self.candidate_median is None:

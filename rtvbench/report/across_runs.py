@@ -102,7 +102,8 @@ def document(x: AcrossRuns) -> dict[str, Any]:
              "baseline_median": num(c.test.baseline_median), "candidate_median": num(c.test.candidate_median),
              "ratio": num(c.test.ratio), "overhead_percent": num(c.test.overhead_percent),
              "ci95_percent": [num(v) for v in c.test.ci_percent] if c.test.ci_percent else None,
-             "p_value": num(c.test.p_value), "method": c.test.method, "verdict": c.test.verdict,
+             "p_value": num(c.test.p_value), "method": c.test.method, "p_test": c.test.p_test,
+             "verdict": c.test.verdict,
              "lower_is_better": c.test.lower_is_better, "status": c.status, "reason": c.reason or None}
             for c in x.comparisons],
         "only_baseline": [list(c) for c in x.only_baseline],

@@ -81,6 +81,11 @@ def document(ev: Evaluation) -> dict[str, Any]:
              "values": [_num(v) for v in s.summary.values],
              "not_values": _not_values(ev.left_out(s.environment, s.load, s.benchmark, s.figure))}
             for s in ev.summaries],
+        # A cell without a value of a figure its benchmark has elsewhere: why (the results table's "– (...)").
+        "no_values": [{"environment": env, "load": load, "benchmark": bench, "figure": figure,
+                       "reason": ev.no_value(env, load, bench, figure)}
+                      for bench in data.benchmarks for figure in data.figure_names(bench)
+                      for env, load in data.cells(bench) if ev.summary(env, load, bench, figure) is None],
         "comparisons": [_comparison(c) | {"unit": data.kind(c.benchmark).unit(c.figure)} for c in ev.comparisons],
         "verdicts": [{"status": v.status, "reason": v.reason, "title": v.title, "requirement": v.requirement,
                       "details": v.details} for v in ev.verdicts],
@@ -115,6 +120,7 @@ def _comparison(c) -> dict[str, Any]:
             "ci95_ratio": [_num(c.test.ci_low), _num(c.test.ci_high)] if c.test.ci_low is not None else None,
             "ci95_percent": [_num(x) for x in c.test.ci_percent] if c.test.ci_percent else None,
             "p_value": _num(c.test.p_value), "verdict": c.verdict, "no_data": c.no_data, "method": c.test.method,
+            "p_test": c.test.p_test,
             "equivalence_percent": c.test.margin_percent,
             "ci90_ratio": ([_num(c.test.equivalence_low), _num(c.test.equivalence_high)]
                            if c.test.equivalence_low is not None else None),

@@ -306,7 +306,8 @@ def _ranking_json(rk: Ranking) -> dict[str, Any]:
                          "ratio": r.ratio,
                          "ci95_ratio": [r.test.ci_low, r.test.ci_high] if r.test and r.test.ci_low is not None else None,
                          "p_value": r.test.p_value if r.test else None,
-                         "p_test": r.test.method if r.test and r.test.p_value is not None else None,
+                         "p_test": r.test.p_test if r.test else None,
+                         "method": r.test.method if r.test else None,
                          "verdict": r.test.verdict if r.test else "baseline",
                          "misses": r.misses, "misses_per_repetition": r.misses_per_repetition}
                         for i, r in enumerate(rk.rows, start=1)]}
