@@ -155,13 +155,13 @@ def test_os(probe, tmp_path):
                   "mmap_reread.open2close"}
     # LMbench gives file creation and deletion as files per second: so do these rows.
     rates = {"file_create.0B_per_s", "file_create.1KiB_per_s", "file_delete.0B_per_s", "file_delete.1KiB_per_s"}
-    # A figure whose samples were clamped, or a ctx difference that did not converge (a busy machine's
+    # A figure whose samples were clamped, or a ctx difference that cannot be told from zero (a busy machine's
     # luck), is no value: it is left out, and only such a one.
     from rtvbench.kinds.os.decode import _stem as os_stem
     dropped = {s for s in get_kind("os").not_values(m) if not s.endswith(".min")}
     for s in dropped:
         r = next(r for r in m.results if os_stem(r) == s)
-        assert r["clamped_samples"] or (r["test"] == "ctx" and not r["converged"]), (s, r)
+        assert r["clamped_samples"] or (r["test"] == "ctx" and not r["converged"] and r["rel_error"] >= 0.5), (s, r)
     stems -= dropped
     assert {n for n in f if get_kind("os").split(n)[2] == "" and not n.endswith(".min")} == stems | bandwidths | rates
     # Every one is a row of the report's tables, creation and deletion apart, each with its own label.
