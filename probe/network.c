@@ -19,12 +19,11 @@
  * prints one result with both sides' figures (the receiver's from REPORT);
  * the receiver prints its own as well.
  *
- * Every chunk (tcp) and datagram (udp) carries its sequence number in its
- * first 8 bytes, and each further 8-byte word is a fixed pseudo-random word
- * XORed with a key derived from that number: a chunk that is altered,
- * misplaced or from another session fails the check, and the check costs a
- * few instructions per word, so that it does not become the bottleneck of a
- * fast link.
+ * Every chunk (tcp) and datagram (udp) is a message of netpayload.c: its
+ * sequence number, then words derived from it, which the receiver checks in
+ * one pass over its buffer, so that a chunk that is altered, misplaced or
+ * from another session fails the check without the check becoming the
+ * bottleneck of a fast link.
  */
 #include <endian.h>
 #include <errno.h>
@@ -43,16 +42,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "netpayload.h"
 #include "opts.h"
 #include "probe.h"
 #include "transport.h"
 
 #define SUB "network"
 
-#define NET_MAGIC "RTVBNET1"
+/* The version of the protocol and payload: an end of another version
+ * is told so instead of seeing every chunk as corrupted. */
+#define NET_MAGIC "RTVBNET2"
 #define NET_FIELDS 16
 #define NET_CTRL (8 + 8 * NET_FIELDS)
-#define NET_HDR 8                     /* the sequence number */
 #define NET_MIN_SIZE 16
 #define NET_MAX_TCP (16u << 20)
 /* The largest UDP payload over IPv4 (65535 - 20 - 8): a bigger datagram
@@ -95,7 +96,8 @@ struct net_opts {
     unsigned port;
     int bidir;                       /* tcp: the receiver streams back at the same time */
     uint64_t search_steps;           /* udp: trials of the zero-loss search, 0 = one paced stream */
-    int64_t corrupt;                 /* hidden test hook: chunk to alter, -1 = off */
+    int64_t corrupt;                 /* hidden test hook: chunk to alter, -1 = off, */
+    int64_t corrupt_offset;          /* and its byte to flip, -1 = the middle one */
     uint64_t capacity_bps;           /* hidden test hook: the receiver keeps this rate at most, 0 = off */
     atomic_int *halt;                /* a tcp sender stops when it is set (NULL: its duration only) */
 };
@@ -150,49 +152,6 @@ static const char *io_text(int err)
 
 /* ------------------------------------------------------------ the payload */
 
-/* The fixed words every chunk is built from (xorshift64 from a fixed seed). */
-static uint64_t *base_words(size_t size)
-{
-    size_t n = (size + 7) / 8;
-    uint64_t *w = malloc(n * 8), x = 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; w && i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        w[i] = x;
-    }
-    return w;
-}
-
-/* The key of chunk seq: every bit depends on seq (splitmix64's finaliser),
- * so chunks of neighbouring numbers differ in every word. */
-static uint64_t chunk_key(uint64_t seq)
-{
-    uint64_t z = seq + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Chunk seq of `size` bytes into out: its number, then base ^ key. Words
- * are copied through memcpy (out need not be aligned) in host order: both
- * ends build the same bytes only if they share a byte order, so the key
- * and the words are stored little-endian. */
-static void fill_chunk(uint8_t *out, const uint64_t *base, size_t size, uint64_t seq)
-{
-    uint64_t key = chunk_key(seq), v = htole64(seq);
-    memcpy(out, &v, NET_HDR);
-    size_t i = NET_HDR;
-    for (; i + 8 <= size; i += 8) {
-        v = htole64(base[i / 8] ^ key);
-        memcpy(out + i, &v, 8);
-    }
-    if (i < size) {
-        v = htole64(base[i / 8] ^ key);
-        memcpy(out + i, &v, size - i);
-    }
-}
-
 struct check {
     uint64_t corrupt;                /* chunks or datagrams with a wrong byte */
     uint64_t seq;                    /* the first of them, */
@@ -201,20 +160,17 @@ struct check {
 };
 
 /* Whether chunk `seq` in `got` is exact; the first fault goes into ck. */
-static int check_chunk(const uint8_t *got, uint8_t *scratch, const uint64_t *base, size_t size, uint64_t seq,
-                       struct check *ck)
+static int check_chunk(const uint8_t *got, size_t size, uint64_t seq, struct check *ck)
 {
-    fill_chunk(scratch, base, size, seq);
-    if (memcmp(got, scratch, size) == 0)
+    if (netpayload_exact(got, size, seq))
         return 1;
     if (ck->corrupt++ == 0) {
-        size_t i = 0;
-        while (i < size - 1 && got[i] == scratch[i])
-            i++;
+        unsigned expected = 0;
+        size_t at = netpayload_first_fault(got, size, seq, &expected);
         ck->seq = seq;
-        ck->offset = i;
-        ck->expected = scratch[i];
-        ck->got = got[i];
+        ck->offset = at;
+        ck->expected = expected;
+        ck->got = got[at];
     }
     return 0;
 }
@@ -241,11 +197,11 @@ struct received {
 static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, int drain, struct received *r,
                        const char **why)
 {
-    uint8_t *buf = malloc(size), *scratch = malloc(size);
-    uint64_t *base = base_words(size), t_last = t_ready;
+    uint8_t *buf = malloc(size);
+    uint64_t t_last = t_ready;
     size_t have = 0;
     int rc = 0;
-    if (!buf || !scratch || !base) {
+    if (!buf) {
         *why = "out of memory for the chunks";
         rc = -1;
     }
@@ -265,15 +221,13 @@ static int receive_tcp(struct tp_conn *c, size_t size, uint64_t t_ready, int dra
         r->bytes += (uint64_t)n;
         have += (size_t)n;
         if (have == size) {
-            check_chunk(buf, scratch, base, size, r->units++, &r->ck);
+            check_chunk(buf, size, r->units++, &r->ck);
             have = 0;
         }
     }
     r->partial = have;               /* a chunk cut short by an interrupted sender: counted, not checked */
     r->span_ns = t_last - t_ready;
     free(buf);
-    free(scratch);
-    free(base);
     return rc;
 }
 
@@ -323,12 +277,12 @@ static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout
                        uint64_t capacity_bps, uint64_t rate_bps, struct received *r, uint64_t *sent,
                        const char **why)
 {
-    uint8_t *buf = malloc(size + 1), *scratch = malloc(size);
-    uint64_t *base = base_words(size), t_last = t_ready, t_heard = t_ready, highest = 0;
+    uint8_t *buf = malloc(size + 1);
+    uint64_t t_last = t_ready, t_heard = t_ready, highest = 0;
     struct seen seen = {0};
     int rc = 0, ended = 0, any = 0;
     *sent = 0;
-    if (!buf || !scratch || !base) {
+    if (!buf) {
         *why = "out of memory for the datagrams";
         rc = -1;
     }
@@ -357,7 +311,7 @@ static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout
                 break;
             t_last = t_heard = mono_ns();
             uint64_t seq;
-            memcpy(&seq, buf, NET_HDR);
+            memcpy(&seq, buf, NETPAYLOAD_HDR);
             seq = le64toh(seq);
             if ((size_t)n == size && !capacity_keeps(seq, capacity_bps, rate_bps))
                 continue;
@@ -378,7 +332,7 @@ static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout
             if (!any || seq > highest)
                 highest = seq;
             any = 1;
-            check_chunk(buf, scratch, base, size, seq, &r->ck);
+            check_chunk(buf, size, seq, &r->ck);
         }
         if (!ended && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
             uint64_t f[NET_FIELDS];
@@ -396,8 +350,6 @@ static int receive_udp(struct tp_conn *c, int ufd, size_t size, uint64_t timeout
     r->span_ns = t_last - t_ready;
     free(seen.bits);
     free(buf);
-    free(scratch);
-    free(base);
     return rc;
 }
 
@@ -434,13 +386,17 @@ struct sent {
     uint64_t bytes, units, span_ns, cpu_ns;
 };
 
+/* The test hook: the low bit of one byte of message `corrupt` flipped. */
+static void corrupt_hook(const struct net_opts *o, uint8_t *msg, uint64_t seq)
+{
+    if (o->corrupt >= 0 && seq == (uint64_t)o->corrupt)
+        msg[o->corrupt_offset >= 0 ? (size_t)o->corrupt_offset : o->size / 2] ^= 0x01;
+}
+
 static int send_tcp(struct tp_conn *c, const struct net_opts *o, struct sent *s, const char **why)
 {
     uint8_t *chunk = malloc(o->size);
-    uint64_t *base = base_words(o->size);
-    if (!chunk || !base) {
-        free(chunk);
-        free(base);
+    if (!chunk) {
         *why = "out of memory for the chunks";
         return -1;
     }
@@ -449,11 +405,12 @@ static int send_tcp(struct tp_conn *c, const struct net_opts *o, struct sent *s,
     int zero = 0, rc = 0;
     setsockopt(c->wfd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
     uint64_t t0 = mono_ns(), cpu0 = cpu_ns(), end = t0 + o->duration_ns, now = t0;
-    while (!stop && !(o->halt && atomic_load(o->halt)) && now < end) {
-        fill_chunk(chunk, base, o->size, s->units);
-        int corrupt = o->corrupt >= 0 && s->units == (uint64_t)o->corrupt;
-        if (corrupt)
-            chunk[o->size / 2] ^= 0x01;
+    /* A chunk the test hook is to alter is sent even after the duration,
+     * so that a test knows it went whatever the scheduler did. */
+    while (!stop && !(o->halt && atomic_load(o->halt))
+           && (now < end || (o->corrupt >= 0 && s->units <= (uint64_t)o->corrupt))) {
+        netpayload_fill(chunk, o->size, s->units);
+        corrupt_hook(o, chunk, s->units);
         if (tp_send_all(c, chunk, o->size)) {
             if (errno != EINTR)
                 *why = io_text(errno), rc = -1;
@@ -466,7 +423,6 @@ static int send_tcp(struct tp_conn *c, const struct net_opts *o, struct sent *s,
     s->span_ns = mono_ns() - t0;
     s->cpu_ns = cpu_ns() - cpu0;
     free(chunk);
-    free(base);
     if (rc == 0 && shutdown(c->wfd, SHUT_WR)) {
         *why = io_text(errno);
         rc = -1;
@@ -484,9 +440,8 @@ static int send_udp(struct tp_conn *ctrl, const struct net_opts *o, unsigned upo
         return -1;
     }
     uint8_t *dgram = malloc(o->size);
-    uint64_t *base = base_words(o->size);
     int rc = 0;
-    if (!dgram || !base) {
+    if (!dgram) {
         *why = "out of memory for the datagrams";
         rc = -1;
     }
@@ -507,9 +462,8 @@ static int send_udp(struct tp_conn *ctrl, const struct net_opts *o, unsigned upo
             if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
                 continue;            /* a signal: look at stop again */
         }
-        fill_chunk(dgram, base, o->size, s->units);
-        if (o->corrupt >= 0 && s->units == (uint64_t)o->corrupt)
-            dgram[o->size / 2] ^= 0x01;
+        netpayload_fill(dgram, o->size, s->units);
+        corrupt_hook(o, dgram, s->units);
         ssize_t n = send(d.wfd, dgram, o->size, 0);
         if (n < 0 && (errno == ENOBUFS || errno == EINTR || errno == EAGAIN))
             continue;                /* the same datagram again: nothing was sent */
@@ -526,7 +480,6 @@ static int send_udp(struct tp_conn *ctrl, const struct net_opts *o, unsigned upo
     s->cpu_ns = cpu_ns() - cpu0;
     tp_close(&d);
     free(dgram);
-    free(base);
     uint64_t f[NET_FIELDS] = {OP_END, s->units, s->bytes};
     if (rc == 0 && send_ctrl(ctrl, f)) {
         *why = io_text(errno);
@@ -1060,7 +1013,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
     static const char *const transports[] = {"tcp", "udp"};
     static const int kinds[] = {TP_TCP, TP_UDP};
     *o = (struct net_opts){.mode = NET_CONNECT, .transport = TP_TCP, .duration_ns = 10000000000ull,
-                           .timeout_ns = 10000000000ull, .port = TP_DEFAULT_PORT, .corrupt = -1};
+                           .timeout_ns = 10000000000ull, .port = TP_DEFAULT_PORT, .corrupt = -1,
+                           .corrupt_offset = -1};
     int serve = 0;
     struct opt table[] = {
         {OPT_F("serve", &serve, 1, "be the receiver of one session of another probe's --connect")},
@@ -1086,6 +1040,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
                 "give up when the other end is silent this long (default 10)")},
         /* Test hook (docs/probe/network.md): the sender alters one byte of chunk N. */
         {OPT_I("x-corrupt", &o->corrupt, 0, UINT32_MAX, "N", NULL), .expect = "a chunk number"},
+        /* Test hook: which byte of that chunk (default its middle one). */
+        {OPT_I("x-corrupt-offset", &o->corrupt_offset, 0, NET_MAX_TCP - 1, "B", NULL), .expect = "a byte offset"},
         /* Test hook: the receiver keeps at most this rate of a paced udp stream. */
         {OPT_I("x-capacity-bps", &o->capacity_bps, 1000, 1000000000000ull, "R", NULL), .expect = "bits per second"},
         {OPT_TEXT("The sender prints the result, with the receiver's figures; the receiver prints its own.")},
@@ -1098,7 +1054,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
         return usage_error(SUB, "give --serve (the receiver) or --connect ADDR:PORT (the sender), one of them.");
     if (serve) {
         o->mode = NET_SERVE;
-        static const char *const client_only[] = {"duration-s", "size", "rate-bps", "x-corrupt", "bidir",
+        static const char *const client_only[] = {"duration-s", "size", "rate-bps", "x-corrupt",
+                                                  "x-corrupt-offset", "bidir",
                                                   "search-steps"};
         for (size_t i = 0; i < sizeof client_only / sizeof *client_only; i++)
             if (opts_seen(table, client_only[i]))
@@ -1118,6 +1075,8 @@ static int parse_options(int argc, char **argv, struct net_opts *o)
         return usage_error(SUB, "--search-steps searches a udp pace; tcp has no loss to search (use --transport udp).");
     if (!opts_seen(table, "size"))
         o->size = o->transport == TP_UDP ? DEFAULT_UDP_SIZE : DEFAULT_TCP_SIZE;
+    if (o->corrupt_offset >= 0 && (o->corrupt < 0 || (uint64_t)o->corrupt_offset >= o->size))
+        return usage_error(SUB, "--x-corrupt-offset needs --x-corrupt and must be below --size.");
     if (o->transport == TP_UDP) {
         if (!o->rate_bps)
             return usage_error(SUB, "udp needs --rate-bps: an unpaced udp sender measures only what is dropped.");
@@ -1159,6 +1118,8 @@ static void print_meta(int argc, char **argv, const struct net_opts *o)
     jw_str(&w, "connect", o->connect);
     if (o->corrupt >= 0)
         jw_int(&w, "x_corrupt", o->corrupt);
+    if (o->corrupt_offset >= 0)
+        jw_int(&w, "x_corrupt_offset", o->corrupt_offset);
     if (o->capacity_bps)
         jw_uint(&w, "x_capacity_bps", o->capacity_bps);
     jw_end(&w);
