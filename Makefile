@@ -137,4 +137,5 @@ bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/campaign_overhead.py
 	$(PY) bench/memlat_compare.py
 	$(PY) bench/lmbench_compare.py
+	$(PY) bench/network_vs_iperf3.py --udp-rate-bps 1000000000
 	$(PY) bench/probe_size.py
