@@ -565,10 +565,15 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
-    from rtvbench.store import list_runs
+    from rtvbench.store import DEFAULT_URL
+    from rtvbench.store.listing import sqlite_runs
 
     wanted = _tags(tags)
-    rows = [r for r in list_runs(_store(ctx, store_url)) if all(r["tags"].get(k) == v for k, v in wanted.items())]
+    found = sqlite_runs(store_url or ctx.obj.get("store_url") or DEFAULT_URL)
+    if found is None:
+        from rtvbench.store import list_runs
+        found = list_runs(_store(ctx, store_url))
+    rows = [r for r in found if all(r["tags"].get(k) == v for k, v in wanted.items())]
     if as_json:
         _print_json([{"id": r["id"], "campaign": r["campaign_name"], "status": r["status"],
                       "measurements_ok": r["ok"], "measurements": r["measurements"],

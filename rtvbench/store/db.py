@@ -14,13 +14,9 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from rtvbench import file_modes
 from rtvbench.errors import InputError, StoreError
+from rtvbench.store.defaults import BUSY_TIMEOUT_MS, DEFAULT_URL, RESULTS_DIR, SCHEMA_HEAD  # noqa: F401 (the store's names)
 
-RESULTS_DIR = Path("rtvbench-results")
-DEFAULT_URL = f"sqlite:///{RESULTS_DIR / 'rtvbench.db'}"
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
-
-
-BUSY_TIMEOUT_MS = 10000
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -74,12 +70,6 @@ def _read_only_mount(path: Path) -> bool:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except OSError:
         return False
-
-
-#: The newest migration's revision. Reading it from Alembic's script directory means importing
-#: Alembic, which costs more than a whole `rtvbench list`; tests/test_old_store.py checks that it is
-#: Alembic's head, so a migration cannot be added without it.
-SCHEMA_HEAD = "0009"
 
 
 def _schema_state(conn) -> tuple[str | None, str]:

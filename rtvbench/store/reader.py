@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
 from rtvbench.records import HealthCheck
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.spec import CampaignSpec, SpecVersionError
-from rtvbench.store.lease import holder_alive
+from rtvbench.store.listing import LIST_SQL, listed_runs
 from rtvbench.store.schema import (cpu_samples, fingerprints, health_checks, load_records, measurements, records,
                                    runs)
 
@@ -41,35 +41,10 @@ def _guard(fn):
 
 @_guard
 def list_runs(engine: Engine) -> list[dict[str, Any]]:
-    """Every run, newest first, with its measurement counts (latest attempts only). A run whose
-    runner is gone (killed, its machine lost) without saying so has the status "abandoned":
-    `run --resume` continues it."""
-    # Count only the latest attempt of each measurement (see schema.measurements).
-    m = measurements.alias("m")
-    m2 = measurements.alias("m2")
-    newest = (select(m.c.run_id, m.c.status).where(
-        m.c.attempt == select(func.max(m2.c.attempt)).where(
-            m2.c.run_id == m.c.run_id, m2.c.environment == m.c.environment,
-            m2.c.load == m.c.load, m2.c.benchmark == m.c.benchmark,
-            m2.c.repetition == m.c.repetition).scalar_subquery())).subquery()
-    counts = (select(newest.c.run_id,
-                     func.count().label("measurements"),
-                     func.sum(case((newest.c.status == "ok", 1), else_=0)).label("ok"))
-              .group_by(newest.c.run_id).subquery())
-    q = (select(runs.c.id, runs.c.campaign_name, runs.c.status, runs.c.seed, runs.c.started_at,
-                runs.c.finished_at, runs.c.runner, runs.c.heartbeat_at, runs.c.tags, runs.c.note,
-                counts.c.measurements, counts.c.ok)
-         .outerjoin(counts, counts.c.run_id == runs.c.id)
-         .order_by(runs.c.id.desc()))
+    """Every run, newest first, with its measurement counts (latest attempts only); a run whose runner
+    is gone without saying so as "abandoned" (store.listing)."""
     with engine.connect() as conn:
-        rows = [dict(r) for r in conn.execute(q).mappings()]
-    for r in rows:
-        r["started_at"], r["finished_at"] = _aware(r["started_at"]), _aware(r["finished_at"])
-        r["measurements"], r["ok"] = r["measurements"] or 0, r["ok"] or 0
-        r["tags"] = r["tags"] or {}
-        if r["status"] == "running" and (not r["runner"] or holder_alive(r["runner"], r["heartbeat_at"]) is None):
-            r["status"] = "abandoned"
-    return rows
+        return listed_runs(conn.exec_driver_sql(LIST_SQL).fetchall())
 
 
 @_guard

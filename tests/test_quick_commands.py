@@ -1,0 +1,94 @@
+"""The commands a user expects at once read what they show without importing the heavy stacks: `list`
+of a SQLite store at the current schema reads it through sqlite3 alone, and gives what the
+SQLAlchemy reader gives, on every kind of run; anything else falls back to the full path."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtvbench.campaign.reader import parse_campaign
+from rtvbench.store import RunRecorder, list_runs, open_store
+from rtvbench.store.listing import sqlite_runs
+
+pytestmark = pytest.mark.functional
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = """
+name = "quick"
+[environments.native]
+target = "local"
+[benchmarks.w]
+kind = "latency"
+duration_s = 1
+"""
+
+
+def _store(tmp_path: Path) -> str:
+    """A store with a finished run (one measurement retried, one failed), a tagged run still held by a
+    runner that is gone, and an empty run this process holds."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    engine = open_store(url)
+    common = dict(environment="native", load="idle", benchmark="w", kind="latency", command=["p"],
+                  load_commands=[])
+    done = RunRecorder.create(engine, parse_campaign(TEXT))
+    done.start_measurement(repetition=0, attempt=1, order_index=0, **common).finish("error", 1, "lost")
+    done.start_measurement(repetition=0, attempt=2, order_index=0, **common).finish("ok", 0)
+    done.start_measurement(repetition=1, attempt=1, order_index=1, **common).finish("error", 1, "failed")
+    done.set_status("finished")
+    held = RunRecorder.create(engine, parse_campaign(TEXT), tags={"bsp": "5.2", "board": "a b"}, note="n")
+    held.start_measurement(repetition=0, attempt=1, order_index=0, **common)
+    RunRecorder.create(engine, parse_campaign(TEXT))
+    engine.dispose()
+    with sqlite3.connect(tmp_path / "s.db") as conn:      # its runner: a process that no longer exists
+        conn.execute("UPDATE runs SET runner = ? WHERE id = ?", (f"{socket.gethostname()}:999999999:1", held.id))
+    return url
+
+
+def test_the_sqlite_read_lists_what_the_sqlalchemy_reader_lists(tmp_path):
+    url = _store(tmp_path)
+    quick = sqlite_runs(url)
+    assert quick == list_runs(open_store(url, write=False))
+    assert [(r["id"], r["status"], r["ok"], r["measurements"], r["tags"]) for r in quick] == [
+        (3, "running", 0, 0, {}), (2, "abandoned", 0, 1, {"bsp": "5.2", "board": "a b"}),
+        (1, "finished", 1, 2, {})]
+    assert all(r["started_at"].tzinfo is not None for r in quick)
+
+
+def test_the_sqlite_read_leaves_every_other_store_to_the_full_path(tmp_path):
+    url = _store(tmp_path)
+    assert sqlite_runs(url + "?timeout=5") is None
+    assert sqlite_runs(f"sqlite:///{tmp_path / 'none.db'}") is None
+    assert not (tmp_path / "none.db").exists()
+    assert sqlite_runs("postgresql://u@h/db") is None
+    with sqlite3.connect(tmp_path / "s.db") as conn:      # a store an older rtvbench wrote
+        conn.execute("UPDATE alembic_version SET version_num = '0003'")
+    assert sqlite_runs(url) is None
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
+    assert sqlite_runs(f"sqlite:///{tmp_path / 'junk.db'}") is None
+
+
+def _modules_after(*argv: str) -> tuple[int, set[str], str]:
+    """Exit code, the heavy packages imported and stdout of `rtvbench ARGV` in a fresh interpreter."""
+    code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic'}\n"
+            "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out, _, last = r.stdout.rpartition("\nHEAVY ")
+    heavy, exit_code = last.rsplit(" ", 1)
+    return int(exit_code), set(json.loads(heavy.replace("'", '"'))), out
+
+
+def test_list_and_help_import_no_heavy_stack(tmp_path):
+    url = _store(tmp_path)
+    code, heavy, out = _modules_after("--store", url, "list", "--json")
+    assert code == 0 and heavy == set()
+    assert [r["status"] for r in json.loads(out)] == ["running", "abandoned", "finished"]
+    code, heavy, out = _modules_after("--help")
+    assert code == 0 and heavy == set() and "list" in out
