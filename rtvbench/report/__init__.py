@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from rtvbench.results import CampaignRun
-
 FORMATS = ("html", "md", "csv", "json", "junit", "pdf")
 #: the file name extension of each format, where it is not the format's name
 EXTENSIONS = {"junit": "xml"}
 
 
-def render(run: CampaignRun, fmt: str) -> str | bytes:
-    """The report of `run` in format `fmt` (one of FORMATS): text, bytes for the binary formats (pdf)."""
+def render(run, fmt: str) -> str | bytes:
+    """The report of `run` (a results.CampaignRun; not imported here, for `rtvbench --help`) in format `fmt` (one of FORMATS): text, bytes for the binary formats (pdf)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     # Imported here: the analysis stack (numpy, scipy) is not needed for `rtvbench --help`.
