@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Start-up time of the rtvbench CLI: `--help`, and `list` on a store at the newest schema.
+"""Start-up of the rtvbench CLI as a ratio to a bare interpreter start.
 
-Each command runs alternately with a bare `python -c pass` (the interpreter's own start-up, the
-floor no Python CLI can go below), several rounds; reported: the median wall time of each, the
-median of the per-round differences from the floor, and the goals (`--help` <= 0.15 s, `list`
-<= 0.3 s). The store is made once before timing (a fresh one would be migrated by the first
-command, which is not what a user waits for every time).
+Each command (`--help`, `list` and `show` on a store holding the golden runs, `validate` of a
+one-benchmark campaign) runs in a pair with a bare `python -c pass` of the same interpreter (the
+floor no Python CLI can go below), the order within the pair flipping every round, so what else the
+machine does lands on both alike. Reported per command: the median of the per-round ratios command /
+floor, their range, and the goal (<= 5). The store is made before timing (a fresh one would be
+migrated by the first command, which is not what a user waits for every time). Rows also go to
+build/bench/cli_speed.json.
 
 usage: bench/cli_speed.py [--rounds R]
 """
@@ -14,20 +16,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rows import bench_row, write_rows  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
-GOALS = {"--help": 0.15, "list": 0.30}
+GOAL = 5.0
+CAMPAIGN = 'name = "small"\n[environments.native]\ntarget = "local"\n[benchmarks.wakeup]\nkind = "latency"\n' \
+           'duration_s = 5\n'
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env, cwd=REPO)
     return time.perf_counter() - t0
 
 
@@ -36,30 +44,37 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
     py = sys.executable
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        store = f"sqlite:///{tmp}/rtvbench.db"
+        db = Path(tmp) / "rtvbench.db"
+        with sqlite3.connect(db) as conn:
+            conn.executescript((REPO / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
+        campaign = Path(tmp) / "small.toml"
+        campaign.write_text(CAMPAIGN, encoding="utf-8")
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        cli = [py, "-m", "rtvbench", "--store", store]
-        subprocess.run([*cli, "list"], check=True, capture_output=True, env=env, cwd=REPO)  # migrate once
-        commands = {"--help": [*cli, "--help"], "list": [*cli, "list"]}
-        floors: dict[str, list[float]] = {name: [] for name in commands}
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        cli = [py, "-m", "rtvbench", "--store", f"sqlite:///{db}"]
+        commands = {"--help": [*cli, "--help"], "list": [*cli, "list"], "show": [*cli, "show", "1"],
+                    "validate": [*cli, "validate", str(campaign)]}
+        for cmd in commands.values():
+            wall(cmd, env)                     # each once, to be sure it works before timing
+        ratios: dict[str, list[float]] = {name: [] for name in commands}
         for rnd in range(args.rounds):
-            order = list(commands.items())
-            if rnd % 2:
-                order.reverse()
-            for name, cmd in order:
-                floors[name].append(wall([py, "-c", "pass"], env))
-                times[name].append(wall(cmd, env))
-        load = os.getloadavg()[0]
-    print(f"rtvbench CLI start-up, {args.rounds} alternating rounds, load average {load:.2f}")
-    print(f"{'command':10} {'median':>8} {'floor':>8} {'above floor':>12} {'goal':>6}  verdict")
-    for name, values in times.items():
-        above = statistics.median(v - f for v, f in zip(values, floors[name]))
-        med = statistics.median(values)
-        verdict = "met" if med <= GOALS[name] else "missed"
-        print(f"{name:10} {med:7.3f}s {statistics.median(floors[name]):7.3f}s {above:11.3f}s {GOALS[name]:5.2f}s  "
-              f"{verdict}")
+            for name, cmd in commands.items():
+                if rnd % 2:
+                    t, floor = wall(cmd, env), wall([py, "-c", "pass"], env)
+                else:
+                    floor, t = wall([py, "-c", "pass"], env), wall(cmd, env)
+                ratios[name].append(t / floor)
+    rows = [bench_row(f"rtvbench {name} / python -c pass", "python -c pass (same interpreter, same round)",
+                      values, f"<= {GOAL:g}") for name, values in ratios.items()]
+    load_after = os.getloadavg()
+    print(f"rtvbench CLI start-up / bare interpreter start, {args.rounds} alternating rounds, "
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+    print(f"{'command':10} {'median':>7} {'range':>13} {'goal':>6}  verdict")
+    for name, row in zip(commands, rows):
+        print(f"{name:10} {row['median']:6.2f}x {row['min']:5.2f}-{row['max']:5.2f}x {row['goal']:>6}  "
+              f"{'met' if row['met'] else 'missed'}")
+    write_rows("cli_speed", load_before, load_after, rows)
 
 
 if __name__ == "__main__":
