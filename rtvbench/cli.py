@@ -88,14 +88,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "campaign"
 
 
-def _write_report(ev, fmt: str, path: Path | None) -> Path:
+def _write_report(ev, fmt: str, path: Path | None, plots: bool = True) -> Path:
     """Write the report of an evaluated run; its absolute path."""
     run = ev.data.run
     if path is None:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{EXTENSIONS.get(fmt, fmt)}"
     path = path.absolute()
-    body = _encoded(render_evaluation(ev, fmt))
+    body = _encoded(render_evaluation(ev, fmt, plots))
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
     try:
         file_modes.make_dirs(path.parent)
@@ -417,11 +417,14 @@ def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
               help="Where to write it (default: rtvbench-results/<campaign>-<run id>.<ext>; - for stdout).")
 @click.option("--baseline", "baseline_ref", metavar="RUN",
               help="Add a section comparing the run against this earlier run (an id or a campaign name).")
+@click.option("--no-plots", is_flag=True,
+              help="Leave the plots out of an HTML or PDF report: its tables and text only, written in a "
+                   "fraction of the time (the other formats have no plots).")
 @_across_options
 @_store_option
 @click.pass_context
 def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, baseline_ref: str | None,
-           maps: tuple[str, ...], store_url: str | None) -> int:
+           no_plots: bool, maps: tuple[str, ...], store_url: str | None) -> int:
     """Write the evaluation report of a run (exit 0 once written: `check` judges the requirements)."""
     ev = _evaluated(ctx, store_url, ref)
     if baseline_ref is not None:
@@ -435,12 +438,12 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
     elif maps:
         raise InputError("--map renames names of the --baseline run: give --baseline RUN with it.")
     if output is not None and str(output) == "-":
-        report_bytes = _encoded(render_evaluation(ev, fmt))
+        report_bytes = _encoded(render_evaluation(ev, fmt, not no_plots))
         sys.stdout.flush()                  # whatever was printed as text goes first
         sys.stdout.buffer.write(report_bytes)
         sys.stdout.flush()
         return EXIT_OK
-    path = _write_report(ev, fmt, output)
+    path = _write_report(ev, fmt, output, not no_plots)
     _verdicts(ev)
     out.print(f"Report: {plain(path)}")
     return EXIT_OK

@@ -92,3 +92,17 @@ def test_list_and_help_import_no_heavy_stack(tmp_path):
     assert [r["status"] for r in json.loads(out)] == ["running", "abandoned", "finished"]
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
+
+
+def test_an_html_report_without_plots_has_none_and_never_imports_matplotlib(tmp_path):
+    db = tmp_path / "golden.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
+    bare, full = tmp_path / "bare.html", tmp_path / "full.html"
+    code, heavy, _ = _modules_after("--store", f"sqlite:///{db}", "report", "--campaign", "1", "--no-plots",
+                                    "-o", str(bare))
+    assert code == 0 and "matplotlib" not in heavy
+    code, heavy, _ = _modules_after("--store", f"sqlite:///{db}", "report", "--campaign", "1", "-o", str(full))
+    assert code == 0 and "matplotlib" in heavy
+    assert bare.read_text(encoding="utf-8").count("<svg") == 0
+    assert full.read_text(encoding="utf-8").count("<svg") > 0

@@ -17,13 +17,14 @@ def render(run, fmt: str) -> str | bytes:
     return render_evaluation(evaluate_run(run), fmt)
 
 
-def render_evaluation(ev, fmt: str) -> str | bytes:
-    """The report of an evaluated run (an analysis.evaluation.Evaluation; see `render`)."""
+def render_evaluation(ev, fmt: str, plots: bool = True) -> str | bytes:
+    """The report of an evaluated run (an analysis.evaluation.Evaluation; see `render`); without
+    plots (`plots` false) in the formats that have them (HTML, PDF)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "html":
         from rtvbench.report.html import render_html
-        return render_html(ev)
+        return render_html(ev, plots)
     if fmt == "md":
         from rtvbench.report.markdown import render_markdown
         return render_markdown(ev)
@@ -35,7 +36,7 @@ def render_evaluation(ev, fmt: str) -> str | bytes:
         return render_junit(ev)
     if fmt == "pdf":
         from rtvbench.report.pdf import render_pdf
-        return render_pdf(ev)
+        return render_pdf(ev, plots)
     from rtvbench.report.json_export import render_json
     return render_json(ev)
 

@@ -26,5 +26,5 @@ def _environment() -> Environment:
     return env
 
 
-def render_html(ev: Evaluation) -> str:
-    return _environment().get_template("report.html.j2").render(m=build(ev, with_plots=True))
+def render_html(ev: Evaluation, with_plots: bool = True) -> str:
+    return _environment().get_template("report.html.j2").render(m=build(ev, with_plots=with_plots))

@@ -31,11 +31,11 @@ _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--di
           "--no-pdf-header-footer")
 
 
-def render_pdf(ev: Evaluation) -> bytes:
+def render_pdf(ev: Evaluation, with_plots: bool = True) -> bytes:
     browser = shutil.which(BROWSER)
     if browser is None:
         raise TargetError(f"--format pdf prints the report with {BROWSER}, which is not on the PATH; {_FIX}.")
-    html = render_html(ev)
+    html = render_html(ev, with_plots)
     # The whole report and the browser's profile: private, and swept by the next command if we are killed.
     with run_files.temporary_dir("rtvbench-pdf-") as tmp:
         page, pdf = Path(tmp) / "report.html", Path(tmp) / "report.pdf"

@@ -12,12 +12,9 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from contextlib import contextmanager
 
 import numpy as np
-from matplotlib import rc_context, rcParams
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from rtvbench.analysis.histogram import Histogram
 from rtvbench.units import significant, size_axis_label
@@ -34,7 +31,18 @@ def _label(text: str) -> str:
     return "\u200b" + text if text.startswith("_") else text
 
 
-_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
+@contextmanager
+def _style():
+    """The report's plot style around a figure's drawing. matplotlib is imported here, on the first
+    plot: a report without plots (--no-plots, Markdown, JSON) does not pay its import."""
+    from matplotlib import rc_context
+    with rc_context(_RC):
+        yield
+
+
+def _no_ticks():
+    from matplotlib.ticker import NullLocator
+    return NullLocator()
 
 
 def _log(ax, axis: str, minor: bool = True, **kw) -> None:
@@ -43,14 +51,16 @@ def _log(ax, axis: str, minor: bool = True, **kw) -> None:
     times each power of ten, or none (`minor=False`) on axes of counts and shares, read by their order
     of magnitude across many decades: there the default eight per decade were 60-odd tick objects per
     axis and 40 % of a large report's time."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     getattr(ax, f"set_{axis}scale")("log", **kw)
     target = getattr(ax, f"{axis}axis")
-    target.set_major_formatter(_PLAIN)
-    target.set_minor_locator(LogLocator(subs=(2.0, 5.0)) if minor else NullLocator())
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_locator(LogLocator(subs=(2.0, 5.0)) if minor else _no_ticks())
     target.set_minor_formatter(NullFormatter())
 
 
-def _svg(fig: Figure, id_prefix: str) -> str:
+def _svg(fig, id_prefix: str) -> str:
+    from matplotlib import rcParams
     buf = io.StringIO()
     # The tight box from the Agg canvas's renderer, which lays the text out without drawing: given
     # bbox_inches="tight", savefig would first draw the whole SVG once to find it.
@@ -66,7 +76,9 @@ def _svg(fig: Figure, id_prefix: str) -> str:
     return svg
 
 
-def _figure(width: float = 7.0, height: float = 3.2) -> Figure:
+def _figure(width: float = 7.0, height: float = 3.2):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
     return fig
@@ -103,11 +115,11 @@ def histogram_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: st
     """Counts per display bin on a log latency axis, log count axis: one step line per curve, or one
     panel per curve on shared axes when there are more than MAX_OVERLAY."""
     fig = histogram_figure(curves, title, xlabel)
-    with rc_context(_RC):
+    with _style():
         return None if fig is None else _svg(fig, id_prefix)
 
 
-def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: str = "latency (us)") -> Figure | None:
+def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: str = "latency (us)"):
     curves, title = _drawn(curves, title)
     if not curves:
         return None
@@ -121,7 +133,7 @@ def histogram_figure(curves: list[tuple[str, Histogram]], title: str, xlabel: st
     def binned(h: Histogram) -> np.ndarray:
         return np.histogram(np.clip(_mids_us(h), lo, hi), bins=edges, weights=h.count.astype(float))[0]
 
-    with rc_context(_RC):
+    with _style():
         if len(curves) <= MAX_OVERLAY:
             fig = _figure()
             ax = fig.add_subplot()
@@ -161,7 +173,7 @@ def per_cpu_histogram_svg(curves: list[tuple[str, Histogram | None]], title: str
         return None
     hi = max(h.highest() for _, h in curves) / 1000 * 1.02
     edges = np.linspace(0.0, max(hi, 1e-3), _DISPLAY_BINS * 2 + 1)
-    with rc_context(_RC):
+    with _style():
         fig = _figure()
         ax = fig.add_subplot()
         for i, (name, h) in enumerate(curves):
@@ -186,7 +198,7 @@ def ccdf_svg(curves: list[tuple[str, Histogram]], title: str, id_prefix: str,
     curves, title = _drawn(curves, title)
     if not curves:
         return None
-    with rc_context(_RC):
+    with _style():
         fig = _figure()
         ax = fig.add_subplot()
         for name, h in curves:
@@ -210,7 +222,7 @@ def windows_svg(series: list[tuple[str, list[tuple[list[float], list[float]]]]],
     series = [(name, reps) for name, reps in series if reps]
     if not series:
         return None
-    with rc_context(_RC):
+    with _style():
         fig = _figure()
         ax = fig.add_subplot()
         colors = itertools.cycle(f"C{i}" for i in range(10))
@@ -237,7 +249,7 @@ def size_curves_svg(series: list[tuple[str, list[tuple[float, float, float, floa
     series = [(name, sorted(pts)) for name, pts in series if pts]
     if not series:
         return None
-    with rc_context(_RC):
+    with _style():
         fig = _figure(7.0, 3.6)
         ax = fig.add_subplot()
         for name, pts in series:
@@ -256,7 +268,7 @@ def size_curves_svg(series: list[tuple[str, list[tuple[float, float, float, floa
             step = int(np.ceil(len(ticks) / 12))
             ticks = ticks[::step]
         ax.set_xticks(ticks, [size_axis_label(t) for t in ticks])
-        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_locator(_no_ticks())
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(_label(title))
@@ -271,7 +283,7 @@ def normalised_bars_svg(labels: list[str], series: list[tuple[str, list[float | 
     series = [s for s in series if any(v is not None for v in s[1])]
     if not labels or not series:
         return None
-    with rc_context(_RC):
+    with _style():
         fig = _figure(max(7.0, 0.35 * len(labels) * len(series) + 2), 3.8)
         ax = fig.add_subplot()
         width = 0.8 / len(series)
@@ -298,17 +310,17 @@ def vm_count_svg(panels: list[tuple[str, str, list[tuple[str, list[tuple[int, fl
     per (label, y label, series), one line per load through the medians, the min..max of the
     repetitions as error bars, integer counts on the x axis."""
     fig = vm_count_figure(panels, title)
-    with rc_context(_RC):
+    with _style():
         return None if fig is None else _svg(fig, id_prefix)
 
 
-def vm_count_figure(panels, title: str) -> Figure | None:
+def vm_count_figure(panels, title: str):
     panels = [(label, ylabel, [(name, sorted(pts)) for name, pts in series if len(pts) >= 2])
               for label, ylabel, series in panels]
     panels = [p for p in panels if p[2]]
     if not panels:
         return None
-    with rc_context(_RC):
+    with _style():
         cols = 1 if len(panels) == 1 else 2
         rows = -(-len(panels) // cols)
         fig = _figure(7.0 if cols > 1 else 6.0, 2.6 * rows + 0.6)
@@ -323,7 +335,7 @@ def vm_count_figure(panels, title: str) -> Figure | None:
                             color=f"C{k % 10}", label=_label(name))
             counts = sorted({p[0] for _, pts in series for p in pts})
             ax.set_xticks(counts, [str(c) for c in counts])
-            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_minor_locator(_no_ticks())
             ax.set_ylabel(_label(ylabel), fontsize=8)
             ax.set_ylim(bottom=0)
             ax.set_title(_label(label), fontsize=9)
