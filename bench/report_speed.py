@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Time and memory of `rtvbench report` on large latency runs, built synthetically in a store.
+"""What `rtvbench report` costs: its fixed CPU, its CPU per measurement, and the PDF against the HTML.
 
-The store holds one run of a latency benchmark: ENVS environments x REPS repetitions, each
-measurement with a result per CPU (2) and their merge, as the probe writes them (log-linear
-histograms, percentiles, windows). Sample counts are histogram counts, so a run of 100 M samples
-costs the store what the probe's records cost, not 100 M values. Each configuration is reported
-`--rounds` times (HTML, its wall time and peak RSS from GNU time; medians).
+Stores hold one run of a latency benchmark built synthetically from the probe's records (log-linear
+histograms, percentiles, windows; sample counts are histogram counts, so a run of 100 M samples costs
+the store what the probe's records cost, not 100 M values): 10 measurements (2 environments x 5
+repetitions) and 100 (5 x 20), each with a result per CPU (2) and their merge. Every round runs, in
+an order that flips each round, a bare `python -c pass`, the HTML report of both runs without plots
+(`--no-plots`) and with them, and the PDF and HTML of the small run; CPU time and peak RSS from GNU
+time. Per round, the CPU per measurement is the slope between the two runs, the fixed cost the small
+run's CPU less 10 times that slope and less the bare interpreter's CPU.
 
-Goal: 30 repetitions x 2 CPUs x 5 environments, about 100 M samples, in <= 2 s and <= 200 MB.
-Two more configurations check the shape: the same cells with a tenth of the samples (time should
-not depend on the sample count) and twice the environments (time should grow at most linearly).
+Goals: fixed cost <= 0.4 s of CPU without plots and <= 1 s with them, beyond the interpreter start;
+the PDF within 2x the HTML's wall time. Medians and ranges over the rounds; rows also go to
+build/bench/report_speed.json.
 
 usage: bench/report_speed.py [--rounds R]
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -31,12 +35,15 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from synthetic_runs import bucket_bounds  # noqa: E402  (the report tests' histogram scheme)
 
+sys.path.insert(0, str(REPO / "bench"))
+from rows import bench_row, write_rows  # noqa: E402
+
 from rtvbench.campaign.reader import parse_campaign  # noqa: E402
 from rtvbench.store.db import open_store  # noqa: E402
 from rtvbench.store.writer import RunRecorder  # noqa: E402
 
 INTERVAL_NS = 100_000
-GOAL_S, GOAL_MB = 2.0, 200
+SMALL, LARGE = (2, 5), (5, 20)          # environments x repetitions: 10 and 100 measurements
 
 
 def campaign_text(envs: int, reps: int) -> str:
@@ -106,37 +113,67 @@ def _merge(a: list, b: list) -> list:
     return [[lo, hi, c] for (lo, hi), c in sorted(out.items())]
 
 
-def report(url: str, out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB, 10^6 bytes) of one `rtvbench report`."""
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "rtvbench", "--store", url,
-                           "report", "-o", str(out)], capture_output=True, text=True, cwd=REPO)
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB, 10^6 bytes) of one command."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"report failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    wall, rss = proc.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(rss) * 1024 / 1e6          # GNU time's %M is in KiB
+        raise SystemExit(f"{argv[1:4]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    wall, user, system, rss = proc.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(system), int(rss) * 1024 / 1e6     # GNU time's %M is in KiB
+
+
+def report(url: str, out: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "rtvbench", "--store", url, "report", "-o", str(out), *options]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    configs = [("goal: 5 envs x 30 reps x 2 CPUs, 100 M samples", 5, 30, 100_000_000),
-               ("the same cells, 10 M samples", 5, 30, 10_000_000),
-               ("twice the environments, 100 M samples", 10, 30, 100_000_000)]
-    rows = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (label, envs, reps, samples) in enumerate(configs):
-            url = f"sqlite:///{tmp}/store{i}.db"
-            build_store(url, envs, reps, samples)
-            runs = [report(url, Path(tmp) / f"r{i}.html") for _ in range(args.rounds)]
-            rows.append((label, statistics.median(w for w, _ in runs), statistics.median(m for _, m in runs)))
-    print(f"rtvbench report (HTML), medians of {args.rounds} rounds")
-    for label, wall, rss in rows:
-        print(f"{label:48} {wall:6.2f} s {rss:7.0f} MB")
-    goal_wall, goal_rss = rows[0][1], rows[0][2]
-    print(f"goal (<= {GOAL_S:g} s, <= {GOAL_MB} MB): {'met' if goal_wall <= GOAL_S and goal_rss <= GOAL_MB else 'missed'};"
-          f" time with a tenth of the samples {rows[1][1] / goal_wall:.2f}x, with twice the cells "
-          f"{rows[2][1] / goal_wall:.2f}x")
+        small, large = f"sqlite:///{tmp}/small.db", f"sqlite:///{tmp}/large.db"
+        build_store(small, *SMALL, 10_000_000)
+        build_store(large, *LARGE, 100_000_000)
+        out = Path(tmp)
+        steps = {"floor": [sys.executable, "-c", "pass"],
+                 "small bare": report(small, out / "s.html", "--no-plots"),
+                 "large bare": report(large, out / "l.html", "--no-plots"),
+                 "small plots": report(small, out / "s.html"),
+                 "large plots": report(large, out / "l.html"),
+                 "small pdf": report(small, out / "s.pdf", "--format", "pdf")}
+        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in steps}
+        for rnd in range(args.rounds):
+            order = list(steps.items())
+            for name, argv in (reversed(order) if rnd % 2 else order):
+                runs[name].append(timed(argv))
+    load_after = os.getloadavg()
+    n_small, n_large = SMALL[0] * SMALL[1], LARGE[0] * LARGE[1]
+    cpu = {name: [c for _, c, _ in values] for name, values in runs.items()}
+    rows = []
+    for mode, goal in (("bare", 0.4), ("plots", 1.0)):
+        per = [(b - a) / (n_large - n_small) for a, b in zip(cpu[f"small {mode}"], cpu[f"large {mode}"])]
+        fixed = [a - n_small * p - f for a, p, f in zip(cpu[f"small {mode}"], per, cpu["floor"])]
+        what = "HTML without plots (--no-plots)" if mode == "bare" else "HTML with plots"
+        rows.append(bench_row(f"report {what}: fixed CPU s beyond the interpreter start",
+                              "python -c pass CPU, same round", fixed, f"<= {goal:g}"))
+        rows.append(bench_row(f"report {what}: CPU ms per measurement (slope 10 -> 100)",
+                              "the same report of 10 measurements, same round", [p * 1000 for p in per], None))
+    pdf = [p[0] / h[0] for p, h in zip(runs["small pdf"], runs["small plots"])]
+    rows.append(bench_row("report PDF / HTML wall time (10 measurements, with plots)", "the HTML report, same round",
+                          pdf, "<= 2"))
+    print(f"rtvbench report, {args.rounds} rounds in alternating order, load average {load_before[0]:.2f} "
+          f"before, {load_after[0]:.2f} after")
+    for row in rows:
+        verdict = {True: "met", False: "missed", None: ""}[row["met"]]
+        print(f"{row['figure']:78} {row['median']:8.3f} ({row['min']:.3f}-{row['max']:.3f}) "
+              f"{row['goal'] or '':>6} {verdict}")
+    for name, values in runs.items():
+        print(f"  {name:12} median wall {statistics.median(w for w, _, _ in values):6.2f} s, CPU "
+              f"{statistics.median(c for _, c, _ in values):6.2f} s, peak RSS "
+              f"{statistics.median(m for _, _, m in values):5.0f} MB")
+    write_rows("report_speed", load_before, load_after, rows)
 
 
 if __name__ == "__main__":
