@@ -69,6 +69,12 @@ def _store(ctx: click.Context, store_url: str | None, write: bool = False):
     return open_store(store_url or ctx.obj.get("store_url"), write=write)
 
 
+def _reading(ctx: click.Context, store_url: str | None):
+    """The store, to read runs from (store.reading: without SQLAlchemy where it can)."""
+    from rtvbench.store.reading import open_reading
+    return open_reading(store_url or ctx.obj.get("store_url"))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @_store_option
 @click.version_option(package_name="rtvbench")
@@ -136,18 +142,18 @@ def _spec_of_text(text: str):
         return None
 
 
-def _load_run(engine, run_id: int):
-    from rtvbench.store import load_run
-    return load_run(engine, run_id, _spec_of_text)
+def _load_run(store, run_id: int):
+    from rtvbench.store.reader import load_run
+    return load_run(store, run_id, _spec_of_text)
 
 
 def _evaluated(ctx: click.Context, store_url: str | None, ref: str | None):
     """The evaluation of the stored run `ref` names (see `--campaign`)."""
     from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.store import resolve_run
+    from rtvbench.store.reader import resolve_run
 
-    engine = _store(ctx, store_url)
-    return evaluate_run(_load_run(engine, resolve_run(engine, ref)))
+    store = _reading(ctx, store_url)
+    return evaluate_run(_load_run(store, resolve_run(store, ref)))
 
 
 def _iso(t) -> str | None:
@@ -227,14 +233,14 @@ def _mapping(given: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _across(engine, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...], max_percent: float | None,
+def _across(store, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...], max_percent: float | None,
             metrics: tuple[str, ...]):
     """Run `candidate_ref` against run `baseline_ref`, both loaded from one store."""
     from rtvbench.analysis.across_runs import compare_runs
     from rtvbench.analysis.dataset import RunData
-    from rtvbench.store import resolve_run
+    from rtvbench.store.reader import resolve_run
 
-    a, b = (RunData(_load_run(engine, resolve_run(engine, ref))) for ref in (baseline_ref, candidate_ref))
+    a, b = (RunData(_load_run(store, resolve_run(store, ref))) for ref in (baseline_ref, candidate_ref))
     return compare_runs(a, b, _mapping(maps), max_percent, list(metrics))
 
 
@@ -430,10 +436,10 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
     if baseline_ref is not None:
         from rtvbench.analysis.across_runs import compare_runs
         from rtvbench.analysis.dataset import RunData
-        from rtvbench.store import resolve_run
+        from rtvbench.store.reader import resolve_run
 
-        engine = _store(ctx, store_url)
-        ev.across = compare_runs(RunData(_load_run(engine, resolve_run(engine, baseline_ref))), ev.data,
+        store = _reading(ctx, store_url)
+        ev.across = compare_runs(RunData(_load_run(store, resolve_run(store, baseline_ref))), ev.data,
                                  _mapping(maps))
     elif maps:
         raise InputError("--map renames names of the --baseline run: give --baseline RUN with it.")
@@ -479,7 +485,7 @@ def compare(ctx: click.Context, baseline_ref: str, candidate_ref: str, maps: tup
     """Compare run RUN_B against run RUN_A (ids, or campaign names for their latest runs), cell by cell."""
     from rtvbench.report import across_runs as layout
 
-    x = _across(_store(ctx, store_url), baseline_ref, candidate_ref, maps, max_percent, metrics)
+    x = _across(_reading(ctx, store_url), baseline_ref, candidate_ref, maps, max_percent, metrics)
     if as_json:
         _print_json(layout.document(x))
     else:
@@ -516,15 +522,15 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
     from rtvbench.analysis.history import history as metric_history
     from rtvbench.analysis.kind import split_cpu
     from rtvbench.report.tables import Row, Table as ReportTable
-    from rtvbench.store import list_runs
+    from rtvbench.store.reader import list_runs
     from rtvbench.units import format_percent
 
-    engine = _store(ctx, store_url)
+    store = _reading(ctx, store_url)
     wanted = _tags(tags)
-    ids = sorted(r["id"] for r in list_runs(engine)
+    ids = sorted(r["id"] for r in list_runs(store)
                  if (campaign_name is None or r["campaign_name"] == campaign_name)
                  and all(r["tags"].get(k) == v for k, v in wanted.items()))
-    h = metric_history([RunData(_load_run(engine, i)) for i in ids], metric, list(environments), list(loads))
+    h = metric_history([RunData(_load_run(store, i)) for i in ids], metric, list(environments), list(loads))
     base = split_cpu(h.figure)[1]
     if as_json:
         _print_json({"metric": metric, "series": [
@@ -568,15 +574,10 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
-    from rtvbench.store import DEFAULT_URL
-    from rtvbench.store.listing import sqlite_runs
+    from rtvbench.store.reader import list_runs
 
     wanted = _tags(tags)
-    found = sqlite_runs(store_url or ctx.obj.get("store_url") or DEFAULT_URL)
-    if found is None:
-        from rtvbench.store import list_runs
-        found = list_runs(_store(ctx, store_url))
-    rows = [r for r in found if all(r["tags"].get(k) == v for k, v in wanted.items())]
+    rows = [r for r in list_runs(_reading(ctx, store_url)) if all(r["tags"].get(k) == v for k, v in wanted.items())]
     if as_json:
         _print_json([{"id": r["id"], "campaign": r["campaign_name"], "status": r["status"],
                       "measurements_ok": r["ok"], "measurements": r["measurements"],
@@ -646,10 +647,10 @@ def _show_document(r) -> dict:
 @click.pass_context
 def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) -> int:
     """Show one run: its environments and measurements."""
-    from rtvbench.store import resolve_run
+    from rtvbench.store.reader import resolve_run
 
-    engine = _store(ctx, store_url)
-    r = _load_run(engine, resolve_run(engine, run_id))
+    store = _reading(ctx, store_url)
+    r = _load_run(store, resolve_run(store, run_id))
     if as_json:
         _print_json(_show_document(r))
         return EXIT_OK

@@ -1,6 +1,7 @@
-"""The commands a user expects at once read what they show without importing the heavy stacks: `list`
-of a SQLite store at the current schema reads it through sqlite3 alone, and gives what the
-SQLAlchemy reader gives, on every kind of run; anything else falls back to the full path."""
+"""The commands that read runs read a SQLite store at the current schema through sqlite3 alone, and get
+what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
+and `--help` import no heavy stack, `show` no SQLAlchemy, and an HTML report without plots no
+matplotlib."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rtvbench.campaign.reader import parse_campaign
-from rtvbench.store import RunRecorder, list_runs, open_store
-from rtvbench.store.listing import sqlite_runs
+from rtvbench.store import RunRecorder, list_runs, load_run, open_store
+from rtvbench.store.reading import plain_sqlite
 
 pytestmark = pytest.mark.functional
 
@@ -40,7 +41,15 @@ def _store(tmp_path: Path) -> str:
     done = RunRecorder.create(engine, parse_campaign(TEXT))
     done.start_measurement(repetition=0, attempt=1, order_index=0, **common).finish("error", 1, "lost")
     done.start_measurement(repetition=0, attempt=2, order_index=0, **common).finish("ok", 0)
-    done.start_measurement(repetition=1, attempt=1, order_index=1, **common).finish("error", 1, "failed")
+    ok = done.start_measurement(repetition=1, attempt=1, order_index=1, **common)
+    for seq, rec in enumerate([{"type": "meta", "schema": 1, "params": {"cpus": [0]}},
+                               {"type": "result", "cpu": "all", "max_ns": 9, "note": "é ✓"},
+                               {"type": "end", "status": "ok"}], start=1):
+        ok.add_record(seq, rec)
+    ok.add_load_record("idle", 1, {"type": "started"})
+    ok.add_cpu_sample("native", "before", {"cpu0": {"user": 1, "idle": 2}})
+    ok.finish("ok", 0)
+    done.add_fingerprint("native", {"kind": "local"}, {"type": "sysinfo", "hostname": "h"}, {"type": "meta"})
     done.set_status("finished")
     held = RunRecorder.create(engine, parse_campaign(TEXT), tags={"bsp": "5.2", "board": "a b"}, note="n")
     held.start_measurement(repetition=0, attempt=1, order_index=0, **common)
@@ -51,27 +60,37 @@ def _store(tmp_path: Path) -> str:
     return url
 
 
-def test_the_sqlite_read_lists_what_the_sqlalchemy_reader_lists(tmp_path):
+def test_the_sqlite_read_gives_what_the_sqlalchemy_read_gives(tmp_path):
     url = _store(tmp_path)
-    quick = sqlite_runs(url)
-    assert quick == list_runs(open_store(url, write=False))
-    assert [(r["id"], r["status"], r["ok"], r["measurements"], r["tags"]) for r in quick] == [
+    quick, full = plain_sqlite(url), open_store(url, write=False)
+    listed = list_runs(quick)
+    assert listed == list_runs(full)
+    assert [(r["id"], r["status"], r["ok"], r["measurements"], r["tags"]) for r in listed] == [
         (3, "running", 0, 0, {}), (2, "abandoned", 0, 1, {"bsp": "5.2", "board": "a b"}),
-        (1, "finished", 1, 2, {})]
-    assert all(r["started_at"].tzinfo is not None for r in quick)
+        (1, "finished", 2, 2, {})]
+    assert all(r["started_at"].tzinfo is not None for r in listed)
+    for run_id in (1, 2, 3):
+        assert load_run(quick, run_id) == load_run(full, run_id)
+    run = load_run(quick, 1)
+    [m0, m1] = run.measurements
+    assert (m0.attempt, m0.status, m1.result("all")["note"]) == (2, "ok", "é ✓")
+    assert m1.load_records == {"idle": [{"type": "started"}]} and m1.cpu_stat["before"]["cpu0"]["idle"] == 2
+    assert [(m.attempt, m.error) for m in run.failed_attempts] == [(1, "lost")]
+    assert run.fingerprints["native"]["hostname"] == "h" and run.finished_at.tzinfo is not None
 
 
 def test_the_sqlite_read_leaves_every_other_store_to_the_full_path(tmp_path):
     url = _store(tmp_path)
-    assert sqlite_runs(url + "?timeout=5") is None
-    assert sqlite_runs(f"sqlite:///{tmp_path / 'none.db'}") is None
+    assert plain_sqlite(url) is not None
+    assert plain_sqlite(url + "?timeout=5") is None
+    assert plain_sqlite(f"sqlite:///{tmp_path / 'none.db'}") is None
     assert not (tmp_path / "none.db").exists()
-    assert sqlite_runs("postgresql://u@h/db") is None
+    assert plain_sqlite("postgresql://u@h/db") is None
     with sqlite3.connect(tmp_path / "s.db") as conn:      # a store an older rtvbench wrote
         conn.execute("UPDATE alembic_version SET version_num = '0003'")
-    assert sqlite_runs(url) is None
+    assert plain_sqlite(url) is None
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
-    assert sqlite_runs(f"sqlite:///{tmp_path / 'junk.db'}") is None
+    assert plain_sqlite(f"sqlite:///{tmp_path / 'junk.db'}") is None
 
 
 def _modules_after(*argv: str) -> tuple[int, set[str], str]:
@@ -85,11 +104,14 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     return int(exit_code), set(json.loads(heavy.replace("'", '"'))), out
 
 
-def test_list_and_help_import_no_heavy_stack(tmp_path):
+def test_list_show_and_help_import_no_heavy_stack(tmp_path):
     url = _store(tmp_path)
     code, heavy, out = _modules_after("--store", url, "list", "--json")
     assert code == 0 and heavy == set()
     assert [r["status"] for r in json.loads(out)] == ["running", "abandoned", "finished"]
+    code, heavy, out = _modules_after("--store", url, "show", "2")
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib"}
+    assert "Run 2: campaign quick" in out
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
 

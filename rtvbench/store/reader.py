@@ -1,36 +1,22 @@
-"""Reading runs back out of the store, as rtvbench.results dataclasses."""
+"""Reading runs back out of the store, as rtvbench.results dataclasses, in plain SQL that every store
+reads (store.reading): `source` is a reading or a SQLAlchemy engine."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Callable
-
-from sqlalchemy import Engine, func, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from rtvbench.errors import InputError, StoreError
 from rtvbench.records import HealthCheck
 from rtvbench.results import CampaignRun, Measurement
 from rtvbench.spec import CampaignSpec, SpecVersionError
 from rtvbench.store.listing import LIST_SQL, listed_runs
-from rtvbench.store.schema import (cpu_samples, fingerprints, health_checks, load_records, measurements, records,
-                                   runs)
-
-
-def _aware(t: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything in the store is UTC.
-    if t is not None and t.tzinfo is None:
-        return t.replace(tzinfo=timezone.utc)
-    return t
+from rtvbench.store.reading import json_value, reading_of, utc_time
 
 
 def _guard(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except SQLAlchemyError as e:
-            raise StoreError(f"reading the store failed ({e.__class__.__name__}: "
-                             f"{getattr(e, 'orig', e)}); check the --store database.") from None
         except ValueError as e:
             # JSON columns are decoded as rows are read: text that is not JSON was written by
             # something else than rtvbench.
@@ -40,31 +26,34 @@ def _guard(fn):
 
 
 @_guard
-def list_runs(engine: Engine) -> list[dict[str, Any]]:
+def list_runs(source) -> list[dict[str, Any]]:
     """Every run, newest first, with its measurement counts (latest attempts only); a run whose runner
     is gone without saying so as "abandoned" (store.listing)."""
-    with engine.connect() as conn:
-        return listed_runs(conn.exec_driver_sql(LIST_SQL).fetchall())
+    return listed_runs(reading_of(source).rows(LIST_SQL))
+
+
+def _one(rows: list[dict[str, Any]]) -> Any:
+    return next(iter(rows[0].values())) if rows else None
 
 
 @_guard
-def resolve_run(engine: Engine, ref: str | None) -> int:
+def resolve_run(source, ref: str | None) -> int:
     """A run id from what the user typed: None = the latest run, digits = a run id,
     anything else = the latest run of the campaign with that name."""
-    with engine.connect() as conn:
-        if ref is None:
-            run_id = conn.scalar(select(func.max(runs.c.id)))
-            if run_id is None:
-                raise InputError("the store holds no runs yet; start one with `rtvbench run`.")
-        elif ref.isdigit():
-            run_id = conn.scalar(select(runs.c.id).where(runs.c.id == int(ref)))
-            if run_id is None:
-                raise InputError(f"there is no run {ref} in the store; `rtvbench list` shows the runs.")
-        else:
-            run_id = conn.scalar(select(func.max(runs.c.id)).where(runs.c.campaign_name == ref))
-            if run_id is None:
-                raise InputError(f'the store holds no run of campaign "{ref}"; '
-                                 "`rtvbench list` shows the runs.")
+    reading = reading_of(source)
+    if ref is None:
+        run_id = _one(reading.rows("SELECT max(id) FROM runs"))
+        if run_id is None:
+            raise InputError("the store holds no runs yet; start one with `rtvbench run`.")
+    elif ref.isdigit():
+        run_id = _one(reading.rows("SELECT id FROM runs WHERE id = :id", {"id": int(ref)}))
+        if run_id is None:
+            raise InputError(f"there is no run {ref} in the store; `rtvbench list` shows the runs.")
+    else:
+        run_id = _one(reading.rows("SELECT max(id) FROM runs WHERE campaign_name = :name", {"name": ref}))
+        if run_id is None:
+            raise InputError(f'the store holds no run of campaign "{ref}"; '
+                             "`rtvbench list` shows the runs.")
     return run_id
 
 
@@ -80,8 +69,20 @@ def _spec(stored: Any, text: str, spec_of_text: Callable[[str], CampaignSpec | N
     return spec_of_text(text) if spec_of_text is not None else None
 
 
+def _json(column: str) -> str:
+    """A JSON column as its text, which store.reading.json_value decodes: PostgreSQL's driver would
+    hand back a decoded value, SQLite the text."""
+    return f"CAST({column} AS TEXT) AS {column}"
+
+
+def _in(ids: list[int]) -> tuple[str, dict[str, int]]:
+    """An IN list of these measurement ids as :name parameters, which both connections take."""
+    params = {f"m{i}": mid for i, mid in enumerate(ids)}
+    return "(" + ", ".join(f":{name}" for name in params) + ")", params
+
+
 @_guard
-def load_run(engine: Engine, run_id: int,
+def load_run(source, run_id: int,
              spec_of_text: Callable[[str], CampaignSpec | None] | None = None) -> CampaignRun:
     """Everything about one run. A measurement re-run by --resume appears once, as
     its latest attempt; runs interrupted mid-measurement load like any other. A run stored without
@@ -89,49 +90,56 @@ def load_run(engine: Engine, run_id: int,
     # Here, not at the top: numpy is not needed for `list` and the other quick commands.
     from rtvbench.bucket_table import compact_histograms
 
-    with engine.connect() as conn:
-        run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
-        if run is None:
-            raise InputError(f"there is no run {run_id} in the store; `rtvbench list` shows the runs.")
-        prints, described, probe_meta = {}, {}, {}
-        for r in conn.execute(select(fingerprints.c.environment, fingerprints.c.sysinfo, fingerprints.c.target,
-                                     fingerprints.c.meta).where(fingerprints.c.run_id == run_id)):
-            prints[r.environment], described[r.environment] = r.sysinfo, r.target or {}
-            probe_meta[r.environment] = r.meta or {}
-        health = [HealthCheck.of(r.environment, _aware(r.taken_at), r.data) for r in conn.execute(
-            select(health_checks.c.environment, health_checks.c.taken_at, health_checks.c.data)
-            .where(health_checks.c.run_id == run_id).order_by(health_checks.c.id))]
-        latest: dict[tuple, Any] = {}
-        earlier: list[Any] = []
-        for row in conn.execute(select(measurements).where(measurements.c.run_id == run_id)
-                                .order_by(measurements.c.attempt)).mappings():
-            key = (row["environment"], row["load"], row["benchmark"], row["repetition"])
-            if key in latest:
-                earlier.append(latest[key])
-            latest[key] = row
-        rows = sorted(latest.values(), key=lambda r: r["order_index"])
-        lines: dict[int, list[dict]] = {r["id"]: [] for r in rows}
-        if rows:
-            for mid, data in conn.execute(select(records.c.measurement_id, records.c.data)
-                                          .where(records.c.measurement_id.in_(list(lines)))
-                                          .order_by(records.c.measurement_id, records.c.seq)):
-                lines[mid].append(compact_histograms(data) if isinstance(data, dict) else data)
-        loads: dict[int, dict[str, list[dict]]] = {mid: {} for mid in lines}
-        stats: dict[int, dict[str, dict]] = {mid: {} for mid in lines}
-        if rows:
-            for mid, load, data in conn.execute(
-                    select(load_records.c.measurement_id, load_records.c.load, load_records.c.data)
-                    .where(load_records.c.measurement_id.in_(list(lines)))
-                    .order_by(load_records.c.measurement_id, load_records.c.load, load_records.c.seq)):
-                loads[mid].setdefault(load, []).append(data)
-            # Only the measured environment's counters: the runner samples nothing else today,
-            # and a load's neighbour environment would be a different machine's CPUs.
-            env_of = {r["id"]: r["environment"] for r in rows}
-            for mid, env, phase, data in conn.execute(
-                    select(cpu_samples.c.measurement_id, cpu_samples.c.environment, cpu_samples.c.phase,
-                           cpu_samples.c.data).where(cpu_samples.c.measurement_id.in_(list(lines)))):
-                if env == env_of[mid]:
-                    stats[mid][phase] = data
+    reading = reading_of(source)
+    found = reading.rows("SELECT id, campaign_name, campaign_text, status, started_at, finished_at, note, "
+                         f"{_json('campaign')}, {_json('spec')}, {_json('tags')} FROM runs WHERE id = :id", {"id": run_id})
+    if not found:
+        raise InputError(f"there is no run {run_id} in the store; `rtvbench list` shows the runs.")
+    run = found[0]
+    prints, described, probe_meta = {}, {}, {}
+    for r in reading.rows(f"SELECT environment, {_json('sysinfo')}, {_json('target')}, {_json('meta')} "
+                          "FROM fingerprints WHERE run_id = :id",
+                          {"id": run_id}):
+        env = r["environment"]
+        prints[env], described[env] = json_value(r["sysinfo"]), json_value(r["target"]) or {}
+        probe_meta[env] = json_value(r["meta"]) or {}
+    health = [HealthCheck.of(r["environment"], utc_time(r["taken_at"]), json_value(r["data"])) for r in reading.rows(
+        f"SELECT environment, taken_at, {_json('data')} FROM health_checks WHERE run_id = :id ORDER BY id",
+        {"id": run_id})]
+    latest: dict[tuple, Any] = {}
+    earlier: list[Any] = []
+    for row in reading.rows('SELECT id, environment, "load", benchmark, kind, repetition, status, started_at, '
+                            "finished_at, error, target_log, attempt, order_index, "
+                            f"{_json('command')}, {_json('load_commands')} FROM measurements WHERE run_id = :id "
+                            "ORDER BY attempt", {"id": run_id}):
+        for key in ("command", "load_commands"):
+            row[key] = json_value(row[key])
+        for key in ("started_at", "finished_at"):
+            row[key] = utc_time(row[key])
+        key = (row["environment"], row["load"], row["benchmark"], row["repetition"])
+        if key in latest:
+            earlier.append(latest[key])
+        latest[key] = row
+    rows = sorted(latest.values(), key=lambda r: r["order_index"])
+    lines: dict[int, list[dict]] = {r["id"]: [] for r in rows}
+    loads: dict[int, dict[str, list[dict]]] = {mid: {} for mid in lines}
+    stats: dict[int, dict[str, dict]] = {mid: {} for mid in lines}
+    if rows:
+        among, params = _in(list(lines))
+        for r in reading.rows(f"SELECT measurement_id, {_json('data')} FROM records WHERE measurement_id IN {among} "
+                              "ORDER BY measurement_id, seq", params):
+            data = json_value(r["data"])
+            lines[r["measurement_id"]].append(compact_histograms(data) if isinstance(data, dict) else data)
+        for r in reading.rows(f'SELECT measurement_id, "load", {_json("data")} FROM load_records WHERE measurement_id IN '
+                              f'{among} ORDER BY measurement_id, "load", seq', params):
+            loads[r["measurement_id"]].setdefault(r["load"], []).append(json_value(r["data"]))
+        # Only the measured environment's counters: the runner samples nothing else today,
+        # and a load's neighbour environment would be a different machine's CPUs.
+        env_of = {r["id"]: r["environment"] for r in rows}
+        for r in reading.rows(f"SELECT measurement_id, environment, phase, {_json('data')} FROM cpu_samples "
+                              f"WHERE measurement_id IN {among}", params):
+            if r["environment"] == env_of[r["measurement_id"]]:
+                stats[r["measurement_id"]][r["phase"]] = json_value(r["data"])
     result = []
     for r in rows:
         recs = lines[r["id"]]
@@ -141,7 +149,7 @@ def load_run(engine: Engine, run_id: int,
             id=r["id"], environment=r["environment"], load=r["load"], benchmark=r["benchmark"],
             kind=r["kind"], repetition=r["repetition"], status=r["status"],
             command=list(r["command"]), load_commands=list(r["load_commands"]),
-            started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]),
+            started_at=r["started_at"], finished_at=r["finished_at"],
             meta=metas[0] if metas else None, results=by_type("result"),
             windows=by_type("window"), warnings=by_type("warning"), error=r["error"],
             target_log=r["target_log"], attempt=r["attempt"],
@@ -150,13 +158,13 @@ def load_run(engine: Engine, run_id: int,
     failed = [Measurement(
         id=r["id"], environment=r["environment"], load=r["load"], benchmark=r["benchmark"],
         kind=r["kind"], repetition=r["repetition"], status=r["status"], command=list(r["command"]),
-        load_commands=list(r["load_commands"]), started_at=_aware(r["started_at"]),
-        finished_at=_aware(r["finished_at"]), meta=None, results=[], error=r["error"],
+        load_commands=list(r["load_commands"]), started_at=r["started_at"],
+        finished_at=r["finished_at"], meta=None, results=[], error=r["error"],
         target_log=r["target_log"], attempt=r["attempt"])
         for r in sorted(earlier, key=lambda r: (r["order_index"], r["attempt"])) if r["status"] == "error"]
     return CampaignRun(
         id=run["id"], campaign_name=run["campaign_name"], campaign_text=run["campaign_text"],
-        campaign=run["campaign"], status=run["status"], started_at=_aware(run["started_at"]),
-        finished_at=_aware(run["finished_at"]), fingerprints=prints, measurements=result,
+        campaign=json_value(run["campaign"]), status=run["status"], started_at=utc_time(run["started_at"]),
+        finished_at=utc_time(run["finished_at"]), fingerprints=prints, measurements=result,
         failed_attempts=failed, targets=described, fingerprint_meta=probe_meta,
-        spec=_spec(run["spec"], run["campaign_text"], spec_of_text), tags=run["tags"] or {}, note=run["note"], health=health)
+        spec=_spec(json_value(run["spec"]), run["campaign_text"], spec_of_text), tags=json_value(run["tags"]) or {}, note=run["note"], health=health)
