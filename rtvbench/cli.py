@@ -147,6 +147,13 @@ def _load_run(store, run_id: int):
     return load_run(store, run_id, _spec_of_text)
 
 
+def _known_figure(kind: str, figure: str) -> bool:
+    """analysis.metrics.known_figure, imported (with the decoders and numpy) by the first requirement
+    that names a figure: a campaign without requirements is validated without them."""
+    from rtvbench.analysis.metrics import known_figure
+    return known_figure(kind, figure)
+
+
 def _evaluated(ctx: click.Context, store_url: str | None, ref: str | None):
     """The evaluation of the stored run `ref` names (see `--campaign`)."""
     from rtvbench.analysis.evaluation import evaluate_run
@@ -271,7 +278,6 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
         tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign.reader import load_campaign
     from rtvbench.runner.run import Runner
 
@@ -279,7 +285,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
     if resume and (tagged or note):
         raise InputError("--tag and --note describe a run as it starts; a resumed run keeps its own. "
                          "Drop them, or start a new run without --resume.")
-    c = load_campaign(campaign, known_figure)
+    c = load_campaign(campaign, _known_figure)
     engine = _store(ctx, store_url, write=True)
     outcome = Runner(c, engine, err, tagged, note).run(resume=resume)
     if outcome.interrupted:
@@ -336,14 +342,13 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     """Run CAMPAIGN's cells round after round for a long time, checking health; end with a verdict
     (exit 1 when it needs attention: a target lost, a failed check, latency or memory rising)."""
     from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign.reader import load_campaign
     from rtvbench.run_analyses.soak import section as soak_layout
     from rtvbench.run_analyses.soak.analysis import SOAK
     from rtvbench.runner.run import Runner
 
     duration_s, check_s = _seconds(duration, "--duration"), _seconds(check_every, "--check-every")
-    c = load_campaign(campaign, known_figure)
+    c = load_campaign(campaign, _known_figure)
     engine = _store(ctx, store_url, write=True)
     outcome = Runner(c, engine, err, _tags(tags), note).soak(duration_s, check_s)
     ev = evaluate_run(_load_run(engine, outcome.run_id))
@@ -395,12 +400,11 @@ def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign
 @_store_option
 def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
     """Check CAMPAIGN without running anything."""
-    from rtvbench.analysis.metrics import known_figure
     from rtvbench.campaign.reader import load_campaign
     from rtvbench.campaign.plan import expected_seconds, plan
     from rtvbench.units import eta_text
 
-    c = load_campaign(campaign, known_figure)
+    c = load_campaign(campaign, _known_figure)
     seconds = expected_seconds(c, plan(c))
     if as_json:
         _print_json({"campaign": c.name, "valid": True, "environments": list(c.environments),

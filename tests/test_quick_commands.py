@@ -1,6 +1,6 @@
 """The commands that read runs read a SQLite store at the current schema through sqlite3 alone, and get
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
-and `--help` import no heavy stack, `show` no SQLAlchemy, and an HTML report without plots no
+and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack, `show` no SQLAlchemy, and an HTML report without plots no
 matplotlib."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     return int(exit_code), set(json.loads(heavy.replace("'", '"'))), out
 
 
-def test_list_show_and_help_import_no_heavy_stack(tmp_path):
+def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     url = _store(tmp_path)
     code, heavy, out = _modules_after("--store", url, "list", "--json")
     assert code == 0 and heavy == set()
@@ -112,6 +112,10 @@ def test_list_show_and_help_import_no_heavy_stack(tmp_path):
     code, heavy, out = _modules_after("--store", url, "show", "2")
     assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib"}
     assert "Run 2: campaign quick" in out
+    campaign = tmp_path / "small.toml"
+    campaign.write_text(TEXT, encoding="utf-8")
+    code, heavy, out = _modules_after("validate", str(campaign))
+    assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib"} and "is valid" in out
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
 
