@@ -1,14 +1,12 @@
 """Reading runs back out of the store, as rtvbench.results dataclasses, in plain SQL that every store
-reads (store.reading): `source` is a reading or a SQLAlchemy engine."""
+reads (store.reading): `source` is a reading or a SQLAlchemy engine. load_run returns a
+results.CampaignRun, whose spec is a spec.CampaignSpec."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from rtvbench.errors import InputError, StoreError
-from rtvbench.records import HealthCheck
-from rtvbench.results import CampaignRun, Measurement
-from rtvbench.spec import CampaignSpec, SpecVersionError
 from rtvbench.store.listing import LIST_SQL, listed_runs
 from rtvbench.store.reading import json_value, reading_of, utc_time
 
@@ -57,10 +55,12 @@ def resolve_run(source, ref: str | None) -> int:
     return run_id
 
 
-def _spec(stored: Any, text: str, spec_of_text: Callable[[str], CampaignSpec | None] | None) -> CampaignSpec | None:
+def _spec(stored: Any, text: str, spec_of_text: Callable[[str], Any] | None):
     """The run's spec: as stored, else (a run stored before specs were, or by a version of rtvbench
     that wrote another shape) what the caller builds from its campaign text with today's models:
     the store does not know the campaign models (and through them every kind)."""
+    from rtvbench.spec import CampaignSpec, SpecVersionError
+
     if stored is not None:
         try:
             return CampaignSpec.from_json(stored)
@@ -83,12 +83,14 @@ def _in(ids: list[int]) -> tuple[str, dict[str, int]]:
 
 @_guard
 def load_run(source, run_id: int,
-             spec_of_text: Callable[[str], CampaignSpec | None] | None = None) -> CampaignRun:
+             spec_of_text: Callable[[str], Any] | None = None):
     """Everything about one run. A measurement re-run by --resume appears once, as
     its latest attempt; runs interrupted mid-measurement load like any other. A run stored without
     a readable spec gets spec_of_text(its campaign text), or none."""
-    # Here, not at the top: numpy is not needed for `list` and the other quick commands.
+    # Here, not at the top: `list` needs neither numpy nor the run's dataclasses.
     from rtvbench.bucket_table import compact_histograms
+    from rtvbench.records import HealthCheck
+    from rtvbench.results import CampaignRun, Measurement
 
     reading = reading_of(source)
     found = reading.rows("SELECT id, campaign_name, campaign_text, status, started_at, finished_at, note, "
