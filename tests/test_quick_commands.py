@@ -1,6 +1,6 @@
 """The commands that read runs read a SQLite store at the current schema through sqlite3 alone, and get
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
-and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack, `show` no SQLAlchemy, and an HTML report without plots no
+and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack, `show` neither SQLAlchemy nor scipy, and an HTML report without plots no
 matplotlib."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     assert code == 0 and heavy == set()
     assert [r["status"] for r in json.loads(out)] == ["running", "abandoned", "finished"]
     code, heavy, out = _modules_after("--store", url, "show", "2")
-    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib"}
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy"}
     assert "Run 2: campaign quick" in out
     campaign = tmp_path / "small.toml"
     campaign.write_text(TEXT, encoding="utf-8")
