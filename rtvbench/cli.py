@@ -143,7 +143,7 @@ def _spec_of_text(text: str):
 
 
 def _load_run(store, run_id: int):
-    from rtvbench.store.reader import load_run
+    from rtvbench.store import load_run
     return load_run(store, run_id, _spec_of_text)
 
 
@@ -157,7 +157,7 @@ def _known_figure(kind: str, figure: str) -> bool:
 def _evaluated(ctx: click.Context, store_url: str | None, ref: str | None):
     """The evaluation of the stored run `ref` names (see `--campaign`)."""
     from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.store.reader import resolve_run
+    from rtvbench.store import resolve_run
 
     store = _reading(ctx, store_url)
     return evaluate_run(_load_run(store, resolve_run(store, ref)))
@@ -245,7 +245,7 @@ def _across(store, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...],
     """Run `candidate_ref` against run `baseline_ref`, both loaded from one store."""
     from rtvbench.analysis.across_runs import compare_runs
     from rtvbench.analysis.dataset import RunData
-    from rtvbench.store.reader import resolve_run
+    from rtvbench.store import resolve_run
 
     a, b = (RunData(_load_run(store, resolve_run(store, ref))) for ref in (baseline_ref, candidate_ref))
     return compare_runs(a, b, _mapping(maps), max_percent, list(metrics))
@@ -440,7 +440,7 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
     if baseline_ref is not None:
         from rtvbench.analysis.across_runs import compare_runs
         from rtvbench.analysis.dataset import RunData
-        from rtvbench.store.reader import resolve_run
+        from rtvbench.store import resolve_run
 
         store = _reading(ctx, store_url)
         ev.across = compare_runs(RunData(_load_run(store, resolve_run(store, baseline_ref))), ev.data,
@@ -526,7 +526,7 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
     from rtvbench.analysis.history import history as metric_history
     from rtvbench.analysis.kind import split_cpu
     from rtvbench.report.tables import Row, Table as ReportTable
-    from rtvbench.store.reader import list_runs
+    from rtvbench.store import list_runs
     from rtvbench.units import format_percent
 
     store = _reading(ctx, store_url)
@@ -578,7 +578,7 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
-    from rtvbench.store.reader import list_runs
+    from rtvbench.store import list_runs
 
     wanted = _tags(tags)
     rows = [r for r in list_runs(_reading(ctx, store_url)) if all(r["tags"].get(k) == v for k, v in wanted.items())]
@@ -651,7 +651,7 @@ def _show_document(r) -> dict:
 @click.pass_context
 def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) -> int:
     """Show one run: its environments and measurements."""
-    from rtvbench.store.reader import resolve_run
+    from rtvbench.store import resolve_run
 
     store = _reading(ctx, store_url)
     r = _load_run(store, resolve_run(store, run_id))
