@@ -75,6 +75,9 @@ def _reading(ctx: click.Context, store_url: str | None):
     return open_reading(store_url or ctx.obj.get("store_url"))
 
 
+_READERS = ("list", "show", "report", "check", "compare", "history")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @_store_option
 @click.version_option(package_name="rtvbench")
@@ -83,6 +86,12 @@ def cli(ctx: click.Context, store_url: str | None) -> None:
     """Measure real-time and virtualization behaviour of a platform, compare, report."""
     ctx.ensure_object(dict)
     ctx.obj["store_url"] = store_url
+    if ctx.invoked_subcommand in _READERS:
+        # numpy's OpenBLAS starts a thread per CPU that spins while it waits: 0.2 s of CPU on two CPUs
+        # for a report, whose matrices are too small to be split, for the same figures. Only for the
+        # commands that read runs: the variable is inherited by every tool `run` starts. A value the
+        # user set is kept.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     file_modes.umask()          # a malformed RTVBENCH_UMASK is refused before any work
 
 

@@ -1,11 +1,14 @@
 """The commands that read runs read a SQLite store at the current schema through sqlite3 alone, and get
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
-and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack, `show` neither SQLAlchemy nor scipy, and an HTML report without plots no
-matplotlib."""
+and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack,
+`show` neither SQLAlchemy nor scipy, and an HTML report without plots no matplotlib. The commands
+that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
+tools inherit alone."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 import subprocess
@@ -132,3 +135,27 @@ def test_an_html_report_without_plots_has_none_and_never_imports_matplotlib(tmp_
     assert code == 0 and "matplotlib" in heavy
     assert bare.read_text(encoding="utf-8").count("<svg") == 0
     assert full.read_text(encoding="utf-8").count("<svg") > 0
+
+
+def _blas_after(env: dict[str, str], *argv: str) -> tuple[int, str | None, int]:
+    """Exit code, OPENBLAS_NUM_THREADS and the number of threads of the process after `rtvbench ARGV`."""
+    code = ("import os, sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    code = e.code\nprint('\\nBLAS', code, os.environ.get('OPENBLAS_NUM_THREADS'), "
+            "len(os.listdir('/proc/self/task')))\n")
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env=env)
+    exit_code, value, threads = r.stdout.rpartition("\nBLAS ")[2].split()
+    return int(exit_code), None if value == "None" else value, int(threads)
+
+
+def test_the_commands_that_read_runs_keep_numpy_to_one_thread_and_run_leaves_it_alone(tmp_path):
+    db = tmp_path / "golden.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    report = ("--store", f"sqlite:///{db}", "report", "--campaign", "1", "--no-plots", "-o", str(tmp_path / "r.html"))
+    assert _blas_after(env, *report) == (0, "1", 1)
+    assert _blas_after({**env, "OPENBLAS_NUM_THREADS": "2"}, *report)[:2] == (0, "2")
+    campaign = tmp_path / "small.toml"
+    campaign.write_text(TEXT, encoding="utf-8")
+    assert _blas_after(env, "validate", str(campaign))[:2] == (0, None)
