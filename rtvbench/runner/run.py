@@ -384,32 +384,33 @@ class Runner:
                 raise TargetError(f"{e} The run keeps what was measured; continue it with "
                                   "`rtvbench run --resume` once the target is back.") from None
 
-    def _sample_cpu(self, m, environment: str, phase: str) -> None:
-        """/proc/stat of the measured environment, through its target, into the store.
+    def _sample_cpu(self, environment: str, phase: str) -> dict[str, dict]:
+        """/proc/stat of the measured environment, through its target, and what goes with it
+        (phase -> data), for the store.
 
         Accounting is an addition to the measurement, not a condition of it: a target that
         cannot be read (no /proc, an odd kernel) just leaves the report without CPU usage."""
         target = self.campaign.environments[environment]
+        samples: dict[str, dict] = {}
         try:
-            text = target.read_file("/proc/stat")
-            counters = parse_proc_stat(text)
+            samples[phase] = parse_proc_stat(target.read_file("/proc/stat"))
         except (TargetError, ValueError):
-            return
-        m.add_cpu_sample(environment, phase, counters)
+            return samples
         # What its guests cost this machine (qemu environments): CPU time of QEMU's threads, memory.
         usage = capabilities.host_usage(target)
         if usage:
-            m.add_cpu_sample(environment, f"host_{phase}", usage)
+            samples[f"host_{phase}"] = usage
         # Which processes took the time, where the target lists them (this machine, ssh boards).
         processes = capabilities.process_ticks(target)
         if processes:
-            m.add_cpu_sample(environment, f"processes_{phase}", processes)
+            samples[f"processes_{phase}"] = processes
         if phase == "after":
             # How loaded the machine was over the last minute, beside what the measured CPUs did.
             try:
-                m.add_cpu_sample(environment, "loadavg_after", parse_loadavg(target.read_file("/proc/loadavg")))
+                samples["loadavg_after"] = parse_loadavg(target.read_file("/proc/loadavg"))
             except (TargetError, ValueError):
                 pass
+        return samples
 
     @staticmethod
     def _external_outcome(m, bench, done: Completed, stdout: list[str], stdout_bytes: int, output: str | None,
@@ -533,7 +534,9 @@ class Runner:
         try:
             bg = load.start(ctx)
             sampler.start()
-            self._sample_cpu(m, p.environment, "before")
+            # /proc is read while the sampler starts; the probe waits for the sampler's first sample.
+            m.add_cpu_samples(p.environment, self._sample_cpu(p.environment, "before"))
+            sampler.wait_first()
             started = time.monotonic()
             # The watchdog: bench.deadline_s() from the start of the command.
             deadline = Deadline(bench.deadline_s(target.slowdown()))
@@ -544,10 +547,11 @@ class Runner:
                     written = bench.read_output(target, output)
                 except TargetError as e:
                     unreadable = str(e)     # said as the measurement's error below
-            self._sample_cpu(m, p.environment, "after")
+            after = self._sample_cpu(p.environment, "after")
             sampler.stop()
             if sampler.stored() is not None:
-                m.add_cpu_sample(p.environment, "thermal", sampler.stored())
+                after["thermal"] = sampler.stored()
+            m.add_cpu_samples(p.environment, after)
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
         except TargetLost as e:

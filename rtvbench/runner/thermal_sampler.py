@@ -36,6 +36,7 @@ class ThermalSampler:
         self._stream = ProbeStream("output of `rtvb-probe sample`")
         self._first = threading.Event()
         self._broken = False
+        self._started = 0.0
 
     def argv(self) -> list[str]:
         argv = [self.probe, "sample", "--interval-ms", str(SAMPLE_INTERVAL_MS)]
@@ -57,14 +58,19 @@ class ThermalSampler:
             self._first.set()
 
     def start(self) -> None:
-        """Start it and wait for its first sample (or its end, or START_TIMEOUT_S)."""
+        """Start it; wait_first() waits for its first sample."""
         try:
             self.bg = self.target.start_background(self.argv(), self._on_line)
         except (TargetError, OSError):
+            self.bg = None
+        self._started = time.monotonic()
+
+    def wait_first(self) -> None:
+        """Wait for its first sample (or its end, or START_TIMEOUT_S from its start)."""
+        if self.bg is None:
             return
-        t0 = time.monotonic()
-        while not self._first.wait(0.02):
-            if self.bg.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
+        while not self._first.wait(0.002):
+            if self.bg.poll() is not None or time.monotonic() - self._started > START_TIMEOUT_S:
                 break
 
     def stop(self) -> list[dict]:

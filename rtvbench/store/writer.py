@@ -64,6 +64,18 @@ class MeasurementRecorder:
                                                     phase=phase, data=counters, taken_at=now()))
 
     @_guard
+    def add_cpu_samples(self, environment: str, samples: dict[str, dict]) -> None:
+        """Several samples taken together (phase -> data), in one transaction: each commit waits for
+        the disk, and what is read at one moment is stored or lost together anyway."""
+        if not samples:
+            return
+        taken_at = now()
+        with self.engine.begin() as conn:
+            conn.execute(insert(cpu_samples), [dict(measurement_id=self.id, environment=environment, phase=phase,
+                                                    data=data, taken_at=taken_at)
+                                               for phase, data in samples.items()])
+
+    @_guard
     def finish(self, status: str, returncode: int | None = None, error: str | None = None,
                target_log: str | None = None) -> None:
         with self.engine.begin() as conn:

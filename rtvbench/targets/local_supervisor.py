@@ -12,7 +12,8 @@ then SIGKILL after GRACE_S) and, being a child subreaper, also reaps descendants
 that left the group, so that no load process outlives the measurement.
 
 Exit status: COMMAND's own status if it ended by itself (128+N for signal N), else 0.
-Kept free of rtvbench imports: it runs with `python -I` for a fast start.
+Kept free of rtvbench imports and of anything outside the standard library: it runs with
+`python -I -S` (no site-packages to scan) for a fast start.
 """
 
 import ctypes
@@ -75,7 +76,7 @@ def _signal_all(sig: int) -> None:
             pass
 
 
-def _terminate_all(grace: float) -> None:
+def _terminate_all(grace: float, wake_r: int) -> None:
     # The group, plus descendants that left it (setpgid/setsid).
     try:
         os.killpg(0, signal.SIGTERM)      # reaches us too: our handler only sets a flag
@@ -86,7 +87,9 @@ def _terminate_all(grace: float) -> None:
     while time.monotonic() < deadline:
         if _reap_nohang() and not _descendants():
             return
-        time.sleep(0.005)
+        # A child's end (SIGCHLD) wakes this at once: the runner waits for it between measurements.
+        if select.select([wake_r], [], [], 0.005)[0]:
+            os.read(wake_r, 4096)
     for _ in range(50):
         if not _descendants():
             break
@@ -127,11 +130,13 @@ def main() -> int:
         status = child.poll()
         if status is not None:
             break
-    _terminate_all(grace)
+    _terminate_all(grace, wake_r)
     if status is None:
         return 0
     return 128 - status if status < 0 else status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)
