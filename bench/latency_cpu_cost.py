@@ -2,10 +2,11 @@
 """Per-wake-up CPU cost of `rtvb-probe latency` vs. cyclictest, and peak RSS.
 
 Both run the same measurement (one thread on CPU 0, SCHED_FIFO 80, 500 us
-interval, N loops), alternately, several rounds; CPU time (user + system) and
-peak RSS of each child come from GNU time. Reported: medians, and the
-ratio within each round (the machine is shared, so ratios in one run are what
-to compare).
+interval, N loops), alternately (the order flips every round), several rounds;
+CPU time (user + system) and peak RSS of each child come from GNU time.
+Reported: medians, and the median and range of the per-round ratios probe /
+cyclictest with the load average (the machine is shared, so ratios in one run
+are what to compare); the rows go to build/bench/latency_cpu_cost.json.
 
 usage: bench/latency_cpu_cost.py [--loops N] [--rounds R]
 """
@@ -15,9 +16,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from figures import BenchFile, alternating, describe  # noqa: E402
 
 
 def measure(cmd: list[str]) -> tuple[float, int]:
@@ -45,22 +50,21 @@ def main() -> None:
                 "--priority", "80"]
     theirs_cmd = ["cyclictest", "-q", "-m", "-p80", "-i500", "-d0", f"-l{args.loops}", "-t1", "-a0"]
 
-    ours, theirs, ratios, rss_ours, rss_theirs = [], [], [], [], []
-    for _ in range(args.rounds):
-        cpu_a, rss_a = measure(ours_cmd)
-        cpu_b, rss_b = measure(theirs_cmd)
-        ours.append(cpu_a / args.loops * 1e9)
-        theirs.append(cpu_b / args.loops * 1e9)
-        ratios.append(cpu_a / cpu_b if cpu_b else float("nan"))
-        rss_ours.append(rss_a)
-        rss_theirs.append(rss_b)
-
-    print(f"loops={args.loops} rounds={args.rounds} (1 thread, 500 us, SCHED_FIFO 80)")
-    print(f"CPU per wake-up: rtvb-probe {statistics.median(ours):.0f} ns, "
-          f"cyclictest {statistics.median(theirs):.0f} ns, "
-          f"ratio (median of per-round ratios) {statistics.median(ratios):.2f}")
-    print(f"peak RSS: rtvb-probe {statistics.median(rss_ours)} KiB, cyclictest {statistics.median(rss_theirs)} KiB")
-
+    out = BenchFile(__file__)
+    pairs = alternating(args.rounds, lambda: measure(ours_cmd), lambda: measure(theirs_cmd))
+    ours = [cpu / args.loops * 1e9 for (cpu, _), _ in pairs]
+    theirs = [cpu / args.loops * 1e9 for _, (cpu, _) in pairs]
+    rows = [out.add("CPU time per wake-up, rtvb-probe latency / cyclictest", "cyclictest, same loops, CPU, priority",
+                    [a / b for a, b in zip(ours, theirs)]),
+            out.add("peak RSS, rtvb-probe latency / cyclictest", "cyclictest, same loops, CPU, priority",
+                    [a / b for (_, a), (_, b) in pairs])]
+    out.write()
+    print(f"loops={args.loops} rounds={args.rounds} (1 thread, 500 us, SCHED_FIFO 80), {out.load_text()}")
+    print(f"CPU per wake-up: rtvb-probe {statistics.median(ours):.0f} ns, cyclictest {statistics.median(theirs):.0f} ns")
+    print(f"peak RSS: rtvb-probe {statistics.median(a for (_, a), _ in pairs)} KiB, "
+          f"cyclictest {statistics.median(b for _, (_, b) in pairs)} KiB")
+    for row in rows:
+        print(f"  {describe(row)}")
 
 if __name__ == "__main__":
     main()

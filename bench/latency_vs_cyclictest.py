@@ -6,7 +6,8 @@ memory locked, /dev/cpu_dma_latency at 0) in alternating rounds (the order rotat
 Per run: the minimum, the 1st percentile and the median (cyclictest's from its 1-us histogram).
 Reported: the medians over rounds, the range of the per-run minima (a minimum is one sample of
 thousands: on a VM it moves by microseconds from run to run) and the per-round ratios against
-cyclictest. Needs root.
+cyclictest, with the load average; the ratios of the probe to cyclictest (median, p1) and to the
+bare loop (median), with their ranges, go to build/bench/latency_vs_cyclictest.json. Needs root.
 
 usage: bench/latency_vs_cyclictest.py [--loops N] [--rounds R] [--interval-us I] [--cpu C]
 """
@@ -15,13 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from figures import BenchFile, describe  # noqa: E402
 BARE = REPO / "build/bench/bare_wakeup"
 STATS = ("min_ns", "p1_ns", "p50_ns")
 
@@ -77,14 +81,18 @@ def main() -> None:
     subprocess.run(["cc", "-O2", "-o", str(BARE), str(REPO / "bench/bare_wakeup.c")], check=True)
     tools = {"rtvb-probe": probe, "cyclictest": cyclictest, "bare loop": bare}
     runs: dict[str, list[dict[str, int]]] = {name: [] for name in tools}
-    load = [os.getloadavg()[0]]
+    out = BenchFile(__file__)
     names = list(tools)
     for rnd in range(args.rounds):
         for name in names[rnd % 3:] + names[:rnd % 3]:
             runs[name].append(tools[name](args))
-    load.append(os.getloadavg()[0])
+    ours = runs["rtvb-probe"]
+    rows = [out.add(f"wake-up latency {stat[:-3]}, rtvb-probe latency / {peer}", f"{peer}, same CPU, period, priority",
+                    [a[stat] / b[stat] for a, b in zip(ours, runs[peer])])
+            for peer, stat in (("cyclictest", "p50_ns"), ("cyclictest", "p1_ns"), ("bare loop", "p50_ns"))]
+    out.write()
     print(f"wake-up latency, {args.loops} wake-ups of {args.interval_us} us on CPU {args.cpu}, {args.rounds} "
-          f"rotating rounds, load average {load[0]:.2f} -> {load[1]:.2f}; microseconds, medians over rounds")
+          f"rotating rounds, {out.load_text()}; microseconds, medians over rounds")
     print(f"{'':12} {'min':>6} {'(range of minima)':>18} {'p1':>6} {'p50':>6} {'p50 / cyclictest':>17}")
     for name, values in runs.items():
         med = {s: statistics.median(v[s] for v in values) / 1000 for s in STATS}
@@ -92,6 +100,8 @@ def main() -> None:
         ratio = statistics.median(a["p50_ns"] / b["p50_ns"] for a, b in zip(values, runs["cyclictest"]))
         print(f"{name:12} {med['min_ns']:6.1f} {min(mins):8.1f}..{max(mins):<8.1f} {med['p1_ns']:6.1f} "
               f"{med['p50_ns']:6.1f} {ratio:17.2f}")
+    for row in rows:
+        print(f"  {describe(row)}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ probe / reference and their range, so a busy machine shifts both sides of a roun
 Each row names which of the probe's figures it compares: where the probe's own
 definition differs from LMbench's, the probe also reports LMbench's definition under a
 suffixed name (docs/probe/os-ipc.md explains every difference), and both rows appear.
+The ratios go to build/bench/lmbench_compare.json (bench/figures.py), held to "agrees": within
+10 % of 1.
 
 usage: bench/lmbench_compare.py [--rounds R] [--dir DIR] [--json FILE]
 """
@@ -27,6 +29,10 @@ from pathlib import Path
 from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from figures import BenchFile  # noqa: E402
+
 BUILD = REPO / "build/bench"
 AGREE = 0.10          # within 10 %: the two measure the same thing
 
@@ -226,6 +232,7 @@ def main() -> None:
     table = rows()
     probe_vals: list[list[float]] = [[] for _ in table]
     ref_vals: list[list[float]] = [[] for _ in table]
+    out = BenchFile(__file__)
     load = [os.getloadavg()[0]]
     for rnd in range(args.rounds):
         # The order flips every round, so drift during a round favours neither side.
@@ -255,6 +262,10 @@ def main() -> None:
               f"{min(ratios):5.2f}..{max(ratios):5.2f}  {verdict}")
         report.append({"figure": row.figure, "reference": row.reference, "unit": row.unit, "probe": pv,
                        "ref": rv, "ratio_median": ratio})
+        # Two goals in one: within AGREE of 1 from above and from below; the row keeps the one it is nearer.
+        goal = f"<= {1 + AGREE:g}" if ratio >= 1 else f">= {1 - AGREE:g}"
+        out.add(f"os {row.figure}, probe / LMbench method", row.reference, ratios, goal)
+    out.write()
     if args.json:
         Path(args.json).write_text(json.dumps({"rounds": args.rounds, "load": load, "rows": report}, indent=1))
 

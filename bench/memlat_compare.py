@@ -4,7 +4,8 @@
 Per size, the probe (`mem-lat --sizes S --mode random`) and the reference run alternately (the
 order flips every round); reported: both medians, the median of the per-round ratios probe /
 reference and their range, and the load average. Other processes' memory traffic raises both
-sides of a round alike, so compare ratios, not single values.
+sides of a round alike, so compare ratios, not single values. The ratios go to
+build/bench/memlat_compare.json.
 
 usage: bench/memlat_compare.py [--rounds R] [--sizes-mib 16,64,128,256]
 """
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from figures import BenchFile  # noqa: E402
 CHASE = REPO / "build/bench/random_chase"
 
 
@@ -45,22 +49,22 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes_mib.split(",")]
     ours: dict[int, list[float]] = {s: [] for s in sizes}
     theirs: dict[int, list[float]] = {s: [] for s in sizes}
-    load = [os.getloadavg()[0]]
+    out = BenchFile(__file__)
     for rnd in range(args.rounds):
         for size in sizes:
             pair = (probe, reference) if rnd % 2 == 0 else (reference, probe)
             values = {fn: fn(size) for fn in pair}
             ours[size].append(values[probe])
             theirs[size].append(values[reference])
-    load.append(os.getloadavg()[0])
-    print(f"mem-lat random chain vs a plain random chase: {args.rounds} alternating rounds, "
-          f"load average {load[0]:.2f} -> {load[1]:.2f}")
-    print(f"{'size':>8} {'probe':>9} {'chase':>9} {'ratio':>6} {'range':>12}")
     for size in sizes:
-        ratios = [a / b for a, b in zip(ours[size], theirs[size])]
+        out.add(f"random read latency {size} MiB, mem-lat / pointer chase", "bench/random_chase.c, same size",
+                [a / b for a, b in zip(ours[size], theirs[size])])
+    out.write()
+    print(f"mem-lat random chain vs a plain random chase: {args.rounds} alternating rounds, {out.load_text()}")
+    print(f"{'size':>8} {'probe':>9} {'chase':>9} {'ratio':>6} {'range':>12}")
+    for size, row in zip(sizes, out.rows):
         print(f"{size:>5} MiB {statistics.median(ours[size]):7.1f}ns {statistics.median(theirs[size]):7.1f}ns "
-              f"{statistics.median(ratios):6.2f} {min(ratios):5.2f}..{max(ratios):5.2f}")
-
+              f"{row['median']:6.2f} {row['min']:5.2f}..{row['max']:5.2f}")
 
 if __name__ == "__main__":
     main()

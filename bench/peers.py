@@ -14,7 +14,8 @@ round, so whatever else the machine does lands on both sides of a round alike. `
 of the per-round ratios probe / peer and `range` their spread; a ratio near 1 with a narrow range
 says the two measure the same thing the same way; a wide range says the machine was busy (see the
 load averages) and more rounds are needed. For times, below 1 means the probe saw less; for
-bandwidths, above 1 means the probe moved more. The table is also written to build/bench/peers.md.
+bandwidths, above 1 means the probe moved more. The table is also written to build/bench/peers.md,
+and its ratios to build/bench/peers.json (bench/figures.py).
 
 usage: bench/peers.py [--rounds R]
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import latency_vs_cyclictest as lat  # noqa: E402
 import memlat_compare as chase  # noqa: E402
+from figures import BenchFile  # noqa: E402
 
 PROBE = REPO / "build/probe/rtvb-probe"
 MiB = 1 << 20
@@ -125,24 +126,24 @@ def main() -> None:
     subprocess.run(["cc", "-O2", "-o", str(chase.CHASE), str(REPO / "bench/random_chase.c")], check=True)
     rows = pairs(args)
     values: list[list[tuple[float, float]]] = [[] for _ in rows]
-    load = [os.getloadavg()[0]]
+    out = BenchFile(__file__)
     for rnd in range(args.rounds):
         FLIP["peer_first"] = bool(rnd % 2)
         for i, (_, _, _, measure) in enumerate(rows):
             a, b = measure()
             values[i].append((a, b))
-    load.append(os.getloadavg()[0])
-    lines = [f"rtvb-probe against its peers: {args.rounds} rounds, load average {load[0]:.2f} -> {load[1]:.2f}",
+    for (figure, peer, _, _), vals in zip(rows, values):
+        out.add(f"{figure}, rtvb-probe / {peer}", peer, [a / b for a, b in vals])
+    out.write()
+    lines = [f"rtvb-probe against its peers: {args.rounds} rounds, {out.load_text()}",
              "", "| figure | peer | probe | peer | ratio | range |", "|---|---|---|---|---|---|"]
-    for (figure, peer, unit, _), vals in zip(rows, values):
-        ratios = [a / b for a, b in vals]
+    for (figure, peer, unit, _), vals, row in zip(rows, values, out.rows):
         lines.append(f"| {figure} | {peer} | {statistics.median(a for a, _ in vals):.1f} {unit} | "
-                     f"{statistics.median(b for _, b in vals):.1f} {unit} | {statistics.median(ratios):.2f} | "
-                     f"{min(ratios):.2f}..{max(ratios):.2f} |")
+                     f"{statistics.median(b for _, b in vals):.1f} {unit} | {row['median']:.2f} | "
+                     f"{row['min']:.2f}..{row['max']:.2f} |")
     text = "\n".join(lines) + "\n"
     (REPO / "build/bench/peers.md").write_text(text)
     print(text, end="")
-
 
 if __name__ == "__main__":
     main()

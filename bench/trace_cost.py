@@ -6,8 +6,9 @@ Both runs measure one thread on one CPU (SCHED_FIFO 80, 500 us interval, N loops
 records the probe's event set and writes a marker per activation, with a threshold high enough
 (100 ms) that the cost is the recording, not the saving of traces. Per round: the median wake-up
 latency (the result's p50) and the CPU time per wake-up (user + system from GNU time / activations)
-of each run, and their differences within the round (the machine is shared: differences in one
-round are what to compare). Needs root and tracefs.
+of each run, their differences and their ratios traced / plain within the round (the machine is
+shared: what one round compares is what to read), with the load average; the ratios go to
+build/bench/trace_cost.json. Needs root and tracefs.
 
 usage: bench/trace_cost.py [--loops N] [--rounds R] [--cpu C]
 """
@@ -19,9 +20,13 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from figures import BenchFile, alternating, describe  # noqa: E402
 
 
 def run(cmd: list[str]) -> tuple[float, float, bool]:
@@ -49,26 +54,26 @@ def main() -> None:
             "--cpus", str(args.cpu), "--priority", "80"]
     traced_cmd = base + ["--trace-threshold-us", "100000"]
 
-    lat_plain, lat_traced, cpu_plain, cpu_traced, d_lat, d_cpu = [], [], [], [], [], []
-    for i in range(args.rounds):
-        # Alternate which goes first, so that a drift of the machine does not favour one side.
-        order = [(base, False), (traced_cmd, True)] if i % 2 == 0 else [(traced_cmd, True), (base, False)]
-        got = {}
-        for cmd, traced in order:
-            lat, cpu, granted = run(cmd)
-            if traced and not granted:
-                raise SystemExit("trace capture was not granted (run as root on a kernel with tracefs)")
-            got[traced] = (lat, cpu)
-        lat_plain.append(got[False][0])
-        lat_traced.append(got[True][0])
-        cpu_plain.append(got[False][1])
-        cpu_traced.append(got[True][1])
-        d_lat.append(got[True][0] - got[False][0])
-        d_cpu.append(got[True][1] - got[False][1])
+    def traced() -> tuple[float, float]:
+        lat, cpu, granted = run(traced_cmd)
+        if not granted:
+            raise SystemExit("trace capture was not granted (run as root on a kernel with tracefs)")
+        return lat, cpu
 
-    load = os.getloadavg()[0]
+    out = BenchFile(__file__)
+    pairs = alternating(args.rounds, traced, lambda: run(base)[:2])
+    lat_plain, cpu_plain = [p[0] for _, p in pairs], [p[1] for _, p in pairs]
+    lat_traced, cpu_traced = [t[0] for t, _ in pairs], [t[1] for t, _ in pairs]
+    d_lat = [t - p for t, p in zip(lat_traced, lat_plain)]
+    d_cpu = [t - p for t, p in zip(cpu_traced, cpu_plain)]
+    baseline = "the same latency run without trace capture"
+    rows = [out.add("median wake-up latency, traced / plain", baseline,
+                    [t / p for t, p in zip(lat_traced, lat_plain)]),
+            out.add("CPU time per wake-up, traced / plain", baseline,
+                    [t / p for t, p in zip(cpu_traced, cpu_plain)])]
+    out.write()
     print(f"loops={args.loops} rounds={args.rounds} (1 thread on CPU {args.cpu}, 500 us, SCHED_FIFO 80), "
-          f"load average {load:.2f}")
+          f"{out.load_text()}")
     print(f"median wake-up latency: without {statistics.median(lat_plain):.2f} us, "
           f"with tracing {statistics.median(lat_traced):.2f} us, "
           f"added {statistics.median(d_lat):+.2f} us (median of per-round differences; "
@@ -76,7 +81,8 @@ def main() -> None:
     print(f"CPU per wake-up: without {statistics.median(cpu_plain):.0f} ns, "
           f"with tracing {statistics.median(cpu_traced):.0f} ns, "
           f"added {statistics.median(d_cpu):+.0f} ns (range {min(d_cpu):+.0f}..{max(d_cpu):+.0f})")
-
+    for row in rows:
+        print(f"  {describe(row)}")
 
 if __name__ == "__main__":
     main()
