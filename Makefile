@@ -128,7 +128,8 @@ $(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/
 .PHONY: bench
 bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/peers.py
-	$(BUILD)/bench-hist-record
+	@mkdir -p build/bench
+	$(BUILD)/bench-hist-record build/bench/hist_record.json
 	$(PY) bench/latency_cpu_cost.py
 	$(PY) bench/latency_vs_cyclictest.py
 	$(PY) bench/trace_cost.py
@@ -139,3 +140,4 @@ bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/lmbench_compare.py
 	$(PY) bench/network_vs_iperf3.py --udp-rate-bps 1000000000
 	$(PY) bench/probe_size.py
+	$(PY) bench/summary.py
