@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -61,8 +62,10 @@ def campaign_run(reps: int, duration: float) -> tuple[float, float, float, list[
         campaign.write_text(CAMPAIGN.format(reps=reps, duration=duration))
         store = Path(tmp) / "store.db"
         t0 = time.perf_counter()
+        # This checkout's rtvbench, whatever the interpreter has installed (a worktree shares its venv).
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         proc = subprocess.run([sys.executable, "-m", "rtvbench", "--store", f"sqlite:///{store}", "run",
-                               str(campaign)], capture_output=True, text=True, cwd=tmp)
+                               str(campaign)], capture_output=True, text=True, cwd=tmp, env=env)
         wall = time.perf_counter() - t0
         if proc.returncode not in (0, 1):
             raise SystemExit(f"rtvbench run failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
