@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bytecode import cached_bytecode_env  # noqa: E402
-from rows import bench_row, write_rows  # noqa: E402
+from figures import ratio_row, write_rows  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 5.0
@@ -67,7 +67,7 @@ def main() -> None:
                 else:
                     floor, t = wall([py, "-c", "pass"], env), wall(cmd, env)
                 ratios[name].append(t / floor)
-    rows = [bench_row(f"rtvbench {name} / python -c pass", "python -c pass (same interpreter, same round)",
+    rows = [ratio_row(f"rtvbench {name} / python -c pass", "python -c pass (same interpreter, same round)",
                       values, f"<= {GOAL:g}") for name, values in ratios.items()]
     load_after = os.getloadavg()
     print(f"rtvbench CLI start-up / bare interpreter start, {args.rounds} alternating rounds, "

@@ -50,6 +50,22 @@ def goal_met(goal: str | None, value: float) -> bool | None:
     return value <= float(bound) if op == "<=" else value >= float(bound)
 
 
+def ratio_row(figure: str, baseline: str, ratios: list[float], goal: str | None = None) -> dict:
+    """One row: the median of the per-round ratios, their range, and the goal it is held to."""
+    median = statistics.median(ratios)
+    return {"figure": figure, "baseline": baseline, "rounds": len(ratios), "median": round(median, 4),
+            "min": round(min(ratios), 4), "max": round(max(ratios), 4), "goal": goal, "met": goal_met(goal, median)}
+
+
+def write_rows(bench: str, load_before: list[float], load_after: list[float], rows: list[dict]) -> Path:
+    """build/bench/<bench>.json, with the load averages from before and after the rounds."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{bench}.json"
+    path.write_text(json.dumps({"bench": bench, "load_before": [round(x, 2) for x in load_before],
+                                "load_after": [round(x, 2) for x in load_after], "rows": rows}, indent=1) + "\n")
+    return path
+
+
 class BenchFile:
     """The rows of one bench script, written to build/bench/<script name>.json by write()."""
 
@@ -60,20 +76,12 @@ class BenchFile:
         self.rows: list[dict] = []
 
     def add(self, figure: str, baseline: str, ratios: list[float], goal: str | None = None) -> dict:
-        median = statistics.median(ratios)
-        row = {"figure": figure, "baseline": baseline, "rounds": len(ratios), "median": round(median, 4),
-               "min": round(min(ratios), 4), "max": round(max(ratios), 4), "goal": goal,
-               "met": goal_met(goal, median)}
-        self.rows.append(row)
-        return row
+        self.rows.append(ratio_row(figure, baseline, ratios, goal))
+        return self.rows[-1]
 
     def write(self) -> Path:
-        OUT.mkdir(parents=True, exist_ok=True)
-        path = OUT / f"{self.bench}.json"
         self.load_after = loadavg()
-        path.write_text(json.dumps({"bench": self.bench, "load_before": self.load_before,
-                                    "load_after": self.load_after, "rows": self.rows}, indent=1) + "\n")
-        return path
+        return write_rows(self.bench, self.load_before, self.load_after, self.rows)
 
     def load_text(self) -> str:
         """The 1-minute load average before and after the rounds (after: once written)."""

@@ -25,13 +25,13 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import subprocess
 import time
 from pathlib import Path
 
+from figures import ratio_row, write_rows
+
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build/bench/network_vs_iperf3.json"
 CHUNK = 131072
 DATAGRAM = 1400
 
@@ -106,16 +106,6 @@ def per_gb(s: dict, side: str) -> float:
     return s[side] / s["bytes"] * 1e9
 
 
-def row(figure: str, baseline: str, ratios: list[float], goal: str | None) -> dict:
-    med = statistics.median(ratios)
-    met = None
-    if goal:
-        bound = float(goal.split()[1])
-        met = med >= bound if goal.startswith(">=") else med <= bound
-    return {"figure": figure, "baseline": baseline, "rounds": len(ratios), "median": med,
-            "min": min(ratios), "max": max(ratios), "goal": goal, "met": met}
-
-
 def compare(probe: str, rounds: int, duration_s: float, udp_rate: int | None) -> tuple[list[dict], list[str]]:
     """The rows of one transport, and a line per round."""
     ratios: dict[str, list[float]] = {"bps": [], "receiver_cpu": [], "sender_cpu": [], "both_cpu": []}
@@ -137,13 +127,13 @@ def compare(probe: str, rounds: int, duration_s: float, udp_rate: int | None) ->
     if udp_rate:
         what = f"udp loopback at {udp_rate / 1e6:g} Mbit/s, {DATAGRAM}-byte datagrams"
         base = "iperf3 -u, same pace and size"
-        return [row(f"{what}: receiver CPU per GB", base, ratios["receiver_cpu"], None),
-                row(f"{what}: sender CPU per GB", base, ratios["sender_cpu"], None)], lines
+        return [ratio_row(f"{what}: receiver CPU per GB", base, ratios["receiver_cpu"], None),
+                ratio_row(f"{what}: sender CPU per GB", base, ratios["sender_cpu"], None)], lines
     what, base = "tcp loopback, 128 KiB sends", f"iperf3 -l 128K, same {duration_s:g} s"
-    return [row(f"{what}: receiver rate", base, ratios["bps"], ">= 0.95"),
-            row(f"{what}: receiver CPU per GB", base, ratios["receiver_cpu"], "<= 1.05"),
-            row(f"{what}: sender CPU per GB", base, ratios["sender_cpu"], None),
-            row(f"{what}: both ends' CPU per GB", base, ratios["both_cpu"], None)], lines
+    return [ratio_row(f"{what}: receiver rate", base, ratios["bps"], ">= 0.95"),
+            ratio_row(f"{what}: receiver CPU per GB", base, ratios["receiver_cpu"], "<= 1.05"),
+            ratio_row(f"{what}: sender CPU per GB", base, ratios["sender_cpu"], None),
+            ratio_row(f"{what}: both ends' CPU per GB", base, ratios["both_cpu"], None)], lines
 
 
 def main() -> None:
@@ -166,9 +156,7 @@ def main() -> None:
         lines += udp_lines
     load_after = list(os.getloadavg())
 
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"bench": "network_vs_iperf3", "load_before": load_before, "load_after": load_after,
-                               "rows": rows}, indent=1) + "\n")
+    out = write_rows("network_vs_iperf3", load_before, load_after, rows)
     print(f"rtvb-probe network vs iperf3, {args.rounds} alternating rounds of {args.duration_s:g} s; load "
           f"{' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in load_after)}")
     print("\n".join(lines))
@@ -177,7 +165,7 @@ def main() -> None:
     for r in rows:
         met = {True: "yes", False: "NO", None: "-"}[r["met"]]
         print(f"{r['figure']:<{width}} {r['median']:7.2f} {r['min']:6.2f}-{r['max']:<6.2f} {r['goal'] or '-':>8}  {met}")
-    print(f"written to {OUT.relative_to(REPO)}")
+    print(f"written to {out.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

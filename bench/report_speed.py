@@ -38,7 +38,7 @@ from synthetic_runs import bucket_bounds  # noqa: E402  (the report tests' histo
 
 sys.path.insert(0, str(REPO / "bench"))
 from bytecode import cached_bytecode_env  # noqa: E402
-from rows import bench_row, write_rows  # noqa: E402
+from figures import ratio_row, write_rows  # noqa: E402
 
 from rtvbench.campaign.reader import parse_campaign  # noqa: E402
 from rtvbench.store.db import open_store  # noqa: E402
@@ -161,12 +161,12 @@ def main() -> None:
         per = [(b - a) / (n_large - n_small) for a, b in zip(cpu[f"small {mode}"], cpu[f"large {mode}"])]
         fixed = [a - n_small * p - f for a, p, f in zip(cpu[f"small {mode}"], per, cpu["floor"])]
         what = "HTML without plots (--no-plots)" if mode == "bare" else "HTML with plots"
-        rows.append(bench_row(f"report {what}: fixed CPU s beyond the interpreter start",
+        rows.append(ratio_row(f"report {what}: fixed CPU s beyond the interpreter start",
                               "python -c pass CPU, same round", fixed, f"<= {goal:g}"))
-        rows.append(bench_row(f"report {what}: CPU ms per measurement (slope 10 -> 100)",
+        rows.append(ratio_row(f"report {what}: CPU ms per measurement (slope 10 -> 100)",
                               "the same report of 10 measurements, same round", [p * 1000 for p in per], None))
     pdf = [p[0] / h[0] for p, h in zip(runs["small pdf"], runs["small plots"])]
-    rows.append(bench_row("report PDF / HTML wall time (10 measurements, with plots)", "the HTML report, same round",
+    rows.append(ratio_row("report PDF / HTML wall time (10 measurements, with plots)", "the HTML report, same round",
                           pdf, "<= 2"))
     print(f"rtvbench report, {args.rounds} rounds in alternating order, load average {load_before[0]:.2f} "
           f"before, {load_after[0]:.2f} after")
