@@ -280,9 +280,10 @@ def test_osnoise_counts_the_real_time_bursts_as_noise_on_their_cpu(rt_run):
         pytest.skip(f"the guest's own noise ({base[0]:.0f} / {base[1]:.0f} % idle) hides the bursts")
     left = 100 - base[1]
     rise = {cpu: share[cpu] - base[cpu] for cpu in (0, 1)}
-    assert 0.7 * 0.2 * left <= rise[1], (share, base)
-    # The host's own load moves both vCPUs' noise between the two measurements alike; the burst is
-    # what CPU 1 gained beyond CPU 0.
+    # The host's own load moves both vCPUs' noise between the two measurements alike, so CPU 1's rise
+    # alone says as much of the host as of the bursts (CPU 0's noise once fell from 28.8 to 16.4 %
+    # between them, leaving CPU 1 a rise of 3 points under its bursts): the burst is what CPU 1
+    # gained beyond CPU 0.
     assert 0.5 * 0.2 * left <= rise[1] - rise[0] <= 27, (share, base)
     assert burst[1]["max_single_noise_ns"] >= 5_000_000
 
