@@ -34,11 +34,18 @@ class Folders:
         """The folders, in their order when one is given, else sorted."""
         return list(self.order) if self.order else self.on_disk()
 
-    def load(self, stage: str) -> None:
-        """Import every folder's module of one stage; a folder may lack a stage."""
+    def load(self, stage: str, entry: str | None = None) -> None:
+        """Import every folder's module of one stage; a folder may lack a stage. With `entry` (a name
+        as a campaign writes it), only that entry's folder when there is one: a command that meets one
+        kind then pays for its module alone, and a name no folder has loads them all, so the registry
+        can list every name it knows."""
         if stage not in self.stages:
             raise ValueError(f"unknown stage {stage!r}")
         if stage in self._loaded:
+            return
+        folder = None if entry is None else entry.replace("-", "_")
+        if folder is not None and folder.isidentifier() and (self.root / folder / f"{stage}.py").exists():
+            importlib.import_module(f"{self.package}.{folder}.{stage}")
             return
         self._loaded.add(stage)
         for folder in self.names():

@@ -15,9 +15,13 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, what: str, planned: tuple[str, ...] = ()) -> None:
+    def __init__(self, what: str, planned: tuple[str, ...] = (),
+                 finder: Callable[[str | None], None] | None = None) -> None:
         self.what = what                  # e.g. "benchmark kind", for messages
         self.planned = planned
+        #: imports the module that registers one name (or, given None, every name): entries found on
+        #: disk are imported when first asked for, so a campaign pays only for the kinds it names
+        self.finder = finder
         self._items: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -33,9 +37,15 @@ class Registry(Generic[T]):
         self._items.pop(name, None)
 
     def get(self, name: str) -> T | None:
+        if name not in self._items and self.finder is not None and isinstance(name, str):
+            self.finder(name)
+            if name not in self._items:
+                self.finder(None)         # registered under a name its folder does not spell
         return self._items.get(name)
 
     def names(self) -> list[str]:
+        if self.finder is not None:
+            self.finder(None)
         return sorted(self._items)
 
     def unknown_message(self, name: object) -> str:

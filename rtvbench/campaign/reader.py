@@ -24,7 +24,6 @@ from pydantic_core import to_jsonable_python
 
 from rtvbench.benchmarks import BENCHMARKS, Benchmark
 from rtvbench.errors import InputError
-from rtvbench.loads import load as load_folders
 from rtvbench.loads.base import LOADS, NEIGHBOURS, Load, kind_of
 from rtvbench.loads.combine.params import CombinedLoad
 from rtvbench.params import Name, Number, SizeRange, StrictModel, int_range, is_valid_name, number_range
@@ -39,9 +38,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:                                   # pragma: no cover
     import tomli as tomllib
-
-# Every load folder's params.py registers its kind in LOADS.
-load_folders("params")
 
 #: far more than any campaign: a bigger file is something else (a log, an image, a device)
 MAX_CAMPAIGN_BYTES = 1 << 20

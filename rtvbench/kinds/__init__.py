@@ -23,7 +23,7 @@ STAGES = ("params", "decode", "section")
 _FOLDERS = Folders(__name__, __file__, STAGES)
 
 
-def load(stage: str) -> None:
-    """Import every kind's module of one stage, which registers it; a kind may lack a stage
-    (a kind with no section of its own gets the generic one)."""
-    _FOLDERS.load(stage)
+def load(stage: str, kind: str | None = None) -> None:
+    """Import every kind's module of one stage (or only `kind`'s, when it has a folder), which
+    registers it; a kind may lack a stage (a kind with no section of its own gets the generic one)."""
+    _FOLDERS.load(stage, kind)

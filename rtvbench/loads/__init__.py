@@ -20,6 +20,7 @@ STAGES = ("params", "achieved")
 _FOLDERS = Folders(__name__, __file__, STAGES)
 
 
-def load(stage: str) -> None:
-    """Import every load's module of one stage, which registers it."""
-    _FOLDERS.load(stage)
+def load(stage: str, kind: str | None = None) -> None:
+    """Import every load's module of one stage (or only `kind`'s, when it has a folder), which
+    registers it."""
+    _FOLDERS.load(stage, kind)

@@ -16,12 +16,19 @@ from typing import Annotated, Any, Callable, ClassVar
 
 from pydantic import AfterValidator
 
+from rtvbench.loads import load as load_folders
 from rtvbench.params import Number, StrictModel
 from rtvbench.registry import Registry
 from rtvbench.targets.base import Background, Target
 from rtvbench.targets.capabilities import Capability
 
-LOADS: Registry[type["Load"]] = Registry("load kind")
+
+def _find(kind: str | None) -> None:
+    load_folders("params", kind)
+
+
+#: every load folder's params.py registers its kind here, imported when the kind is first asked for
+LOADS: Registry[type["Load"]] = Registry("load kind", finder=_find)
 
 #: `where` value of a load that runs in every other guest of the measured environment
 NEIGHBOURS = "neighbours"
