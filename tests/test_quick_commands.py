@@ -2,7 +2,7 @@
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
 and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack and
 the parameter models of only the kinds and loads the campaign names,
-`show` neither SQLAlchemy nor scipy, and an HTML report without plots no matplotlib. The commands
+`show` neither SQLAlchemy, scipy nor the decoders of kinds its run lacks, and an HTML report without plots no matplotlib. The commands
 that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
 tools inherit alone."""
 
@@ -124,12 +124,13 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     assert code == 0 and heavy == set() and "list" in out
 
 
-def _folder_modules_after(*argv: str) -> tuple[int, set[str], str]:
-    """Exit code, the kinds' and loads' params modules imported, and stderr of `rtvbench ARGV`."""
-    code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
-            "    code = e.code\nprint('\\nFOLDERS', ','.join(sorted(m for m in sys.modules if m.endswith('.params') "
-            "and m.startswith(('rtvbench.kinds.', 'rtvbench.loads.')))), code)\n")
-    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+def _folder_modules_after(stage: str, *argv: str) -> tuple[int, set[str], str]:
+    """Exit code, the kinds' and loads' modules of one stage imported, and stderr of `rtvbench ARGV`."""
+    code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[2:])\nexcept SystemExit as e:\n"
+            "    code = e.code\nprint('\\nFOLDERS', ','.join(sorted(m for m in sys.modules if m.endswith('.' + "
+            "sys.argv[1]) and m.startswith(('rtvbench.kinds.', 'rtvbench.loads.')))), code)\n")
+    r = subprocess.run([sys.executable, "-c", code, stage, *argv], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60)
     modules, exit_code = r.stdout.rpartition("\nFOLDERS ")[2].split()
     return int(exit_code), set(modules.split(",")), r.stderr
 
@@ -138,17 +139,22 @@ def test_validate_imports_the_params_of_the_kinds_and_loads_the_campaign_names_a
     campaign = tmp_path / "two.toml"
     campaign.write_text(TEXT + '[benchmarks.chase]\nkind = "mem-lat"\n[loads.busy]\nkind = "cpu"\n'
                         '[loads.quiet]\n', encoding="utf-8")
-    code, modules, _ = _folder_modules_after("validate", str(campaign))
+    code, modules, _ = _folder_modules_after("params", "validate", str(campaign))
     # combine's model is the reader's own (it checks what a combination names), the others are named
     assert code == 0 and modules == {"rtvbench.kinds.latency.params", "rtvbench.kinds.mem_lat.params",
                                      "rtvbench.loads.cpu.params", "rtvbench.loads.idle.params",
                                      "rtvbench.loads.combine.params"}
     # a kind no folder has: every kind is imported, so that the message lists every supported one
     campaign.write_text(TEXT.replace('"latency"', '"lateny"'), encoding="utf-8")
-    code, modules, err = _folder_modules_after("validate", str(campaign))
+    code, modules, err = _folder_modules_after("params", "validate", str(campaign))
     kinds = {p.name for p in (ROOT / "rtvbench/kinds").iterdir() if (p / "params.py").exists()}
     assert code == 2 and {m.split(".")[2] for m in modules if m.startswith("rtvbench.kinds.")} == kinds
     assert 'unknown benchmark kind "lateny"' in err and '"mem-lat"' in err and '"latency"' in err
+
+
+def test_show_imports_the_decoders_of_the_run_s_kinds_and_no_others(tmp_path):
+    code, modules, _ = _folder_modules_after("decode", "--store", _store(tmp_path), "show", "1")
+    assert code == 0 and modules == {"rtvbench.kinds.latency.decode"}
 
 
 def test_an_html_report_without_plots_has_none_and_never_imports_matplotlib(tmp_path):

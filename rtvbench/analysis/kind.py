@@ -206,6 +206,9 @@ def register(kind: Kind) -> Kind:
 
 
 def get_kind(name: str) -> Kind | None:
-    load("decode")
+    if name not in _REGISTRY:
+        load("decode", name)          # its own folder's decoder, so `show` of a run pays for its kinds only
+    if name not in _REGISTRY:
+        load("decode")
     return _REGISTRY.get(name)
 
