@@ -71,10 +71,10 @@ def test_latest_attempt_wins_and_records_keep_their_order(store_url):
     other.finish("ok", 0)
     again = run.start_measurement(repetition=0, attempt=2, order_index=0, **common)
     for seq, rec in enumerate([{"type": "meta", "schema": 1}, {"type": "warning", "code": "x"},
-                               {"type": "window", "index": 0}, {"type": "window", "index": 1},
-                               {"type": "result", "cpu": "all", "max_ns": 9},
-                               {"type": "end", "status": "ok"}], start=1):
+                               {"type": "window", "index": 0}, {"type": "window", "index": 1}], start=1):
         again.add_record(seq, rec)
+    # The result and end read at one moment, in one transaction.
+    again.add_records([(5, {"type": "result", "cpu": "all", "max_ns": 9}), (6, {"type": "end", "status": "ok"})])
     again.finish("ok", 0)
     run.set_status("finished")
 
@@ -84,6 +84,7 @@ def test_latest_attempt_wins_and_records_keep_their_order(store_url):
     m = loaded.measurements[0]
     assert [w["index"] for w in m.windows] == [0, 1]
     assert m.result("all")["max_ns"] == 9 and m.meta["schema"] == 1 and len(m.warnings) == 1
+    assert m.end == {"type": "end", "status": "ok"}
     assert loaded.status == "finished" and loaded.finished_at.tzinfo is not None
     assert run.attempts() == {("native", "idle", "w", 0): (2, "ok"), ("native", "idle", "w", 1): (1, "ok")}
     [row] = list_runs(engine)

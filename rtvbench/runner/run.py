@@ -30,6 +30,7 @@ from rtvbench.campaign.plan import Planned, expected_seconds, plan
 from rtvbench.tomlloc import format_path
 from rtvbench.preflight import check as preflight_check, fingerprint_cpus, format_warnings, unusable_cpus
 from rtvbench.probe.stream import ProbeStream
+from rtvbench.runner.arrivals import ArrivingLines
 from rtvbench.runner.health import health_check
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
 from rtvbench.runner.thermal_sampler import ThermalSampler
@@ -508,7 +509,7 @@ class Runner:
         stdout: list[str] = []
         stdout_bytes = 0
 
-        def on_line(line: str) -> None:
+        def handle(line: str) -> None:
             nonlocal stdout_bytes
             if external:
                 # Counted on past the limit, kept only up to it: the store gets no more than that.
@@ -516,11 +517,12 @@ class Runner:
                     stdout.append(line)
                 stdout_bytes += len(line.encode("utf-8", "surrogateescape")) + 1
             else:
-                m.add_record(stream.count + 1, stream.feed(line))
+                on_line.keep(stream.count + 1, stream.feed(line))
                 if stream.end is not None:
                     # An emulated machine frees a large region as slowly as it runs everything else.
                     deadline.bring_forward(AFTER_END_S * target.slowdown())
             tick()
+        on_line = ArrivingLines(handle, m.add_records)
 
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
                           neighbours=self._neighbours(p.environment))

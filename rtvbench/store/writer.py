@@ -48,6 +48,17 @@ class MeasurementRecorder:
                                                 received_at=now()))
 
     @_guard
+    def add_records(self, numbered: list[tuple[int, dict[str, Any]]]) -> None:
+        """Records that arrived together (seq, record), in one transaction: each commit waits for the
+        disk, and lines read at one moment are stored or lost together anyway."""
+        if not numbered:
+            return
+        received_at = now()
+        with self.engine.begin() as conn:
+            conn.execute(insert(records), [dict(measurement_id=self.id, seq=seq, type=record["type"], data=record,
+                                                received_at=received_at) for seq, record in numbered])
+
+    @_guard
     def add_load_record(self, load: str, seq: int, record: dict[str, Any]) -> None:
         """One line of a probe load's output. Called from the thread that reads that load's
         output while the probe measures, so it commits on its own connection like add_record."""

@@ -12,6 +12,7 @@ import select
 import threading
 import time
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import IO, Any, Callable, ClassVar, Iterable, TypeVar
 
@@ -111,6 +112,15 @@ def capped_lines(stream: IO[bytes], limit: int = LINE_PIECE_BYTES) -> Iterable[b
     return iter(lambda: stream.readline(limit), b"")
 
 
+def arrived_together(on_line: Callable[[str], None]) -> AbstractContextManager:
+    """The block in which a drain hands on_line the lines of one read of a command's output. An
+    on_line that stores each line as it arrives may store these in one transaction (its `together`
+    method): they arrived at the same moment, so a crash loses all of them or none either way. Any
+    other on_line takes them one by one as ever."""
+    together = getattr(on_line, "together", None)
+    return together() if together is not None else nullcontext()
+
+
 def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watch) -> Callable[[], None]:
     """drain_or_stop's drain for a command's stdout pipe under a Watch: every line to on_line until
     the pipe ends, or until the watch gives up on the command (its output may be held open by a
@@ -127,14 +137,15 @@ def watched_drain(stream: IO[bytes], on_line: Callable[[str], None], watch: Watc
             if not chunk:
                 break
             pending.extend(chunk)
-            while (end := pending.find(b"\n")) >= 0:
-                line = bytes(pending[:end])
-                del pending[:end + 1]
-                on_line(line.decode("utf-8", "replace"))
-            while len(pending) >= LINE_PIECE_BYTES:
-                line = bytes(pending[:LINE_PIECE_BYTES])
-                del pending[:LINE_PIECE_BYTES]
-                on_line(line.decode("utf-8", "replace"))
+            with arrived_together(on_line):
+                while (end := pending.find(b"\n")) >= 0:
+                    line = bytes(pending[:end])
+                    del pending[:end + 1]
+                    on_line(line.decode("utf-8", "replace"))
+                while len(pending) >= LINE_PIECE_BYTES:
+                    line = bytes(pending[:LINE_PIECE_BYTES])
+                    del pending[:LINE_PIECE_BYTES]
+                    on_line(line.decode("utf-8", "replace"))
         if pending:
             line = bytes(pending)
             pending.clear()
