@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import func, inspect, select
 
 from rtvbench.campaign.reader import parse_campaign
 from rtvbench.errors import StoreError
 from rtvbench.store import RunRecorder, list_runs, load_run, open_store
 from rtvbench.store.db import SCHEMA_HEAD
-from rtvbench.store.schema import metadata
+from rtvbench.store.schema import cpu_samples, metadata
 
 pytestmark = pytest.mark.functional
 
@@ -193,3 +193,31 @@ def test_two_commands_started_together_on_a_new_store_both_open_it(store_url, tm
         assert (p.returncode, out.strip()) == (0, "The store holds no runs yet; start one with `rtvbench run`."), err
     with open_store(store_url).connect() as conn:
         assert conn.exec_driver_sql("select count(*) from alembic_version").scalar() == 1
+
+
+def test_held_samples_go_in_with_the_next_lines_or_the_end(store_url):
+    engine = open_store(store_url)
+    run = RunRecorder.create(engine, parse_campaign(TEXT))
+    common = dict(environment="native", load="idle", benchmark="w", kind="latency", command=["p"],
+                  load_commands=[], attempt=1)
+
+    def stored(m) -> list[str]:
+        with engine.connect() as conn:
+            return sorted(conn.scalars(select(cpu_samples.c.phase).where(cpu_samples.c.measurement_id == m.id)))
+
+    lines = run.start_measurement(repetition=0, order_index=0, **common)
+    lines.hold_cpu_samples("native", {"before": {"cpu": {"user": 1}}, "loadavg_before": {"1m": 0.5}})
+    assert stored(lines) == []                      # nothing committed yet
+    lines.add_records([(1, {"type": "meta", "schema": 1})])
+    assert stored(lines) == ["before", "loadavg_before"]
+    lines.hold_cpu_samples("native", {"after": {"cpu": {"user": 2}}})
+    lines.finish("ok", 0)
+    assert stored(lines) == ["after", "before", "loadavg_before"]
+    # A probe that printed nothing: the samples go in with the measurement's end.
+    silent = run.start_measurement(repetition=1, order_index=1, **common)
+    silent.hold_cpu_samples("native", {"before": {"cpu": {"user": 1}}})
+    silent.finish("error", 127, error="cannot start p")
+    assert stored(silent) == ["before"]
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(cpu_samples)) == 4      # none twice
+    assert load_run(engine, run.id).measurements[0].cpu_stat["before"] == {"cpu": {"user": 1}}

@@ -537,7 +537,8 @@ class Runner:
             bg = load.start(ctx)
             sampler.start()
             # /proc is read while the sampler starts; the probe waits for the sampler's first sample.
-            m.add_cpu_samples(p.environment, self._sample_cpu(p.environment, "before"))
+            # The samples are committed with the probe's first lines.
+            m.hold_cpu_samples(p.environment, self._sample_cpu(p.environment, "before"))
             sampler.wait_first()
             started = time.monotonic()
             # The watchdog: bench.deadline_s() from the start of the command.
@@ -553,7 +554,7 @@ class Runner:
             sampler.stop()
             if sampler.stored() is not None:
                 after["thermal"] = sampler.stored()
-            m.add_cpu_samples(p.environment, after)
+            m.hold_cpu_samples(p.environment, after)        # committed with the measurement's end
             if bg is not None:
                 load_status = bg.poll()         # before stop(): did it end on its own?
         except TargetLost as e:
@@ -590,7 +591,7 @@ class Runner:
         own_server = server.own_time() if server is not None and peer == p.environment else None
         if own_server is not None:
             # The peer's own cell: the server took the measured environment's CPUs beside the client.
-            m.add_cpu_sample(p.environment, "peer_server", own_server)
+            m.hold_cpu_samples(p.environment, {"peer_server": own_server})
         status, error = "ok", None
         if done.interrupted:
             status, error = "interrupted", "interrupted by the user; the records so far are kept"

@@ -39,13 +39,14 @@ class MeasurementRecorder:
     def __init__(self, engine: Engine, measurement_id: int) -> None:
         self.engine = engine
         self.id = measurement_id
+        self._held: list[dict[str, Any]] = []      # cpu_samples rows waiting for the next transaction
 
-    @_guard
+    def _store_held(self, conn) -> None:
+        if self._held:
+            conn.execute(insert(cpu_samples), self._held)
+
     def add_record(self, seq: int, record: dict[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(insert(records).values(measurement_id=self.id, seq=seq,
-                                                type=record["type"], data=record,
-                                                received_at=now()))
+        self.add_records([(seq, record)])
 
     @_guard
     def add_records(self, numbered: list[tuple[int, dict[str, Any]]]) -> None:
@@ -57,6 +58,8 @@ class MeasurementRecorder:
         with self.engine.begin() as conn:
             conn.execute(insert(records), [dict(measurement_id=self.id, seq=seq, type=record["type"], data=record,
                                                 received_at=received_at) for seq, record in numbered])
+            self._store_held(conn)
+        self._held = []
 
     @_guard
     def add_load_record(self, load: str, seq: int, record: dict[str, Any]) -> None:
@@ -74,25 +77,23 @@ class MeasurementRecorder:
             conn.execute(insert(cpu_samples).values(measurement_id=self.id, environment=environment,
                                                     phase=phase, data=counters, taken_at=now()))
 
-    @_guard
-    def add_cpu_samples(self, environment: str, samples: dict[str, dict]) -> None:
-        """Several samples taken together (phase -> data), in one transaction: each commit waits for
-        the disk, and what is read at one moment is stored or lost together anyway."""
-        if not samples:
-            return
+    def hold_cpu_samples(self, environment: str, samples: dict[str, dict]) -> None:
+        """Samples taken together (phase -> data) that go into the store with the measurement's next
+        transaction (its next probe lines, or its end), one wait for the disk fewer each. Only a
+        measurement whose runner dies before that loses them, and --resume measures it again."""
         taken_at = now()
-        with self.engine.begin() as conn:
-            conn.execute(insert(cpu_samples), [dict(measurement_id=self.id, environment=environment, phase=phase,
-                                                    data=data, taken_at=taken_at)
-                                               for phase, data in samples.items()])
+        self._held.extend(dict(measurement_id=self.id, environment=environment, phase=phase, data=data,
+                               taken_at=taken_at) for phase, data in samples.items())
 
     @_guard
     def finish(self, status: str, returncode: int | None = None, error: str | None = None,
                target_log: str | None = None) -> None:
         with self.engine.begin() as conn:
+            self._store_held(conn)
             conn.execute(update(measurements).where(measurements.c.id == self.id).values(
                 status=status, returncode=returncode, error=error, target_log=target_log,
                 finished_at=now()))
+        self._held = []
 
 
 class RunRecorder:
