@@ -65,6 +65,8 @@ def test_sigkill_then_resume(tmp_path, probe, marker):
     wait_for(lambda: not processes_with(marker), 10, "the load processes to end")
     # ... and so does the probe (PR_SET_PDEATHSIG).
     wait_for(lambda: not processes_with(f"{probe} latency"), 5, "the probe to end")
+    # ... and the thermal sampler, which runs without a supervisor.
+    wait_for(lambda: not processes_with(f"{probe} sample"), 5, "the thermal sampler to end")
 
     before = statuses(db)
     finished_before = {r[0] for r in before if r[4] == "ok"}

@@ -201,7 +201,7 @@ def test_where_starts_the_load_through_the_named_environments_target():
             super().__init__(name, None)
             self.started: list[list[str]] = []
 
-        def start_background(self, argv, on_line=None):
+        def start_background(self, argv, on_line=None, *, alone=False):
             self.started.append(argv)
             raise RuntimeError("recorded")          # stop right there: the call is what is tested
 

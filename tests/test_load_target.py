@@ -6,7 +6,9 @@ io load leaves behind is removed."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -37,6 +39,32 @@ def test_last_lines_are_delivered_before_stop_returns():
     bg.stop()
     assert lines == ["meta", "window", "result", "end"]
     assert bg.failure() is None and bg.poll() is not None
+
+
+def test_a_command_alone_runs_without_the_supervisor_and_stops_the_same_way():
+    lines: list[str] = []
+    bg = LocalTarget("native", None).start_background(TALKER, lines.append, alone=True)
+    assert bg._proc.args == TALKER                  # no Python supervisor in between
+    deadline = time.monotonic() + 10
+    while not lines and time.monotonic() < deadline:
+        time.sleep(0.01)
+    bg.stop()
+    assert lines == ["meta", "window", "result", "end"]
+    assert bg.poll() == 0 and bg.failure() is None
+
+
+def test_a_command_alone_that_ignores_sigterm_is_killed():
+    stubborn = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                      "print('ready', flush=True); time.sleep(60)"]
+    lines: list[str] = []
+    bg = LocalTarget("native", None).start_background(stubborn, lines.append, alone=True)
+    deadline = time.monotonic() + 10
+    while not lines and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    bg.stop()
+    assert bg.poll() == -signal.SIGKILL and lines == ["ready"]
+    assert time.monotonic() - started < 50          # a hang guard: the grace is 2 s, its sleep 60 s
 
 
 def test_a_failing_consumer_is_reported_and_never_blocks_the_load():

@@ -60,7 +60,8 @@ class ThermalSampler:
     def start(self) -> None:
         """Start it; wait_first() waits for its first sample."""
         try:
-            self.bg = self.target.start_background(self.argv(), self._on_line)
+            # One process of the probe's: it needs none of what stops the processes a load leaves.
+            self.bg = self.target.start_background(self.argv(), self._on_line, alone=True)
         except (TargetError, OSError):
             self.bg = None
         self._started = time.monotonic()

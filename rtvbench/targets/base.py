@@ -258,13 +258,14 @@ class Target(ABC):
         says `overdue` (and `killed` when it took SIGKILL)."""
 
     @abstractmethod
-    def start_background(self, argv: list[str],
-                         on_line: Callable[[str], None] | None = None) -> Background:
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
         """Start argv in the background, in its own process group.
 
         With on_line, every stdout line is handed to it as it arrives (from another thread),
         up to and including the last lines printed while stop() ends the command: stop()
-        returns only once they have all been delivered."""
+        returns only once they have all been delivered. `alone`: the command starts no process of
+        its own, so a target may spare it what stops the processes a command leaves behind."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

@@ -376,9 +376,9 @@ class LabgridTarget(Target, ProcessListing, PowerCycling):
             deadline: Deadline | None = None) -> Completed:
         return self._board.run(argv, on_line, deadline)
 
-    def start_background(self, argv: list[str],
-                         on_line: Callable[[str], None] | None = None) -> Background:
-        return self._board.start_background(argv, on_line)
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
+        return self._board.start_background(argv, on_line, alone=alone)
 
     def read_file(self, path: str) -> str:
         return self._board.read_file(path)

@@ -113,34 +113,41 @@ class LocalParams(StrictModel):
 
 
 class LocalBackground(Background):
-    """A load command under local_supervisor.py (see there for why).
+    """A load command under local_supervisor.py (see there for why), or a command that starts no
+    process of its own (`alone`: the thermal sampler) without it: such a command dies with the
+    runner as the probe does in the foreground, and stop() ends it alone, without the supervisor's
+    Python start-up (10-20 ms before the measurement).
 
     Without on_line, stdout and stderr go to one temporary file (output_tail). With on_line,
     stdout is a pipe read line by line by a thread of ours, and stderr alone goes to the file."""
 
     READER_JOIN_S = 5.0     # after the supervisor ended, every writer of the pipe is gone
 
-    def __init__(self, argv: list[str], on_line: Callable[[str], None] | None = None) -> None:
+    def __init__(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                 alone: bool = False, probe_path: str | None = None) -> None:
         self.argv = argv
         self._out = tempfile.TemporaryFile()
         self._reader: threading.Thread | None = None
         self._failure: str | None = None
-        read_end, self._watch = os.pipe()       # non-inheritable: only the supervisor gets read_end
+        self._alone = alone
+        # Non-inheritable: only the supervisor gets read_end.
+        read_end, self._watch = (subprocess.DEVNULL, -1) if alone else os.pipe()
         out_r = out_w = -1
         if on_line is not None:
             out_r, out_w = os.pipe()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SUPERVISOR), str(STOP_GRACE_S), "--", *argv],
+                argv if alone else [sys.executable, "-I", "-S", str(SUPERVISOR), str(STOP_GRACE_S), "--", *argv],
                 stdin=read_end, stdout=self._out if on_line is None else out_w,
                 stderr=subprocess.STDOUT if on_line is None else self._out,
-                start_new_session=True)
+                start_new_session=True, **(_dying_with_us(argv, probe_path) if alone else {}))
         except BaseException:
             if out_r >= 0:
                 os.close(out_r)
             raise
         finally:
-            os.close(read_end)
+            if not alone:
+                os.close(read_end)
             if out_w >= 0:
                 os.close(out_w)     # the supervisor and the command hold the only write ends now
         _running.add(self)
@@ -164,13 +171,15 @@ class LocalBackground(Background):
             waiter = _ExitWaiter(self._proc.pid)
             self._proc.send_signal(signal.SIGTERM)
             # Popen.wait(timeout) polls with growing sleeps (7 ms past a 4 ms stop).
-            deadline = time.monotonic() + STOP_GRACE_S + 3
+            # The supervisor has STOP_GRACE_S of its own before it kills the group.
+            deadline = time.monotonic() + STOP_GRACE_S + (0 if self._alone else 3)
             while not waiter.exited(max(0.0, min(0.05, deadline - time.monotonic()))):
                 if time.monotonic() >= deadline:
                     break
             waiter.close()
             if self._proc.poll() is None:
-                # The supervisor itself is stuck: kill its group the hard way.
+                # The supervisor itself is stuck, or the command alone ignored SIGTERM: kill its group
+                # the hard way.
                 try:
                     os.killpg(self._proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -240,9 +249,9 @@ class LocalTarget(Target, ProcessListing):
             stderr = _tail(err)
         return Completed(returncode, stderr, interrupted, overdue=watch.overdue, killed=watch.sent == 2)
 
-    def start_background(self, argv: list[str],
-                         on_line: Callable[[str], None] | None = None) -> Background:
-        return LocalBackground(argv, on_line)
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
+        return LocalBackground(argv, on_line, alone=alone, probe_path=self._probe)
 
     def read_file(self, path: str) -> str:
         # Direct: no process to start between the probe's end and the sample.

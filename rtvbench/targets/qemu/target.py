@@ -370,8 +370,8 @@ class ChannelTarget(Target):
             if ev is not None and ev.kind in ("exit", "closed"):
                 return
 
-    def start_background(self, argv: list[str],
-                         on_line: Callable[[str], None] | None = None) -> Background:
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
         guest = self._guest()
         return GuestBackground(guest, self._start(guest, argv), on_line)
 

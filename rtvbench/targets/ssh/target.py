@@ -93,8 +93,8 @@ class SshTarget(Target, ProcessListing, PowerCycling):
                              "the next command.", log)
         return Completed(status, stderr, interrupted, overdue=watch.overdue, killed=watch.sent == 2)
 
-    def start_background(self, argv: list[str],
-                         on_line: Callable[[str], None] | None = None) -> Background:
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
         self.connection.connect()
         return SshBackground(self, self.connection, argv, on_line)
 
