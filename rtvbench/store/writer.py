@@ -2,6 +2,7 @@
 
 Every call commits its own short transaction, so a runner killed at any moment
 leaves a store holding every finished measurement and every probe line received.
+Samples held for a measurement go in with its next one.
 """
 
 from __future__ import annotations
