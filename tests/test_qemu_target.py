@@ -692,9 +692,10 @@ def test_a_pvm_host_kvm_is_not_used_for_ordinary_kernels(tmp_path, monkeypatch):
 
 def test_guest_thermal_sampler(x86_guest):
     """The runner's thermal sampler runs in a guest as on a board: through the agent, in the background,
-    its first sample before start() returns and its last at stop()."""
+    its first sample once wait_first() returns (the runner reads /proc between the two) and its last at stop()."""
     sampler = ThermalSampler(x86_guest, "/init")
     sampler.start()
+    sampler.wait_first()
     assert [s["seq"] for s in sampler.samples] == [0]
     time.sleep(0.7)                       # one sample at 0.5 s
     samples = sampler.stop()

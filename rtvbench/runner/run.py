@@ -536,10 +536,11 @@ class Runner:
         try:
             bg = load.start(ctx)
             sampler.start()
-            # /proc is read while the sampler starts; the probe waits for the sampler's first sample.
+            sampler.wait_first()
+            # /proc is read after the sampler's first sample, so that its start (through a guest's agent:
+            # work of QEMU's own threads) is not counted in the measurement's CPU usage or host cost.
             # The samples are committed with the probe's first lines.
             m.hold_cpu_samples(p.environment, self._sample_cpu(p.environment, "before"))
-            sampler.wait_first()
             started = time.monotonic()
             # The watchdog: bench.deadline_s() from the start of the command.
             deadline = Deadline(bench.deadline_s(target.slowdown()))
