@@ -1,7 +1,7 @@
 """The `rtvbench` command line.
 
 Exit codes (as listed in README.md): 0 ok, 1 requirements failed, 2 usage or input error,
-3 target or environment failure; 130 when the user interrupts a run (the shell
+3 target or environment failure, 4 a verdict left undecided under --strict; 130 when the user interrupts a run (the shell
 convention for SIGINT), 70 for a bug in rtvbench itself. Every error reaches the
 user as one sentence, never as a traceback (RTVBENCH_DEBUG=1 shows tracebacks).
 """
@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtvbench import file_modes, run_files
-from rtvbench.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
+from rtvbench.errors import (EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
 from rtvbench.terminal import plain
@@ -109,15 +109,19 @@ def _write_report(ev, fmt: str, path: Path | None, plots: bool = True) -> Path:
     if path is None:
         from rtvbench.store import RESULTS_DIR
         path = RESULTS_DIR / f"{_slug(run.campaign_name)}-{run.id}.{EXTENSIONS.get(fmt, fmt)}"
+    return _write_file(path, render_evaluation(ev, fmt, plots), "-o")
+
+
+def _write_file(path: Path, body: bytes | str, option: str) -> Path:
+    """Write a report file (`option` names where its path came from); its absolute path."""
     path = path.absolute()
-    body = _encoded(render_evaluation(ev, fmt, plots))
     # Written beside the target and renamed over it: a full disk leaves the previous report, not half a one.
     try:
         file_modes.make_dirs(path.parent)
-        file_modes.replace_file(path, body)
+        file_modes.replace_file(path, _encoded(body))
     except OSError as e:
         raise RtvbenchError(f"cannot write the report to {path} ({e.strerror}); "
-                            "choose another path with -o.") from None
+                            f"choose another path with {option}.") from None
     return path
 
 
@@ -221,10 +225,15 @@ def _print_table(t) -> None:
         Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
 
 
-def _verdicts(ev) -> int:
-    """Print the requirements' verdicts with their reasons; the exit code they mean."""
+def _verdicts(ev, strict: bool = False) -> int:
+    """Print the requirements' verdicts with their reasons; the exit code they mean (under `strict`,
+    an undecided requirement, or none at all, is not a pass)."""
     verdicts = ev.verdicts
     if not verdicts:
+        if strict:
+            run = ev.data.run
+            return _undecided(f"run {run.id} of {run.campaign_name} has no requirements, so nothing was decided",
+                              [], "add requirements to the campaign or drop --strict")
         return EXIT_OK
     table = Table(title="Requirements", title_justify="left")
     for col in ("Requirement", "Verdict", "Reason"):
@@ -236,7 +245,30 @@ def _verdicts(ev) -> int:
     out.print(table)
     counts = {s: sum(v.status == s for v in verdicts) for s in colours}
     out.print(", ".join(f"{n} {s}" for s, n in counts.items()))
-    return EXIT_REQUIREMENTS_FAILED if counts["FAIL"] else EXIT_OK
+    if counts["FAIL"]:
+        return EXIT_REQUIREMENTS_FAILED
+    if strict and counts["INCONCLUSIVE"]:
+        undecided = [(getattr(v, "title", None) or _requirement_text(v.requirement), v.reason)
+                     for v in verdicts if v.status == "INCONCLUSIVE"]
+        return _undecided(f"{len(undecided)} of {len(verdicts)} requirements could not be decided", undecided,
+                          "measure more repetitions or on a quieter machine, or drop --strict")
+    return EXIT_OK
+
+
+def _undecided(what: str, items: list[tuple[str, str]], fix: str) -> int:
+    """Say in one sentence why a --strict gate did not pass (the first few undecided verdicts with their
+    reasons); the exit code that means it."""
+    shown = [f"{name} ({reason.strip().rstrip('.')})" for name, reason in items[:3]]
+    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    listed = f": {'; '.join(shown)}{more}" if shown else ""
+    err.print(plain(f"rtvbench: --strict: {what}{listed}; {fix}."))
+    return EXIT_INCONCLUSIVE
+
+
+def _strict_option(f):
+    return click.option("--strict", is_flag=True,
+                        help="Fail (exit 4) when a verdict is INCONCLUSIVE or there is none: a gate must not "
+                             "pass on what it could not decide.")(f)
 
 
 def _mapping(given: tuple[str, ...]) -> dict[str, str]:
@@ -281,10 +313,11 @@ def _across_options(f):
 @click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True,
               help="Store KEY=VALUE with the run (repeatable): `list --tag` selects runs by it.")
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run (shown by list, show and the report).")
+@_strict_option
 @_store_option
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Path | None,
-        tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
+        tags: tuple[str, ...], note: str | None, strict: bool, store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.campaign.reader import load_campaign
@@ -318,7 +351,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
                   f"`rtvbench show {result.id}` lists their errors.")
         return EXIT_TARGET
     _headline(ev)
-    code = _verdicts(ev)
+    code = _verdicts(ev, strict)
     out.print(f"Report: {plain(path)}")
     return code
 
@@ -471,15 +504,16 @@ def report(ctx: click.Context, ref: str | None, fmt: str, output: Path | None, b
 @cli.command()
 @click.option("--campaign", "ref", metavar="NAME|ID",
               help="A run id, or a campaign name for its latest run (default: the latest run).")
+@_strict_option
 @_store_option
 @click.pass_context
-def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
-    """Judge a run's requirements: exit 1 when any FAILs, 0 otherwise."""
+def check(ctx: click.Context, ref: str | None, strict: bool, store_url: str | None) -> int:
+    """Judge a run's requirements: exit 1 when any FAILs, 4 under --strict when one is INCONCLUSIVE, 0 otherwise."""
     ev = _evaluated(ctx, store_url, ref)
-    if not ev.verdicts:
+    if not ev.verdicts and not strict:
         out.print(f"Run {ev.data.run.id} of {plain(ev.data.run.campaign_name)} has no requirements to check.")
         return EXIT_OK
-    return _verdicts(ev)
+    return _verdicts(ev, strict)
 
 
 @cli.command()
@@ -491,13 +525,19 @@ def check(ctx: click.Context, ref: str | None, store_url: str | None) -> int:
 @click.option("--max-percent", type=float, metavar="PERCENT",
               help="Judge each overhead of RUN_B over RUN_A against this bound; exit 1 when one FAILs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as a JSON document.")
+@click.option("--junit", "junit_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparisons as JUnit XML to PATH, a test case per figure and cell.")
+@_strict_option
 @_store_option
 @click.pass_context
 def compare(ctx: click.Context, baseline_ref: str, candidate_ref: str, maps: tuple[str, ...],
-            metrics: tuple[str, ...], max_percent: float | None, as_json: bool, store_url: str | None) -> int:
+            metrics: tuple[str, ...], max_percent: float | None, as_json: bool, junit_path: Path | None,
+            strict: bool, store_url: str | None) -> int:
     """Compare run RUN_B against run RUN_A (ids, or campaign names for their latest runs), cell by cell."""
     from rtvbench.report import across_runs as layout
 
+    if strict and max_percent is None:
+        raise InputError("--strict judges the comparisons against a bound: give --max-percent PERCENT with it.")
     x = _across(_reading(ctx, store_url), baseline_ref, candidate_ref, maps, max_percent, metrics)
     if as_json:
         _print_json(layout.document(x))
@@ -512,7 +552,28 @@ def compare(ctx: click.Context, baseline_ref: str, candidate_ref: str, maps: tup
         if x.status is not None:
             judged = [c.status for c in x.comparisons]
             out.print(", ".join(f"{judged.count(s)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE")))
-    return EXIT_REQUIREMENTS_FAILED if x.status == "FAIL" else EXIT_OK
+    if junit_path is not None:
+        from rtvbench.report.junit import render_junit_across
+        written = _write_file(junit_path, render_junit_across(x), "--junit")
+        (err if as_json else out).print(f"JUnit report: {plain(written)}")
+    if x.status == "FAIL":
+        return EXIT_REQUIREMENTS_FAILED
+    if strict and x.status == "INCONCLUSIVE":
+        return _undecided_comparisons(x)
+    return EXIT_OK
+
+
+def _undecided_comparisons(x) -> int:
+    from rtvbench.report.junit import comparison_name
+
+    a, b = x.baseline.run.id, x.candidate.run.id
+    if not x.comparisons:
+        return _undecided(f"no cell of run {b} matches a cell of run {a}, so nothing was compared", [],
+                          "map the names that differ with --map A=B, or compare runs of the same campaign")
+    undecided = [(comparison_name(c), c.reason) for c in x.comparisons if c.status == "INCONCLUSIVE"]
+    return _undecided(f"{len(undecided)} of {len(x.comparisons)} comparisons of run {b} against run {a} are "
+                      "INCONCLUSIVE", undecided,
+                      "measure at least 3 repetitions per side, on a quieter machine, or drop --strict")
 
 
 @cli.command()

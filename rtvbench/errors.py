@@ -11,6 +11,7 @@ EXIT_OK = 0
 EXIT_REQUIREMENTS_FAILED = 1
 EXIT_INPUT = 2
 EXIT_TARGET = 3
+EXIT_INCONCLUSIVE = 4       # --strict: a verdict could not be decided, so the gate did not pass
 EXIT_INTERRUPTED = 130      # shell convention for "stopped by SIGINT"
 
 
