@@ -151,10 +151,16 @@ class RunData:
 
     def values(self, environment: str, load: str, benchmark: str, figure: str,
                statuses: tuple[str, ...] = COMPLETE) -> list[float]:
-        """The figure of every matching repetition that has it, in repetition order."""
+        """The figure of every matching repetition that has it, in repetition order; of a figure that
+        summarises runs the tool made itself, each of those runs' values (Result.runs)."""
         out = []
         for m in self.measurements(environment, load, benchmark, statuses):
-            v = self.figures(m).get(figure)
+            result = self.result(m)
+            runs = result.runs.get(figure)
+            if runs:
+                out.extend(runs)
+                continue
+            v = result.figures.get(figure)
             if v is not None:
                 out.append(float(v))
         return out

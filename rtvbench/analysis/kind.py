@@ -78,6 +78,10 @@ class Result:
     cpu_distributions: dict[int, Histogram] = field(default_factory=dict)
     #: time series: name -> [(end of the window in s, value)], e.g. the largest wake-up per window
     series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    #: figure -> the value of each independent run it summarises, where the tool made several runs
+    #: itself (hyperfine's runs of a command): the statistics over repetitions read these instead
+    #: of the figure's one value (RunData.values)
+    runs: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def cpus(self) -> list[int]:

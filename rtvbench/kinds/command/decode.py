@@ -10,6 +10,7 @@ not seen yet falls back on its name's suffix.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -17,9 +18,10 @@ import numpy as np
 
 from rtvbench.analysis.histogram import Histogram
 from rtvbench.analysis.kind import Kind, Result, register, split_cpu
-from rtvbench.kinds.command.formats import MAX_BUCKETS, MAX_LATENCY_US, histogram_problem
+from rtvbench.kinds.command.formats import (MAX_BUCKETS, MAX_LATENCY_US, MAX_SAMPLES,
+                                            histogram_problem)
 from rtvbench.results import Measurement
-from rtvbench.units import format_value
+from rtvbench.units import PERCENTILES, format_value
 
 _FIGURE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _THREAD = re.compile(r"^thread\d+$")
@@ -29,6 +31,9 @@ _UNIT_SUFFIX = (("_us", "us"), ("_ms", "ms"), ("_ns", "ns"), ("_bps", "bps"), ("
                 ("_per_s", "/s"), ("_percent", "%"), ("_bytes", "B"), ("_s", "s"))
 # Figures shown per repetition when present, in this order (the tables would be unreadable with all).
 _ROW_LIMIT = 8
+
+#: the percentiles read from a tool's latency histogram
+_PERCENTILE_STEMS = ("p50", "p90", "p99", "p999")
 
 #: how an imported benchmark's `command` key starts (CommandBenchmark.import_keys)
 IMPORTED = "(imported) "
@@ -53,6 +58,38 @@ def _histogram(buckets: Any) -> Histogram | None:
     return Histogram(lo=rows[:, 0], hi=rows[:, 1], count=rows[:, 2])
 
 
+def _percentiles(out: Result, prefix: str, h: Histogram) -> None:
+    """The percentiles of a tool's latency histogram as `<prefix>p99_us` ...: the middle of the bin
+    of the nearest rank among every sample the figures count (`<prefix>count`, with the overflows
+    above the histogram), clamped to the figures' min and max. A percentile whose rank lies among
+    the overflows has no value."""
+    count = out.figures.get(f"{prefix}count")
+    n = int(count) if count is not None and count >= h.total else h.total
+    running = np.cumsum(h.count)
+    low, high = out.figures.get(f"{prefix}min_us"), out.figures.get(f"{prefix}max_us")
+    for stem in _PERCENTILE_STEMS:
+        rank = max(1, -(-round(PERCENTILES[stem] * 10000) * n // 1_000_000))
+        if rank > h.total:
+            continue
+        i = int(np.searchsorted(running, rank))
+        us = (int(h.lo[i]) + int(h.hi[i])) / 2000
+        if high is not None:
+            us = min(us, high)
+        if low is not None:
+            us = max(us, low)
+        out.figures[f"{prefix}{stem}_us"] = us
+
+
+def _runs(out: Result, stored: Any) -> None:
+    """The values of the runs a figure summarises (Parsed.samples), when they are such a list."""
+    if not isinstance(stored, dict):
+        return
+    for name, values in stored.items():
+        if (name in out.figures and isinstance(values, list) and 0 < len(values) <= MAX_SAMPLES
+                and all(not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) for v in values)):
+            out.runs[name] = [float(v) for v in values]
+
+
 class CommandKind(Kind):
     name = "command"
     per_cpu = True              # cyclictest and rtla figures come per CPU too (`cpu1.max_us`)
@@ -72,6 +109,7 @@ class CommandKind(Kind):
                     _units[split_cpu(name)[1]] = units[name]
                 if isinstance(lower.get(name), bool):
                     _lower[split_cpu(name)[1]] = lower[name]
+            _runs(out, r.get("samples"))
             histograms = r.get("histograms")
             if not isinstance(histograms, dict) or histogram_problem(histograms):
                 continue
@@ -79,6 +117,7 @@ class CommandKind(Kind):
                 h = _histogram(buckets)
                 if h is None or not h.total:
                     continue
+                _percentiles(out, "" if key == "all" else f"{key}.", h)
                 cpu = re.fullmatch(r"cpu(\d+)", key)
                 if cpu:
                     out.cpu_distributions[int(cpu.group(1))] = h
@@ -144,9 +183,10 @@ class CommandKind(Kind):
         p = params or benchmark
         command, fmt = p.get("command", "?"), p.get("format", "?")
         if isinstance(command, str) and command.startswith(IMPORTED):
-            return (f"Results made elsewhere by an external tool, imported from `{command[len(IMPORTED):]}` "
-                    f"(`rtvbench import`) and read as `{fmt}` (docs/command.md): the tool's own numbers, "
-                    "with their merging across CPUs or threads where the format has them.")
+            return (f"Results made elsewhere by an external tool (`rtvbench import`, the files named with the "
+                    f"environment), read as `{fmt}` (docs/command.md); what the tool recorded of how it ran: "
+                    f"`{command[len(IMPORTED):]}`. The tool's own numbers, with their merging across CPUs or "
+                    "threads where the format has them.")
         return (f"An external tool: `{command}`, run in the measured environment instead of the probe, its "
                 f"output read as `{fmt}` (docs/command.md). The figures are the tool's own numbers; "
                 "rtvbench adds only their merging across CPUs or threads where the format has them.")

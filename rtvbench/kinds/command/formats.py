@@ -22,10 +22,12 @@ import io
 import json
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import re2
+import yaml
 
 #: units a figure may have; `us`, `ms` and `ns` are times, the rest as written in reports
 UNITS = ("ns", "us", "ms", "s", "count", "bps", "B/s", "/s", "%", "B")
@@ -57,6 +59,14 @@ MAX_CPU = 65_535
 #: the longest line of a text format (a cyclictest histogram row of 512 threads has some 10 000
 #: characters): the regexes that read a row keep a state per number in it
 MAX_LINE = 64 << 10
+#: the runs of one output kept as samples (hyperfine's times of every command): each is a number
+#: in the stored record and in the statistics over repetitions (hyperfine runs 10 by default)
+MAX_SAMPLES = 100_000
+#: the intervals of one output kept as a time series (iperf3's: an hour at 1 s is 3 600)
+MAX_INTERVALS = 100_000
+#: the most YAML text read: stress-ng writes some 400 bytes per stressor, and a YAML reader needs
+#: far more time and memory per byte than a JSON one
+MAX_YAML_BYTES = 4 << 20
 
 
 class FormatError(ValueError):
@@ -70,6 +80,14 @@ class Parsed:
     lower_is_better: dict[str, bool] = field(default_factory=dict)
     #: "all", "cpu<N>" or "thread<N>" -> buckets [lo_ns, hi_ns, count]
     histograms: dict[str, list[list[int]]] = field(default_factory=dict)
+    #: figure -> the value of each run the tool made itself, independent runs the figure summarises
+    #: (hyperfine's time of each run of a command)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    #: name -> [[end of the interval in s, value], ...] (iperf3's intervals)
+    series: dict[str, list[list[float]]] = field(default_factory=dict)
+    #: what the tool recorded of how it was run (its command line, its options), which says whether
+    #: two outputs measured the same thing; None when the output does not say
+    parameters: dict[str, Any] | None = None
     #: the tools' own formats hold no negative figure and no share above 100 %; a mapping's
     #: figures are the campaign's (an offset may be negative, a CPU share above 100 %)
     strict: bool = True
@@ -94,8 +112,12 @@ class Parsed:
 
     def record(self, fmt: str) -> dict[str, Any]:
         """The stored `result` record of a measurement."""
-        return {"type": "result", "format": fmt, "figures": self.figures, "units": self.units,
-                "lower_is_better": self.lower_is_better, "histograms": self.histograms}
+        record = {"type": "result", "format": fmt, "figures": self.figures, "units": self.units,
+                  "lower_is_better": self.lower_is_better, "histograms": self.histograms}
+        for key in ("samples", "series", "parameters"):
+            if getattr(self, key):
+                record[key] = getattr(self, key)
+        return record
 
 
 def figure_token(text: str) -> str:
@@ -263,10 +285,30 @@ def _thread_order(key: str) -> tuple[int, str]:
     return (_thread_number(key) or 0, key)
 
 
+def _without_json_file(command: str) -> str:
+    """cyclictest's command line without the file it wrote its JSON to (`--json=FILE`), which names
+    the output, not what was measured."""
+    words, out = command.split()[:_MAX_WORDS], []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--json":
+            skip = True
+        elif not word.startswith("--json="):
+            out.append(word)
+    return " ".join(out)[:MAX_LINE]
+
+
+#: the words of a command line kept as a parameter
+_MAX_WORDS = 1024
+
+
 def cyclictest_json(text: str) -> Parsed:
     """The file `cyclictest --json=FILE` writes: per thread `cycles`, `min`, `avg`, `max` (us),
     `cpu`, and with -h/-H a `histogram` of 1 us bins. Threads on one CPU are merged into that
-    CPU's figures (`cpu<N>.max_us`); the merged figures are over every thread."""
+    CPU's figures (`cpu<N>.max_us`); the merged figures are over every thread. Its `cmdline`
+    without the JSON file's name is the output's parameters."""
     fmt = "cyclictest-json"
     data = _json(text, fmt, "the file cyclictest --json=FILE writes")
     threads = data.get("thread") if isinstance(data, dict) else None
@@ -316,6 +358,9 @@ def cyclictest_json(text: str) -> Parsed:
     if hist_all:
         out.histograms["all"] = _us_buckets(hist_all)
         out.histograms.update({f"cpu{cpu}": _us_buckets(h) for cpu, h in hist_cpu.items() if h})
+    command = data.get("cmdline:", data.get("cmdline"))
+    if isinstance(command, str):
+        out.parameters = {"command": _without_json_file(command)}
     return out
 
 
@@ -508,55 +553,90 @@ def _osnoise_unit(name: str) -> str:
 
 # -- throughput tools ---------------------------------------------------------------------------
 
-_YAML_ENTRY = re.compile(r"^\s*-\s+stressor:\s*(\S+)\s*$")
-_YAML_FIELD = re.compile(r"^\s+([a-z][a-z0-9-]*):\s*(-?[0-9.]+(?:[eE][-+]?\d+)?)\s*$")
 _STRESS_FIGURES = {
-    # stress-ng's key -> (figure, unit, lower is better)
-    "bogo-ops": ("bogo_ops", "count", False),
-    "bogo-ops-per-second-real-time": ("bogo_ops_per_s", "/s", False),
-    "bogo-ops-per-second-usr-sys-time": ("bogo_ops_per_cpu_s", "/s", False),
-    "wall-clock-time": ("wall_s", "s", True),
+    # stress-ng's key -> (figure, unit, lower is better, scale)
+    "bogo-ops": ("bogo_ops", "count", False, 1),
+    "bogo-ops-per-second-real-time": ("bogo_ops_per_s", "/s", False, 1),
+    "bogo-ops-per-second-usr-sys-time": ("bogo_ops_per_cpu_s", "/s", False, 1),
+    "wall-clock-time": ("wall_s", "s", True, 1),
+    "user-time": ("user_s", "s", True, 1),
+    "system-time": ("system_s", "s", True, 1),
+    "max-rss": ("max_rss_bytes", "B", True, 1024),         # stress-ng writes kB
 }
+
+
+def _yaml(text: str, fmt: str, what: str) -> Any:
+    """A YAML document read with PyYAML's safe loader (plain data only, no Python objects)."""
+    if len(text) > MAX_YAML_BYTES:
+        raise FormatError(f"{fmt}: the YAML has {len(text):,} characters, more than the {MAX_YAML_BYTES:,} "
+                          f"one output may have; expected {what}.")
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise FormatError(f"{fmt}: the output is not YAML ({problem}{at}); expected {what}.") from None
 
 
 def stress_ng_yaml(text: str) -> Parsed:
     """The file `stress-ng --metrics --yaml FILE` writes: its `metrics:` list, one entry per
-    stressor. Figures `<stressor>.bogo_ops_per_s` (real time), `<stressor>.bogo_ops_per_cpu_s`
-    (per second of user + system time), `<stressor>.bogo_ops` and `<stressor>.wall_s`.
-    Read line by line (the list is flat), so that no YAML library is needed."""
+    stressor, read as YAML. Figures `<stressor>.bogo_ops_per_s` (real time), `<stressor>.bogo_ops_per_cpu_s`
+    (per second of user + system time), `<stressor>.bogo_ops`, `<stressor>.wall_s`, `<stressor>.user_s`,
+    `<stressor>.system_s` and `<stressor>.max_rss_bytes`; the stressors in their order are its parameters."""
     fmt = "stress-ng-yaml"
+    data = _yaml(text, fmt, "the file stress-ng --metrics --yaml FILE writes")
+    metrics = data.get("metrics") if isinstance(data, dict) else None
+    if not isinstance(metrics, list):
+        raise FormatError(f"{fmt}: the YAML has no `metrics:` list (was stress-ng run with --metrics and --yaml FILE?).")
+    _series(fmt, len(metrics), "stressors")
     out = Parsed()
-    stressor: str | None = None
-    stressors = 0
-    in_metrics = False
-    for line in _lines(text, fmt):
-        if re.match(r"^metrics:\s*$", line):
-            in_metrics = True
-            continue
-        if in_metrics and re.match(r"^\S", line):
-            in_metrics = False          # the next top-level section
-        if not in_metrics:
-            continue
-        m = _YAML_ENTRY.match(line)
-        if m:
-            stressor = _name_part(m.group(1), fmt, "stressor's name")
-            stressors += 1
-            _series(fmt, stressors, "stressors")
-            continue
-        m = _YAML_FIELD.match(line)
-        if m and stressor and m.group(1) in _STRESS_FIGURES:
-            name, unit, lower = _STRESS_FIGURES[m.group(1)]
-            out.add(f"{stressor}.{name}", _float(m.group(2), fmt, f"{m.group(1)} of {stressor}"), unit, lower)
+    stressors = []
+    for entry in metrics:
+        if not isinstance(entry, dict) or not isinstance(entry.get("stressor"), str):
+            raise FormatError(f"{fmt}: an entry of `metrics:` has no `stressor:` name.")
+        stressor = _name_part(entry["stressor"], fmt, "stressor's name")
+        stressors.append(stressor)
+        for key, (name, unit, lower, scale) in _STRESS_FIGURES.items():
+            if key not in entry:
+                continue
+            value = _number(entry[key])
+            if value is None:
+                raise FormatError(f"{fmt}: `{key}` of {stressor} is {str(entry[key])[:40]!r}, not a number.")
+            out.add(f"{stressor}.{name}", value * scale, unit, lower)
     if not any(name.endswith(".bogo_ops_per_s") for name in out.figures):
         raise FormatError(f"{fmt}: no `metrics:` entry with `bogo-ops-per-second-real-time` "
                           "(was stress-ng run with --metrics and --yaml FILE?).")
+    out.parameters = {"stressors": stressors}
+    return out
+
+
+#: the longest time one hyperfine run may take, in seconds (one hour, as a latency)
+_MAX_RUN_S = MAX_LATENCY_US / 1e6
+
+
+def _hyperfine_times(r: dict[str, Any], fmt: str, name: str) -> list[float] | None:
+    """A command's `times` in ms, None when the file has none."""
+    times = r.get("times")
+    if not isinstance(times, list) or not times:
+        return None
+    out = []
+    for i, t in enumerate(times):
+        v = _number(t)
+        if v is None or not 0 <= v <= _MAX_RUN_S:
+            raise FormatError(f"{fmt}: time {i} of command {name} is {str(t)[:40]}, not a number of seconds "
+                              "from 0 to one hour.")
+        out.append(v * 1e3)
     return out
 
 
 def hyperfine_json(text: str) -> Parsed:
-    """The file `hyperfine --export-json FILE` writes: per command its `mean`, `stddev`,
-    `median`, `min`, `max`, `user`, `system` (seconds). Figures `<command>.mean_ms` ...
-    and `<command>.runs`, the command as one name part (`sleep 0.01` -> `sleep_0_01`)."""
+    """The file `hyperfine --export-json FILE` writes: per command its `times` (seconds, one per
+    run), `user`, `system`. Each run's time is a sample of `<command>.time_ms` (whose value is their
+    median), and `<command>.mean_ms`, `median_ms`, `min_ms`, `max_ms` and `stddev_ms` (of a sample)
+    are computed from them; a file without `times` gives hyperfine's own. `<command>.runs` counts
+    the runs, the command as one name part (`sleep 0.01` -> `sleep_0_01`); the commands are the
+    output's parameters."""
     fmt = "hyperfine-json"
     data = _json(text, fmt, "the file hyperfine --export-json FILE writes")
     results = data.get("results") if isinstance(data, dict) else None
@@ -564,19 +644,43 @@ def hyperfine_json(text: str) -> Parsed:
         raise FormatError(f"{fmt}: the JSON has no `results` list with a command in it.")
     _series(fmt, len(results), "commands")
     out = Parsed()
+    commands, runs = [], 0
     for i, r in enumerate(results):
         if not isinstance(r, dict) or _number(r.get("mean")) is None:
             raise FormatError(f"{fmt}: result {i} has no numeric `mean`.")
-        name = _name_part(str(r.get("command", f"command{i}")), fmt, "command")
+        command = str(r.get("command", f"command{i}"))
+        name = _name_part(command, fmt, "command")
+        commands.append(command)
         lo, hi = _number(r.get("min")), _number(r.get("max"))
         if lo is not None and hi is not None and lo > hi:
             raise FormatError(f"{fmt}: command {name} has min {lo:g} s above its max {hi:g} s.")
-        for key in ("mean", "stddev", "median", "min", "max", "user", "system"):
+        times = _hyperfine_times(r, fmt, name)
+        if times is None:
+            for key in ("mean", "stddev", "median", "min", "max"):
+                v = _number(r.get(key))
+                if v is not None:
+                    out.add(f"{name}.{key}_ms", v * 1e3, "ms", True)
+        else:
+            runs += len(times)
+            if runs > MAX_SAMPLES:
+                raise FormatError(f"{fmt}: the output has more than {MAX_SAMPLES} times, the most one "
+                                  "measurement may have.")
+            ordered = sorted(times)
+            median = statistics.median(ordered)
+            out.add(f"{name}.time_ms", median, "ms", True)
+            out.samples[f"{name}.time_ms"] = times
+            out.add(f"{name}.mean_ms", math.fsum(times) / len(times), "ms", True)
+            out.add(f"{name}.median_ms", median, "ms", True)
+            out.add(f"{name}.min_ms", ordered[0], "ms", True)
+            out.add(f"{name}.max_ms", ordered[-1], "ms", True)
+            if len(times) > 1:
+                out.add(f"{name}.stddev_ms", statistics.stdev(times), "ms", True)
+            out.add(f"{name}.runs", len(times), "count", False)
+        for key in ("user", "system"):
             v = _number(r.get(key))
             if v is not None:
                 out.add(f"{name}.{key}_ms", v * 1e3, "ms", True)
-        if isinstance(r.get("times"), list):
-            out.add(f"{name}.runs", len(r["times"]), "count", False)
+    out.parameters = {"commands": commands}
     return out
 
 
@@ -663,7 +767,44 @@ def iperf3_json(text: str) -> Parsed:
             out.add("sent_bps", _number(udp.get("bits_per_second")), "bps", False)
     if "sent_bps" not in out.figures and "received_bps" not in out.figures:
         raise FormatError(f"{fmt}: `end` has neither `sum_sent` nor `sum_received` with `bits_per_second`.")
+    _iperf3_intervals(data.get("intervals"), out)
+    start = data.get("start")
+    test = start.get("test_start") if isinstance(start, dict) else None
+    if isinstance(test, dict):
+        # Its scalars only (protocol, streams, block size, duration, reverse ...): the rest is where
+        # and when, which differ between runs of the same test.
+        out.parameters = {k[:MAX_NAME]: v[:MAX_NAME] if isinstance(v, str) else v
+                          for k, v in list(test.items())[:_MAX_TEST_KEYS] if isinstance(v, (str, int, float, bool))}
     return out
+
+
+#: the keys of iperf3's `test_start` kept as parameters (it has about 12)
+_MAX_TEST_KEYS = 64
+
+
+def _iperf3_intervals(intervals: Any, out: Parsed) -> None:
+    """iperf3's intervals as the series `bps` (each interval's end and rate over every stream), and
+    the slowest and fastest interval as `interval_min_bps` and `interval_max_bps`."""
+    fmt = "iperf3-json"
+    if not isinstance(intervals, list):
+        return
+    if len(intervals) > MAX_INTERVALS:
+        raise FormatError(f"{fmt}: the output has {len(intervals)} intervals, more than the {MAX_INTERVALS} "
+                          "one measurement may have.")
+    points = []
+    for i, interval in enumerate(intervals):
+        total = interval.get("sum") if isinstance(interval, dict) else None
+        end, bps = (_number(total.get("end")), _number(total.get("bits_per_second"))) if isinstance(total, dict) \
+            else (None, None)
+        if end is None or bps is None:
+            raise FormatError(f"{fmt}: interval {i} has no `sum` with `end` and `bits_per_second`.")
+        if not math.isfinite(end) or not math.isfinite(bps) or end < 0 or bps < 0:
+            raise FormatError(f"{fmt}: interval {i} ends at {end:g} s with {bps:g} bit/s; neither may be below 0.")
+        points.append([end, bps])
+    if points:
+        out.series["bps"] = points
+        out.add("interval_min_bps", min(p[1] for p in points), "bps", False)
+        out.add("interval_max_bps", max(p[1] for p in points), "bps", False)
 
 
 # -- mapping: named figures picked out of any output -------------------------------------------
@@ -768,17 +909,18 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
 FORMATS = (*PARSERS, "mapping")
 
 #: the figure names each built-in format can yield, for requirements on them at validation
-_T = r"(min|avg|max)_us"
+_T = r"(min|avg|max|p50|p90|p99|p999)_us"
 FIGURE_NAMES: dict[str, re.Pattern] = {
     "cyclictest-json": re.compile(rf"^(cpu\d+\.)?({_T}|count)$"),
     "cyclictest-hist": re.compile(rf"^(thread\d+\.)?({_T}|count|overflows)$"),
     "rtla-timerlat": re.compile(r"^(cpu\d+\.)?((irq|thread|user)_(min|avg|max)_(us|ns)|count)$"),
     "rtla-osnoise": re.compile(r"^(cpu\d+\.)?(" + "|".join(_OSNOISE_COLUMNS) + r")$|^cpu\d+\.periods$"),
-    "stress-ng-yaml": re.compile(r"^[A-Za-z0-9_-]+\.(bogo_ops|bogo_ops_per_s|bogo_ops_per_cpu_s|wall_s)$"),
-    "hyperfine-json": re.compile(r"^[A-Za-z0-9_-]+\.((mean|stddev|median|min|max|user|system)_ms|runs)$"),
+    "stress-ng-yaml": re.compile(r"^[A-Za-z0-9_-]+\.(bogo_ops|bogo_ops_per_s|bogo_ops_per_cpu_s|wall_s|user_s|system_s"
+                                 r"|max_rss_bytes)$"),
+    "hyperfine-json": re.compile(r"^[A-Za-z0-9_-]+\.((time|mean|stddev|median|min|max|user|system)_ms|runs)$"),
     "openssl-speed": re.compile(r"^[A-Za-z0-9_-]+\.\d+B\.bytes_per_s$"),
-    "iperf3-json": re.compile(r"^((sent|received)_(bps|bytes)|retransmits|jitter_ms|lost_packets|lost_percent"
-                              r"|packets)$"),
+    "iperf3-json": re.compile(r"^((sent|received)_(bps|bytes)|interval_(min|max)_bps|retransmits|jitter_ms|lost_packets"
+                              r"|lost_percent|packets)$"),
 }
 
 
