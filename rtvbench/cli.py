@@ -411,10 +411,13 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 
 
 @cli.command(name="import")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", required=True, metavar="FORMAT",
               help="How to read FILE: cyclictest-json, cyclictest-hist, rtla-timerlat, rtla-osnoise, "
                    "stress-ng-yaml, hyperfine-json, openssl-speed, iperf3-json (docs/command.md).")
+@click.option("--as-repetitions", is_flag=True,
+              help="Store the FILES as the repetitions of one measurement, in one run (the tool must have "
+                   "recorded the same parameters in each); without it, each file is a run of its own.")
 @click.option("--environment", required=True, metavar="NAME", help="The environment the results were measured in.")
 @click.option("--campaign", metavar="NAME", help="The run's campaign name (default: imported).")
 @click.option("--benchmark", metavar="NAME", help="The benchmark's name (default: the format).")
@@ -422,16 +425,20 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
 @_store_option
 @click.pass_context
-def import_(ctx: click.Context, file: Path, fmt: str, environment: str, campaign: str | None,
-            benchmark: str | None, tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
-    """Store results an external tool made elsewhere (FILE) as a run of one measurement."""
-    from rtvbench.runner.importer import import_file, printable_path
+def import_(ctx: click.Context, files: tuple[Path, ...], fmt: str, as_repetitions: bool, environment: str,
+            campaign: str | None, benchmark: str | None, tags: tuple[str, ...], note: str | None,
+            store_url: str | None) -> int:
+    """Store results an external tool made elsewhere (FILES) as runs of one measurement each, or
+    with --as-repetitions as one run of one repetition per file."""
+    from rtvbench.runner.importer import import_repetitions, printable_path
 
     tagged = _tags(tags)
     engine = _store(ctx, store_url, write=True)
-    run_id = import_file(engine, file, fmt, environment, campaign, benchmark, tagged, note)
-    out.print(f"Run {run_id} of {plain(campaign or 'imported')}: {plain(printable_path(file))} imported as {plain(fmt)} "
-              f"in environment {plain(environment)}.")
+    for group in ([list(files)] if as_repetitions else [[f] for f in files]):
+        run_id = import_repetitions(engine, group, fmt, environment, campaign, benchmark, tagged, note)
+        shown = plain(printable_path(group[0])) + (f" and {len(group) - 1} more as repetitions" if len(group) > 1 else "")
+        out.print(f"Run {run_id} of {plain(campaign or 'imported')}: {shown} imported as {plain(fmt)} "
+                  f"in environment {plain(environment)}.")
     return EXIT_OK
 
 

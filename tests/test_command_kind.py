@@ -395,7 +395,8 @@ def test_imported_runs_work_with_report_compare_and_history(tmp_path):
                 cwd=tmp_path, env=cli_env())
     assert r.returncode == 0, r.stderr
     report = (tmp_path / "r.md").read_text()
-    assert "Benchmark `sleep` (command)" in report and "imported from `b.json`" in report
+    assert "Benchmark `sleep` (command)" in report and "b.json" in report
+    assert "what the tool recorded of how it ran: `commands: sleep 0.01`" in report
     r = run_cli("compare", "1", "2", "--store", STORE, cwd=tmp_path, env=cli_env())
     assert r.returncode == 0, r.stderr
     assert re.search(r"sleep_0_01\.mean_ms.*11\.1 ms.*12\.5 ms.*12\.6 %", r.stdout), r.stdout

@@ -181,7 +181,7 @@ def test_odd_file_names_hostile_files_and_the_largest_import_end_to_end(tmp_path
     shown = [c[1].rsplit("/", 1)[1] for c in stored]
     assert shown == ["new\\x0aline.json", "bad\\xffbyte.json", "esc\\x1b[31mred.json"], shown
     r = run_cli("report", "--campaign", "2", "--store", store, "--format", "md", "-o", "-", cwd=tmp_path, env=env)
-    assert r.returncode == 0 and "imported from `bad\\xffbyte.json`" in r.stdout, r.stderr
+    assert r.returncode == 0 and "bad\\xffbyte.json" in r.stdout, r.stderr
 
     for fmt, text in (("cyclictest-json", IMPOSSIBLE[0][1]), ("hyperfine-json", IMPOSSIBLE[5][1]),
                       ("cyclictest-hist", hist_text(10_000, 1))):

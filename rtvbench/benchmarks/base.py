@@ -38,7 +38,7 @@ class Benchmark(ABC):
     #: keeps before it fails the measurement
     runs_probe: ClassVar[bool] = True
     #: formats of results made elsewhere that `rtvbench import` stores as a run of this kind; such a
-    #: kind also has the classmethods import_keys(fmt, source) (its campaign keys) and
+    #: kind also has the classmethods import_keys(fmt, record) (its campaign keys, from the parsed record) and
     #: parse_import(fmt, text) (the stored `result` record), which runner/importer.py calls
     import_formats: ClassVar[tuple[str, ...]] = ()
 

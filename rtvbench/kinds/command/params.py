@@ -108,6 +108,22 @@ class CommandParams(StrictModel):
         return shlex.split(self.command)
 
 
+#: the longest text of a tool's recorded parameters kept in an imported benchmark's `command` key
+MAX_PARAMETERS_TEXT = 1000
+
+
+def parameters_text(parameters: Any) -> str:
+    """A tool's recorded parameters (Parsed.parameters) as one line: `commands: sleep 0.01; sleep 0.05`."""
+    if not isinstance(parameters, dict) or not parameters:
+        return "(the output records no parameters)"
+    parts = []
+    for key, value in parameters.items():
+        shown = "; ".join(map(str, value)) if isinstance(value, list) else str(value)
+        parts.append(f"{key}: {shown}")
+    text = ", ".join(parts)
+    return text if len(text) <= MAX_PARAMETERS_TEXT else text[:MAX_PARAMETERS_TEXT - 3] + "..."
+
+
 @BENCHMARKS.register("command")
 class CommandBenchmark(Benchmark):
     kind = "command"
@@ -119,9 +135,10 @@ class CommandBenchmark(Benchmark):
     import_formats: ClassVar[tuple[str, ...]] = tuple(PARSERS)
 
     @classmethod
-    def import_keys(cls, fmt: str, source: str) -> dict[str, str]:
-        # The command that made the file is not known here; the key says where the results came from.
-        return {"command": f"(imported) {source}", "format": fmt}
+    def import_keys(cls, fmt: str, record: dict[str, Any]) -> dict[str, str]:
+        # What the tool recorded of how it ran stands for the command: two imports then differ in
+        # their parameters only where the tool's own do, not where their files' names do.
+        return {"command": f"(imported) {parameters_text(record.get('parameters'))}", "format": fmt}
 
     @classmethod
     def parse_import(cls, fmt: str, text: str) -> dict[str, Any]:
