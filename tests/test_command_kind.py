@@ -320,8 +320,14 @@ def test_iperf3_json_import(tmp_path, udp):
     assert p.returncode == 0, p.stdout[-500:] + p.stderr
     path = tmp_path / "iperf3.json"
     path.write_text(p.stdout)
-    _, f = imported(tmp_path, path, "iperf3-json")
+    run_id, f = imported(tmp_path, path, "iperf3-json")
     own = json.loads(p.stdout)
+    # Every interval is kept, and the test's own parameters.
+    [m] = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), run_id).measurements
+    stored = m.results[0]
+    assert [t for t, _ in stored["series"]["bps"]] == [i["sum"]["end"] for i in own["intervals"]]
+    assert stored["parameters"]["protocol"] == ("UDP" if udp else "TCP")
+    assert f["interval_min_bps"] <= f["interval_max_bps"]
     # Received bytes: its own sum over the streams; sent bytes: the sum of its intervals.
     received = sum(s["receiver"]["bytes"] if "receiver" in s else s["udp"]["bytes"] for s in own["end"]["streams"])
     sent = sum(i["sum"]["bytes"] for i in own["intervals"])
