@@ -61,8 +61,9 @@ def processes_with(marker: str) -> list[int]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            # Other processes' names and arguments need not be UTF-8 (a fuzz test's argv).
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")
         except OSError:
             continue
         if marker in cmdline and stat[stat.rindex(")") + 2] != "Z":

@@ -30,7 +30,7 @@ def _children_running(parent: int, name: str) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue

@@ -39,7 +39,7 @@ def _processes() -> dict[int, tuple[int, str]]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")
         except OSError:
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
@@ -63,7 +63,7 @@ def command_lines(pids) -> list[str]:
     found = []
     for pid in pids:
         try:
-            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
         except OSError:
             pass
     return found
