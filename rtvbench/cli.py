@@ -593,11 +593,13 @@ def _undecided_comparisons(x) -> int:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="The figure's file, .svg or .png (default: rtvbench-results/history-<metric>.svg).")
 @click.option("--json", "as_json", is_flag=True, help="Print the values as JSON (no figure is written).")
+@click.option("--changes", "with_changes", is_flag=True,
+              help="Also find the runs where the figure's level changed (Apache Otava, the rtvbench[changes] extra).")
 @_store_option
 @click.pass_context
 def history(ctx: click.Context, metric: str, environments: tuple[str, ...], loads: tuple[str, ...],
             campaign_name: str | None, tags: tuple[str, ...], output: Path | None, as_json: bool,
-            store_url: str | None) -> int:
+            with_changes: bool, store_url: str | None) -> int:
     """A figure across runs (e.g. wakeup.p99_us): a table, each step's significance, and a plot."""
     from rtvbench.analysis.dataset import RunData
     from rtvbench.analysis.history import history as metric_history
@@ -613,8 +615,13 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
                  and all(r["tags"].get(k) == v for k, v in wanted.items()))
     h = metric_history([RunData(_load_run(store, i)) for i in ids], metric, list(environments), list(loads))
     base = split_cpu(h.figure)[1]
+    steps = None
+    if with_changes:
+        from rtvbench.analysis.changes import changes
+        steps = changes(h)
     if as_json:
-        _print_json({"metric": metric, "series": [
+        _print_json({"metric": metric, **({} if steps is None else {"changes": [change_document(c) for c in steps]}),
+                     "series": [
             {"environment": s.environment, "load": s.load, "points": [
                 {"run": p.run_id, "started_at": _iso(p.started_at), "tags": p.tags, "values": p.values,
                  "median": p.median,
@@ -635,6 +642,8 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
         _print_table(ReportTable(f"{metric} in {s.environment} under {s.load}",
                                  ["Run", "Started", "Tags", "n", "Median", "Min .. max", "Against the previous run"],
                                  rows, numeric_from=3, numeric_to=6))
+    if steps is not None:
+        _print_changes(h, steps)
     if output is None:
         from rtvbench.store import RESULTS_DIR
         output = RESULTS_DIR / f"history-{_slug(metric)}.svg"
@@ -645,6 +654,33 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
         raise RtvbenchError(f"cannot write the figure to {output} ({e.strerror}); choose another path with -o.") from None
     out.print(f"Figure: {plain(output.absolute())}")
     return EXIT_OK
+
+
+def change_document(c) -> dict:
+    """A change point as `history --changes --json` and the published site's data give it."""
+    return {"metric": c.metric, "environment": c.environment, "load": c.load, "index": c.index,
+            "run_before": c.run_before, "run_after": c.run_after, "started_at": _iso(c.started_at),
+            "median_before": c.median_before, "median_after": c.median_after,
+            "change_percent": c.change_percent, "p_value": c.p_value, "compare": c.compare_command()}
+
+
+def _print_changes(h, steps) -> None:
+    from rtvbench.analysis.kind import split_cpu
+    from rtvbench.report.tables import Row, Table as ReportTable
+    from rtvbench.units import format_percent
+
+    if not steps:
+        out.print(f"No change point in {h.metric}: every cell's runs stay at one level.")
+        return
+    base = split_cpu(h.figure)[1]
+    rows = [Row([f"{c.environment} / {c.load}", f"#{c.run_before} -> #{c.run_after}",
+                 c.started_at.strftime("%Y-%m-%d %H:%M") if c.started_at else "–",
+                 h.kind.format(c.median_before, base), h.kind.format(c.median_after, base),
+                 "–" if c.change_percent is None else format_percent(c.change_percent), f"{c.p_value:.2g}",
+                 c.compare_command()]) for c in steps]
+    _print_table(ReportTable(f"Change points in {h.metric}",
+                             ["Cell", "Between runs", "Started", "Median before", "Median after", "Change",
+                              "p", "To see it"], rows, numeric_from=3, numeric_to=7))
 
 
 @cli.command(name="list")
