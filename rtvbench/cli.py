@@ -75,7 +75,7 @@ def _reading(ctx: click.Context, store_url: str | None):
     return open_reading(store_url or ctx.obj.get("store_url"))
 
 
-_READERS = ("list", "show", "report", "check", "compare", "history")
+_READERS = ("list", "show", "report", "check", "compare", "history", "publish")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -653,6 +653,35 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
     except OSError as e:
         raise RtvbenchError(f"cannot write the figure to {output} ({e.strerror}); choose another path with -o.") from None
     out.print(f"Figure: {plain(output.absolute())}")
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The site's directory (created; an earlier publish there is updated in place).")
+@click.option("--no-plots", is_flag=True, help="Run reports without their plots (much faster for a large store).")
+@click.option("--json", "as_json", is_flag=True, help="Print the pages written, unchanged and removed as JSON.")
+@_store_option
+@click.pass_context
+def publish(ctx: click.Context, output: Path, no_plots: bool, as_json: bool, store_url: str | None) -> int:
+    """A static site over the whole store: runs, every figure's history, the change points (docs/publish.md)."""
+    from rtvbench.publish.collect import RunEntry
+    from rtvbench.publish.site import publish as publish_site
+    from rtvbench.store import list_runs
+
+    store = _reading(ctx, store_url)
+    runs = [RunEntry(r["id"], r["campaign_name"], r["status"], r["started_at"], r["finished_at"], dict(r["tags"] or {}),
+                     r["note"], r["measurements"], r["ok"]) for r in reversed(list_runs(store))]
+    try:
+        done = publish_site(runs, lambda i: _load_run(store, i), output.absolute(), plots=not no_plots)
+    except OSError as e:
+        raise RtvbenchError(f"cannot write the site into {output} ({e.strerror}); choose another directory with -o.") from None
+    if as_json:
+        _print_json({"site": str(output.absolute()), "written": done.written, "unchanged": done.unchanged,
+                     "removed": done.removed})
+        return EXIT_OK
+    out.print(f"Site: {plain(output.absolute() / 'index.html')} ({len(done.written)} pages written, "
+              f"{len(done.unchanged)} unchanged, {len(done.removed)} removed)")
     return EXIT_OK
 
 

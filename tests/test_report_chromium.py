@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
+from chromium import chromium as _chromium, console_lines as _console_lines
 from synthetic_runs import HOSTILE_ENV, hostile_run, typical_run
 
 from rtvbench.report import render
 
 pytestmark = [pytest.mark.browser, pytest.mark.functional]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-# Chromium logs every console message as "...:CONSOLE(line)] ..." or "...:CONSOLE:line] ..." on stderr.
-CONSOLE = re.compile(r":CONSOLE[(:]|Uncaught")
-
-
-def _chromium(tmp: Path, page: Path, *action: str) -> subprocess.CompletedProcess:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed for the report tests (scripts/setup.sh installs it)"
-    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-                           *action, page.as_uri()], capture_output=True, text=True, timeout=90)
-
-
-def _console_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if CONSOLE.search(line)]
 
 
 def test_console_error_detection_works(tmp_path):

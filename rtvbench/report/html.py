@@ -18,7 +18,7 @@ def names(text: str) -> Markup:
     return Markup(_BACKTICKED.sub(lambda m: f"<code>{m.group(1)}</code>", str(escape(text))))
 
 
-def _environment() -> Environment:
+def template_environment() -> Environment:
     # autoescape=True for every template: all names, hosts and commands come from users.
     env = Environment(loader=PackageLoader("rtvbench", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False)
@@ -27,4 +27,4 @@ def _environment() -> Environment:
 
 
 def render_html(ev: Evaluation, with_plots: bool = True) -> str:
-    return _environment().get_template("report.html.j2").render(m=build(ev, with_plots=with_plots))
+    return template_environment().get_template("report.html.j2").render(m=build(ev, with_plots=with_plots))

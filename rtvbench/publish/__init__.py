@@ -1,0 +1,1 @@
+"""`rtvbench publish`: a static site over a whole store (docs/publish.md)."""
