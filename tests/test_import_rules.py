@@ -39,6 +39,8 @@ STAGE_OF_PREFIX = {
     "rtvbench.analysis": "analysis",
     "rtvbench.run_analyses": "base",         # the finder of the run analyses' folders, their empty __init__s
     "rtvbench.report": "report",
+    # The static site over a store: the histories and change points (analysis) and each run's report.
+    "rtvbench.publish": "publish",
     "rtvbench.cli": "cli",
     "rtvbench.__main__": "cli",
 }
@@ -68,7 +70,9 @@ ALLOWED = {
     "analysis": {"base"},
     # The report reads the evaluation only (test_the_report_computes_no_analysis).
     "report": {"base", "analysis"},
-    "cli": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store", "runner", "analysis", "report"},
+    "publish": {"base", "analysis", "report"},
+    "cli": {"base", "probe", "targets", "loads", "benchmarks", "campaign", "store", "runner", "analysis", "report",
+            "publish"},
 }
 DYNAMIC_IMPORT_ALLOWED = {"rtvbench.folders"}    # discovery of the kinds' and the loads' folders
 
