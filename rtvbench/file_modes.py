@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -74,9 +75,16 @@ def replace_file(path: Path, data: bytes) -> None:
     exclusively) renamed over it. The file gets the permissions of the one it replaces, else
     file_mode(). OSError."""
     try:
-        mode = path.stat().st_mode & 0o7777
+        st = path.stat()
+        mode = st.st_mode & 0o7777
     except FileNotFoundError:
-        mode = file_mode()
+        st, mode = None, file_mode()
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        # A device or a FIFO (`-o /dev/null`, `-o /dev/stdout`) is written into: renaming a file over
+        # it would, as root, put a regular file where the device was.
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
