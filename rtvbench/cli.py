@@ -217,12 +217,18 @@ def _print_table(t) -> None:
     for row in t.rows:
         style = {"failed": "red", "unclean": "yellow", "fail": "red", "inconclusive": "yellow"}.get(row.css or "", "")
         table.add_row(*(plain(c) for c in row.cells), style=style)
+    _print_whole(table)
+
+
+def _print_whole(table: Table) -> None:
+    """A Rich table on stdout: fitted to a terminal's width, but into a file or a pipe (a CI log)
+    at its natural width, since a header cut to "kernel_rel…" or a number split over two lines
+    is misread and nobody can widen the window afterwards."""
     if out.is_terminal:
         out.print(table)
-    else:
-        # Into a file or a pipe (a CI log) at full width: a number split over two lines is misread.
-        natural = Console(file=out.file, width=10_000).measure(table).maximum
-        Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
+        return
+    natural = Console(file=out.file, width=10_000).measure(table).maximum
+    Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
 
 
 def _verdicts(ev, strict: bool = False) -> int:
@@ -242,7 +248,7 @@ def _verdicts(ev, strict: bool = False) -> int:
     for v in verdicts:
         table.add_row(plain(getattr(v, "title", None) or _requirement_text(v.requirement)),
                       f"[{colours.get(v.status, 'white')}]{v.status}[/]", plain(v.reason))
-    out.print(table)
+    _print_whole(table)
     counts = {s: sum(v.status == s for v in verdicts) for s in colours}
     out.print(", ".join(f"{n} {s}" for s, n in counts.items()))
     if counts["FAIL"]:
@@ -747,7 +753,7 @@ def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: s
                       f"{r['ok']}/{r['measurements']}",
                       r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), duration,
                       _tag_text(r["tags"]), plain(r["note"] or ""))
-    out.print(table)
+    _print_whole(table)
     return EXIT_OK
 
 
@@ -812,7 +818,7 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) 
         envs.add_column(key)
     for name, info in r.fingerprints.items():
         envs.add_row(plain(name), *(plain(str(info.get(k, ""))) for k in _SHOW_SYSINFO))
-    out.print(envs)
+    _print_whole(envs)
     ms = Table(title="Measurements", title_justify="left")
     for col in ("#", "Environment", "Load", "Benchmark", "Rep", "Status", "Figures", "Note"):
         ms.add_column(col)
@@ -822,7 +828,7 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) 
         ms.add_row(str(i), plain(m.environment), plain(m.load), plain(m.benchmark),
                    str(m.repetition + 1), f"[{colours.get(m.status, 'white')}]{m.status}[/]",
                    _figures(m), plain(note or ""))
-    out.print(ms)
+    _print_whole(ms)
     for m in r.failed_attempts:
         out.print(f"[red]Failed attempt {m.attempt}[/] of {plain(m.environment)} / {plain(m.load)} / "
                   f"{plain(m.benchmark)} rep {m.repetition + 1} (retried): {plain(m.error or '')}",
