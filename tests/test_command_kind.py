@@ -210,7 +210,10 @@ def test_failures_are_failed_measurements_with_one_sentence(tmp_path, probe):
     ('command = "true"\nformat = "mapping"\n[[benchmarks.t.figures]]\nname = "x"\nregex = "(a)(b)"',
      "must have exactly one capture group"),
     ('command = "true"\nformat = "mapping"\n[[benchmarks.t.figures]]\nname = "x"\njson_path = "a..b"',
-     "must be a dotted path"),
+     "is not a JMESPath expression"),
+    ('command = "true"\nformat = "mapping"\n[[benchmarks.t.figures]]\nname = "x"\njson_path = "end.sum-sent.bytes"',
+     """benchmarks.t.figures[0].json_path: is read as JMESPath, where a key that is not an identifier """
+     """is quoted: write it 'end."sum-sent".bytes'"""),
     ('command = "true"\nformat = "mapping"\n[[benchmarks.t.figures]]\nname = "x"\nregex = "(a)"\njson_path = "a"',
      "needs exactly one of regex and json_path"),
     ('command = "true"\nformat = "iperf3-json"\n[[requirements]]\nmetric = "t.mean_ms"\nmax = 1',

@@ -49,7 +49,7 @@ STAGE_OF_PREFIX = {
 # formats.py: the parsers of an external tool's output, a leaf its campaign stage (format and figure
 # names), the runner (through the kind's params), `rtvbench import` and its decoder all read.
 KIND_MODULE_STAGE = {"params": "benchmarks", "decode": "analysis", "section": "report", "names": "base",
-                     "formats": "base", "keys": "base"}
+                     "formats": "base", "json_paths": "base", "keys": "base"}
 # A load folder's modules: params.py (its keys and how it starts) and achieved.py (its figures).
 LOAD_MODULE_STAGE = {"params": "loads", "achieved": "analysis"}
 # A run analysis's folder: analysis.py (its part of the evaluation) and section.py (its words).

@@ -29,6 +29,8 @@ from typing import Any, Callable
 import re2
 import yaml
 
+from rtvbench.kinds.command import json_paths
+
 #: units a figure may have; `us`, `ms` and `ns` are times, the rest as written in reports
 UNITS = ("ns", "us", "ms", "s", "count", "bps", "B/s", "/s", "%", "B")
 
@@ -809,35 +811,6 @@ def _iperf3_intervals(intervals: Any, out: Parsed) -> None:
 
 # -- mapping: named figures picked out of any output -------------------------------------------
 
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def json_path_parts(path: str) -> list[str | int] | None:
-    """`a.b[0].c` as ["a", "b", 0, "c"], None when it is not such a path."""
-    parts: list[str | int] = []
-    pos = 0
-    while pos < len(path):
-        if path[pos] == "." and parts and pos + 1 < len(path) and path[pos + 1] != "[":
-            pos += 1
-        m = _PATH_PART.match(path, pos)
-        if not m:
-            return None
-        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
-        pos = m.end()
-    return parts or None
-
-
-def _follow(data: Any, parts: list[str | int]) -> Any:
-    for p in parts:
-        if isinstance(p, int) and isinstance(data, list) and p < len(data):
-            data = data[p]
-        elif isinstance(p, str) and isinstance(data, dict) and p in data:
-            data = data[p]
-        else:
-            return None
-    return data
-
-
 def _re2_options() -> re2.Options:
     options = re2.Options()
     options.log_errors = False          # its reason is in the exception, said to the user once
@@ -858,16 +831,22 @@ def compile_regex(pattern: str) -> re2.Pattern:
 
 def mapping(text: str, figures: list[dict[str, Any]]) -> Parsed:
     """Named figures, each picked out by a regex's capture group (the first match in the text)
-    or a json_path into the output read as JSON; every figure must be found."""
+    or a json_path (JMESPath, json_paths.py) into the output read as JSON; every figure must be found."""
     fmt = "mapping"
     out = Parsed(strict=False)
     data: Any = None
     utf8_text: str | None = None
     for f in figures:
         if f.get("json_path"):
+            # The reason after a long path must survive the sentence's cut at 300 characters.
+            path = f["json_path"] if len(f["json_path"]) <= 80 else f["json_path"][:77] + "..."
             if data is None:
-                data = _json(text, fmt, f"JSON for json_path {f['json_path']}")
-            value = _follow(data, json_path_parts(f["json_path"]) or [])
+                data = _json(text, fmt, f"JSON for json_path {path}")
+            try:
+                value = json_paths.search(json_paths.compile_path(f["json_path"]), data)
+            # ValueError: a figure the campaign check did not see (a stored spec's).
+            except (ValueError, json_paths.PathFailed) as e:
+                raise FormatError(f"{fmt}: json_path {path} of figure {f['name']} {e}.") from None
             if isinstance(value, str):
                 try:
                     value = float(value)
@@ -875,7 +854,7 @@ def mapping(text: str, figures: list[dict[str, Any]]) -> Parsed:
                     value = None
             value = _number(value)
             if value is None:
-                raise FormatError(f"{fmt}: json_path {f['json_path']} of figure {f['name']} "
+                raise FormatError(f"{fmt}: json_path {path} of figure {f['name']} "
                                   "leads to no number in the output.")
         else:
             if utf8_text is None:

@@ -12,7 +12,8 @@ from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.kinds.command.formats import (FIGURE_NAMES, FORMATS, MAX_OUTPUT_BYTES, PARSERS, UNITS, compile_regex,
-                                            json_path_parts, parse)
+                                            parse)
+from rtvbench.kinds.command.json_paths import compile_path
 from rtvbench.loads.command.params import CommandLine
 from rtvbench.params import Number, StrictModel
 from rtvbench.targets.base import KILL_GRACE_S
@@ -64,8 +65,8 @@ class FigureSpec(StrictModel):
     @field_validator("json_path")
     @classmethod
     def _json_path(cls, v: str | None) -> str | None:
-        if v is not None and json_path_parts(v) is None:
-            raise ValueError('must be a dotted path with [index] parts, e.g. "end.streams[0].bytes"')
+        if v is not None:
+            compile_path(v)             # refused here, with the reason, not at the run
         return v
 
     @model_validator(mode="after")
