@@ -1,6 +1,7 @@
-"""The build step that puts the static probes into the wheel (rtvbench/probes/<arch>/rtvb-probe),
-so that an installed rtvbench measures without a source checkout. Everything else about the
-package is in pyproject.toml."""
+"""The build steps that put the static probes into the wheel (rtvbench/probes/<arch>/rtvb-probe),
+so that an installed rtvbench measures without a source checkout, and its manual page beside it
+(share/man/man1/rtvbench.1, written from the Click commands by rtvbench/manpage.py). Everything
+else about the package is in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -76,6 +78,21 @@ def build_probes(arches: list[str]) -> dict[str, Path]:
             for arch, target in zip(arches, targets)}
 
 
+# Relative to this directory, as data_files wants it; build/ is left out of an sdist. A wheel
+# installs it as <prefix>/share/man/man1/rtvbench.1, where man finds it beside <prefix>/bin.
+MAN_PAGE = "build/man/rtvbench.1"
+DATA_FILES = [("share/man/man1", [MAN_PAGE])]
+
+
+def build_man_page(release: str) -> Path:
+    """rtvbench.1, from the command definitions of the sources beside this file (not of an
+    rtvbench installed in the build environment)."""
+    page = HERE / MAN_PAGE
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    subprocess.run([sys.executable, "-m", "rtvbench.manpage", str(page), release], check=True, env=env, cwd=HERE)
+    return page
+
+
 class BuildWithProbes(build_py):
     def run(self) -> None:
         # build/lib is reused from one build to the next: a module since removed or moved into a
@@ -83,6 +100,8 @@ class BuildWithProbes(build_py):
         if not self.editable_mode:
             shutil.rmtree(Path(self.build_lib) / "rtvbench", ignore_errors=True)
         super().run()
+        # Before install_data copies it, in an editable install too (which installs data files).
+        build_man_page(self.distribution.get_version())
         # An editable install runs from the checkout, whose probes are in build/probe/ already.
         if self.editable_mode:
             return
@@ -94,4 +113,4 @@ class BuildWithProbes(build_py):
 
 # Imported by tests/test_wheel_build.py for its checks, which build nothing.
 if __name__ == "__main__":
-    setup(cmdclass={"build_py": BuildWithProbes})
+    setup(cmdclass={"build_py": BuildWithProbes}, data_files=DATA_FILES)

@@ -15,14 +15,15 @@ cd "$(dirname "$0")/.."
 # pdftotext and pdfinfo read those PDFs back in the tests; postgresql is the
 # server the tests start a throwaway cluster of, to store into (the packaged
 # cluster is not used); jq picks run ids out of `rtvbench list --json` in the
-# CI example of docs/ci.md, which a test runs.
+# CI example of docs/ci.md, which a test runs; groff-base and man-db render the
+# manual page the wheel installs, in its tests.
 PACKAGES=(
   build-essential python3 python3-venv time
   rt-tests stress-ng sysbench util-linux procps iproute2 openssl hyperfine iperf3
   qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
   libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
   qemu-system-x86 qemu-system-arm openssh-client openssh-server busybox
-  chromium poppler-utils postgresql jq
+  chromium poppler-utils postgresql jq groff-base man-db
 )
 
 missing=()

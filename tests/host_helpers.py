@@ -192,3 +192,13 @@ def check_reads_only_small_regular_files(target, tmp_path: Path) -> None:
                                      "link, FIFO, device or directory), so it was not read.")
     assert refusal(regular, 4) == (f"{regular} in environment {target.name} holds more than the 4 bytes read "
                                    "at most, so it was not read.")
+
+
+def install_wheel(wheel: Path, venv: Path, env: dict[str, str]) -> None:
+    """A fresh venv without pip holding `wheel` alone (no dependency, no index)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                                "install", "--no-deps", "--no-index", str(wheel)], env=env,
+                               capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    assert "Deprecat" not in installed.stdout + installed.stderr

@@ -43,6 +43,7 @@ STAGE_OF_PREFIX = {
     "rtvbench.publish": "publish",
     "rtvbench.cli": "cli",
     "rtvbench.__main__": "cli",
+    "rtvbench.manpage": "cli",               # rtvbench(1), written from the CLI's commands at build time
 }
 # names.py: a kind's figure names, a leaf its campaign stage (requirements) and its decoder both read;
 # keys.py: its campaign keys as a model, which its campaign stage validates and its decoder and section read;

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from host_helpers import install_wheel
 from rtvbench.probe.binary import ARCH_BUILDS
 from rtvbench.store import load_run, open_store
 
@@ -86,12 +87,7 @@ def test_the_installed_wheel_measures_with_its_own_probe(tmp_path):
     _check_probes(wheel)
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
-                                "install", "--no-deps", "--no-index", str(wheel)], env=env,
-                               capture_output=True, text=True, timeout=120)
-    assert installed.returncode == 0, installed.stderr
-    assert "Deprecat" not in installed.stdout + installed.stderr
+    install_wheel(wheel, venv, env)
     # Only after the install, so that pip saw no other rtvbench; the venv's own site-packages come
     # first on sys.path, and a .pth line adds no editable finder of the test environment's.
     [site] = (venv / "lib").glob("python3*/site-packages")
