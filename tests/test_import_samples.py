@@ -2,7 +2,8 @@
 history test, cyclictest's histograms as percentiles, iperf3's intervals, stress-ng's stressors read
 as YAML, and files imported as the repetitions of one measurement. The files are made here by the
 real tools (scripts/setup.sh installs them); what is checked is their structure and counts, never
-how fast this machine is, except that a sleep of 50 ms takes longer than one of 10 ms."""
+how fast this machine is, except that a sleep of 300 ms takes longer than a process start and a sleep of
+1 ms (a busy machine delays a start by tens of milliseconds, not hundreds)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from test_command_kind import STORE, need
 pytestmark = pytest.mark.functional
 
 RUNS = 10
+# Sleeps far enough apart that no stall of a busy machine puts a fast run above a slow one.
+FAST_S, SLOW_S = 0.001, 0.3
 
 
 def hyperfine(tmp_path: Path, name: str, seconds: float, runs: int = RUNS) -> Path:
@@ -75,11 +78,11 @@ def test_hyperfine_times_are_the_samples_of_its_figures(tmp_path):
 
 
 def test_two_imports_of_ten_hyperfine_runs_compare_with_a_verdict(tmp_path):
-    fast, slow = hyperfine(tmp_path, "fast.json", 0.01), hyperfine(tmp_path, "slow.json", 0.05)
+    fast, slow = hyperfine(tmp_path, "fast.json", FAST_S), hyperfine(tmp_path, "slow.json", SLOW_S)
     a = import_ok(tmp_path, str(fast), "--format", "hyperfine-json")
     b = import_ok(tmp_path, str(slow), "--format", "hyperfine-json")
     c, doc = comparison(tmp_path, a, b, "work.time_ms")
-    # 10 runs a side: a rank test decides; 50 ms of sleep never takes less than 10 ms plus 40 ms.
+    # 10 runs a side: a rank test decides.
     assert (c["n_baseline"], c["n_candidate"]) == (RUNS, RUNS)
     assert c["verdict"] == "significant" and c["overhead_percent"] > 0 and c["p_value"] < 0.05
     assert c["method"].startswith("Mann-Whitney")
@@ -94,8 +97,8 @@ def test_two_imports_of_ten_hyperfine_runs_compare_with_a_verdict(tmp_path):
 
 
 def test_files_as_repetitions_are_one_run_that_compares(tmp_path):
-    fast = [hyperfine(tmp_path, f"fast{i}.json", 0.01, runs=2) for i in range(5)]
-    slow = [hyperfine(tmp_path, f"slow{i}.json", 0.05, runs=2) for i in range(5)]
+    fast = [hyperfine(tmp_path, f"fast{i}.json", FAST_S, runs=2) for i in range(5)]
+    slow = [hyperfine(tmp_path, f"slow{i}.json", SLOW_S, runs=2) for i in range(5)]
     a = import_ok(tmp_path, *map(str, fast), "--as-repetitions", "--format", "hyperfine-json")
     b = import_ok(tmp_path, *map(str, slow), "--as-repetitions", "--format", "hyperfine-json")
     assert len(results(tmp_path, a)) == len(results(tmp_path, b)) == 5
