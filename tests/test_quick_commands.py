@@ -2,7 +2,7 @@
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
 and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack and
 the parameter models of only the kinds and loads the campaign names,
-`show` neither SQLAlchemy, scipy nor the decoders of kinds its run lacks, and an HTML report without plots no matplotlib. The commands
+`show` neither SQLAlchemy, scipy, pydantic nor the decoders of kinds its run lacks, and an HTML report without plots no matplotlib. The commands
 that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
 tools inherit alone."""
 
@@ -114,8 +114,14 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     assert code == 0 and heavy == set()
     assert [r["status"] for r in json.loads(out)] == ["running", "abandoned", "finished"]
     code, heavy, out = _modules_after("--store", url, "show", "2")
-    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy"}
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic"}
     assert "Run 2: campaign quick" in out
+    golden = tmp_path / "golden.db"            # measurements with figures, a latency one among them
+    with sqlite3.connect(golden) as conn:
+        conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
+    code, heavy, out = _modules_after("--store", f"sqlite:///{golden}", "show", "1")
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic"}
+    assert "p99=55.9 us" in out
     campaign = tmp_path / "small.toml"
     campaign.write_text(TEXT, encoding="utf-8")
     code, heavy, out = _modules_after("validate", str(campaign))

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from rtvbench.analysis.compare import EQUIVALENT, SIGNIFICANT, UNDEFINED, RatioTest, compare_cells
 from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.findings import INFO, WARNING, Finding
-from rtvbench.kinds.latency import keys
 from rtvbench.kinds.latency.names import RESPONSE
 from rtvbench.kinds.latency.pooled import Pooled, misses_figure, pool
 
@@ -103,6 +102,8 @@ class MatrixRow:
 def response_matrix(data: RunData, bench: str) -> list[MatrixRow]:
     """The response-time table's rows of one benchmark: one per environment and load, its response
     times with a work budget, else its wake-up latencies."""
+    from rtvbench.kinds.latency import keys     # here: `show` decodes without the parameter models (pydantic)
+
     spec = data.benchmark(bench)
     params = keys.of(spec.params if spec else None)
     interval = params.interval_us if params else None

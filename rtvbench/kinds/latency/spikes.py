@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtvbench.analysis.dataset import COMPLETE, RunData
-from rtvbench.kinds.latency import keys
 from rtvbench.kinds.latency.attribution import CAUSE_WORDS, CAUSES, Spike, attribute
 
 
@@ -48,6 +47,8 @@ class CellSpikes:
 
 def traced(data: RunData, bench: str) -> bool:
     """Whether the benchmark asked for trace capture."""
+    from rtvbench.kinds.latency import keys     # here: `show` decodes without the parameter models (pydantic)
+
     params = keys.of(data.benchmark_params(bench))
     return bool(params and params.trace_threshold_us)
 
