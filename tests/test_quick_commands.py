@@ -1,7 +1,7 @@
 """The commands that read runs read a SQLite store at the current schema through sqlite3 alone, and get
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
 and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack and
-the parameter models of only the kinds and loads the campaign names,
+the parameter models of only the targets, kinds and loads the campaign names,
 `show` neither SQLAlchemy, scipy, pydantic nor the decoders of kinds its run lacks, and an HTML report without plots no matplotlib. The commands
 that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
 tools inherit alone."""
@@ -100,7 +100,8 @@ def test_the_sqlite_read_leaves_every_other_store_to_the_full_path(tmp_path):
 def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     """Exit code, the heavy packages imported and stdout of `rtvbench ARGV` in a fresh interpreter."""
     code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
-            "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic'}\n"
+            "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic',\n"
+            "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place'}\n"
             "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
     out, _, last = r.stdout.rpartition("\nHEAVY ")
@@ -126,6 +127,7 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     campaign.write_text(TEXT, encoding="utf-8")
     code, heavy, out = _modules_after("validate", str(campaign))
     assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib"} and "is valid" in out
+    assert not {m for m in heavy if m.startswith("rtvbench.targets.")}       # a local campaign: no other target
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
 
