@@ -2,7 +2,8 @@
 what they get through SQLAlchemy, on every kind of run; any other store takes the full path. `list`
 and `--help` import no heavy stack, `validate` of a campaign without requirements no analysis stack and
 the parameter models of only the targets, kinds and loads the campaign names,
-`show` neither SQLAlchemy, scipy, pydantic nor the decoders of kinds its run lacks, and an HTML report without plots no matplotlib. The commands
+`show` neither SQLAlchemy, scipy, pydantic, the analyses of a whole benchmark nor the decoders of kinds its run
+lacks, and an HTML report without plots no matplotlib. The commands
 that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
 tools inherit alone."""
 
@@ -101,7 +102,8 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     """Exit code, the heavy packages imported and stdout of `rtvbench ARGV` in a fresh interpreter."""
     code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
             "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic',\n"
-            "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place'}\n"
+            "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place',\n"
+            "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference'}\n"
             "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
     out, _, last = r.stdout.rpartition("\nHEAVY ")
@@ -122,6 +124,8 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
         conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
     code, heavy, out = _modules_after("--store", f"sqlite:///{golden}", "show", "1")
     assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic"}
+    # it decodes measurements: the analyses of a whole benchmark (comparisons, interference) stay out
+    assert not heavy & {"rtvbench.analysis.compare", "rtvbench.kinds.latency.interference"}
     assert "p99=55.9 us" in out
     campaign = tmp_path / "small.toml"
     campaign.write_text(TEXT, encoding="utf-8")

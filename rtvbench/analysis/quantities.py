@@ -20,8 +20,6 @@ import math
 from abc import abstractmethod
 from typing import Any
 
-from rtvbench.analysis.compare import EQUIVALENT, LOG_T, SIGNIFICANT
-from rtvbench.analysis.findings import NEGLIGIBLE_PERCENT, noise
 from rtvbench.analysis.kind import Kind
 from rtvbench.analysis.stats import summarize
 from rtvbench.results import Measurement
@@ -146,6 +144,8 @@ class QuantityKind(Kind):
 
     def considerations(self, data, bench: str, comps: list,
                        analysed: Any = None) -> list[tuple[str, str, str]]:
+        from rtvbench.analysis.findings import noise
+
         return (self.extra_considerations(data, bench, comps) + self.results(data, bench)
                 + differences(self, comps)
                 + [(f.severity, f.topic, f.text) for f in noise(data, bench, self)])
@@ -181,6 +181,11 @@ def cell_medians(kind, data, bench: str, figures: tuple[str, ...]) -> list[tuple
 
 def differences(kind: QuantityKind, comps: list) -> list[tuple[str, str, str]]:
     """One sentence per compared pair of cells: how many figures differ significantly, the largest."""
+    # The comparison and findings modules are imported here and in considerations(), where they are
+    # used: `show` imports the decoders built on this module to decode measurements only.
+    from rtvbench.analysis.compare import EQUIVALENT, LOG_T, SIGNIFICANT
+    from rtvbench.analysis.findings import NEGLIGIBLE_PERCENT
+
     groups: dict[tuple, list] = {}
     for c in comps:
         groups.setdefault((c.axis, c.context, c.baseline, c.candidate), []).append(c)

@@ -12,8 +12,6 @@ from typing import Any
 from rtvbench.analysis.histogram import add_time_figures, result_histogram
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
 from rtvbench.units import counted, exact_duration, verb
-from rtvbench.kinds.latency import considerations, interference, spikes, tails
-from rtvbench.kinds.latency.attribution import CAUSE_WORD, CAUSE_WORDS
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
 from rtvbench.records import Window
 from rtvbench.results import Measurement
@@ -23,10 +21,11 @@ from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 @dataclass(frozen=True)
 class LatencyAnalyses:
     """A latency benchmark's analyses beyond figures and comparisons (Evaluation.extras[bench])."""
-    rankings: list[interference.Ranking]        # the loads by the degradation they caused, per environment
-    matrix: list[interference.MatrixRow]        # response times and deadline misses per environment and load
-    tails: list[tails.CellTail]                 # each cell's tail: coverage and extrapolation
-    spikes: list[spikes.CellSpikes]             # each cell's traced spikes and their causes
+    # Their types live in the modules that compute them, which analyse() imports: `show` only decodes.
+    rankings: list      # interference.Ranking: the loads by the degradation they caused, per environment
+    matrix: list        # interference.MatrixRow: response times and deadline misses per environment and load
+    tails: list         # tails.CellTail: each cell's tail, coverage and extrapolation
+    spikes: list        # spikes.CellSpikes: each cell's traced spikes and their causes
 
 class LatencyKind(Kind):
     name = "latency"
@@ -99,6 +98,8 @@ class LatencyKind(Kind):
 
     def considerations(self, data, bench: str, comps: list,
                        analysed: LatencyAnalyses | None = None) -> list[tuple[str, str, str]]:
+        from rtvbench.kinds.latency import considerations, interference, tails
+
         a = analysed if isinstance(analysed, LatencyAnalyses) else self.analyse(data, bench)
         found = considerations.considerations(data, bench, self, comps)
         found += interference.ranking_findings(a.rankings, self.label)
@@ -107,6 +108,10 @@ class LatencyKind(Kind):
         return out + [("info", "spikes", text) for text in _spike_sentences(a.spikes, comps)]
 
     def analyse(self, data, bench: str) -> LatencyAnalyses:
+        # The analyses of the whole benchmark are imported where they run, not with the decoder that
+        # `show` imports to decode measurements only.
+        from rtvbench.kinds.latency import interference, spikes, tails
+
         return LatencyAnalyses(interference.rankings(data, bench), interference.response_matrix(data, bench),
                                tails.cell_tails(data, bench), spikes.cell_spikes(data, bench))
 
@@ -219,6 +224,9 @@ register(LatencyKind())
 
 def _spike_sentences(cells: list, comps: list) -> list[str]:
     """What the traces say per cell (the leading cause), then cause by cause for each compared pair."""
+    from rtvbench.kinds.latency import spikes
+    from rtvbench.kinds.latency.attribution import CAUSE_WORD, CAUSE_WORDS
+
     out = []
     for c in cells:
         if not c.spikes:
