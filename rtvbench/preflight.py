@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from rtvbench.cpulist import cpu_list_text, cpus_words, parse_cpu_list
-from rtvbench.records import Privileges
 from rtvbench.spec import BenchmarkSpec, CampaignSpec
 from rtvbench.units import counted
 
@@ -78,6 +77,7 @@ class _Env:
 
     @property
     def euid(self) -> int | None:
+        from rtvbench.records import Privileges     # the records' types: a run's, not validate's
         return Privileges.of(self.meta).euid
 
 
@@ -122,6 +122,8 @@ def observed_privileges(measurements: Iterable[Any], spec: CampaignSpec | None =
     `no_mlockall` warnings (rtvbench.results.Measurement objects, or anything with those attributes).
     With the resolved campaign, a benchmark it ran at a normal policy asked for no real-time priority,
     whatever its records say (a probe's meta without its params says only rt_granted false)."""
+    from rtvbench.records import Privileges         # here: the campaign check before a run reads no records
+
     out: dict[str, Observed] = {}
     for m in measurements:
         p = Privileges.of(getattr(m, "meta", None))

@@ -103,7 +103,7 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
             "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic',\n"
             "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place',\n"
-            "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference'}\n"
+            "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference', 'rtvbench.records'}\n"
             "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
     out, _, last = r.stdout.rpartition("\nHEAVY ")
@@ -132,6 +132,7 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     code, heavy, out = _modules_after("validate", str(campaign))
     assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib"} and "is valid" in out
     assert not {m for m in heavy if m.startswith("rtvbench.targets.")}       # a local campaign: no other target
+    assert "rtvbench.records" not in heavy                                  # nor the types of stored records
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
 
