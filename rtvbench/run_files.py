@@ -111,6 +111,8 @@ def _dead_runs_entries(directory: Path, prefixes: tuple[str, ...], want_dir: boo
         return []
     found = []
     for name in names:
+        if not name.startswith(prefixes):   # most of a shared temporary directory: no pattern match each
+            continue
         pid = next((p for p in (_owner_pid(name, pre) for pre in prefixes) if p is not None), None)
         if pid is None or pid == os.getpid() or alive(pid):
             continue
