@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import stat
 import tempfile
@@ -53,6 +52,8 @@ def alive(pid: int) -> bool:
 
 def fresh_name(prefix: str, tail: str = "") -> str:
     """`<prefix><this pid>-<random>[-tail]`: a name nobody can guess before the run makes it."""
+    import secrets      # here: it imports OpenSSL's hashes, and the commands that make no file start quicker
+
     return f"{prefix}{os.getpid()}-{secrets.token_hex(8)}" + (f"-{tail}" if tail else "")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import secrets
 import signal
 import stat
 import subprocess
@@ -62,7 +63,7 @@ def _tokens(monkeypatch, seed: int, first: list[str]) -> list[str]:
         t = queue.pop(0) if queue else f"{rng.getrandbits(8 * n):0{2 * n}x}"
         handed.append(t)
         return t
-    monkeypatch.setattr(run_files.secrets, "token_hex", token_hex)
+    monkeypatch.setattr(secrets, "token_hex", token_hex)
     return handed
 
 
