@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 from rich.console import Console
-from rich.table import Table
+# rich.table is imported by the functions that print a table: --help and validate print none.
 
 from rtvbench import file_modes, run_files
 from rtvbench.errors import (EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
@@ -210,6 +210,7 @@ def _headline(ev) -> None:
 
 def _print_table(t) -> None:
     """A report table (rtvbench.report.tables.Table) on the console, its row classes as colours."""
+    from rich.table import Table
     table = Table(title=plain(t.caption), title_justify="left")
     lo, hi = t.numeric_from or 3, t.numeric_to or len(t.header)
     for i, col in enumerate(t.header):
@@ -220,7 +221,7 @@ def _print_table(t) -> None:
     _print_whole(table)
 
 
-def _print_whole(table: Table) -> None:
+def _print_whole(table) -> None:
     """A Rich table on stdout: fitted to a terminal's width, but into a file or a pipe (a CI log)
     at its natural width, since a header cut to "kernel_rel…" or a number split over two lines
     is misread and nobody can widen the window afterwards."""
@@ -234,6 +235,7 @@ def _print_whole(table: Table) -> None:
 def _verdicts(ev, strict: bool = False) -> int:
     """Print the requirements' verdicts with their reasons; the exit code they mean (under `strict`,
     an undecided requirement, or none at all, is not a pass)."""
+    from rich.table import Table
     verdicts = ev.verdicts
     if not verdicts:
         if strict:
@@ -726,6 +728,7 @@ def _print_changes(h, steps) -> None:
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
+    from rich.table import Table
     from rtvbench.store import list_runs
 
     wanted = _tags(tags)
@@ -799,6 +802,7 @@ def _show_document(r) -> dict:
 @click.pass_context
 def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) -> int:
     """Show one run: its environments and measurements."""
+    from rich.table import Table
     from rtvbench.store import resolve_run
 
     store = _reading(ctx, store_url)
