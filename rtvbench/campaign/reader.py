@@ -8,7 +8,6 @@ kind (rtvbench.targets / loads / benchmarks), so that adding a kind is one modul
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -359,6 +358,7 @@ class _Validator:
         loc, etype = tuple(e["loc"]), e["type"]
         if etype == "extra_forbidden":
             allowed = sorted(set(model.model_fields) | set(extra_allowed))
+            import difflib      # for a mistyped key only: validate of a correct campaign goes without
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
             hint = f'did you mean "{close[0]}"?' if close else "allowed: " + ", ".join(allowed)
             self.add(prefix + loc, f"unknown key; {hint}")
