@@ -5,7 +5,8 @@ the parameter models of only the targets, kinds and loads the campaign names,
 `show` neither SQLAlchemy, scipy, pydantic, the analyses of a whole benchmark nor the decoders of kinds its run
 lacks, and an HTML report without plots no matplotlib. The commands
 that read runs keep numpy's OpenBLAS to one thread; `run` and the others leave the environment their
-tools inherit alone."""
+tools inherit alone. `list`, `show` and `validate` turn the cyclic garbage collector off in their own
+process, never in a caller's."""
 
 from __future__ import annotations
 
@@ -182,6 +183,30 @@ def test_an_html_report_without_plots_has_none_and_never_imports_matplotlib(tmp_
     assert code == 0 and "matplotlib" in heavy
     assert bare.read_text(encoding="utf-8").count("<svg") == 0
     assert full.read_text(encoding="utf-8").count("<svg") > 0
+
+
+def _collector_after(own_process: bool, *argv: str) -> bool:
+    """Whether the cyclic garbage collector is on after `rtvbench ARGV`, run as the process's own command
+    (main() without arguments, as the console script does) or called by a caller (main(ARGV))."""
+    code = ("import atexit, gc, sys\nfrom rtvbench.cli import main\n"
+            "atexit.register(lambda: print('\\nGC', gc.isenabled()))\n"
+            "if sys.argv[1] == 'own':\n    sys.argv[1:2] = []\n    main()\n"
+            "try:\n    main(sys.argv[2:])\nexcept SystemExit:\n    pass\n")
+    r = subprocess.run([sys.executable, "-c", code, "own" if own_process else "caller", *argv], capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)
+    return r.stdout.rpartition("\nGC ")[2].strip() == "True"
+
+
+def test_the_brief_commands_run_without_the_cyclic_collector_in_their_own_process_only(tmp_path):
+    url = _store(tmp_path)
+    campaign = tmp_path / "small.toml"
+    campaign.write_text(TEXT, encoding="utf-8")
+    for argv in (("--store", url, "list"), ("--store", url, "show", "1"), ("validate", str(campaign))):
+        assert not _collector_after(True, *argv), argv
+        assert _collector_after(False, *argv), argv          # a caller's process keeps its collector
+    assert _collector_after(True, "--store", url, "report", "--campaign", "1", "--format", "json",
+                            "-o", str(tmp_path / "r.json"))
+    assert _collector_after(True, "kernel", "--help")
 
 
 def _blas_after(env: dict[str, str], *argv: str) -> tuple[int, str | None, int]:
