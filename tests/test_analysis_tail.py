@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from rtvbench.analysis.evaluation import evaluate_run
-from rtvbench.analysis.tail import _fit, _gpd_cdf, _ks_p, _loglik, covered, estimate_tail, kolmogorov_sf, samples_needed
+from rtvbench.analysis.tail import (MAX_CI_RATIO, MAX_SHAPE, _fit, _gpd_cdf, _ks_p, _loglik, covered, estimate_tail,
+                                    kolmogorov_sf, samples_needed)
 from synthetic_runs import bucket_bounds, typical_run
 
 XI, SIGMA, LOC = 0.2, 5.0, 20.0
@@ -128,3 +129,31 @@ def test_kolmogorovs_distribution_is_scipys():
     from scipy.special import kolmogorov
     for y in np.concatenate([np.linspace(0, 3, 301), [1e-3, 0.999999, 1.000001, 8.0]]):
         assert kolmogorov_sf(y) == pytest.approx(float(kolmogorov(y)), abs=1e-12, rel=1e-9), y
+
+
+@pytest.mark.parametrize("shape, moment", [(0.8, "no finite variance"), (1.3, "no finite mean")])
+def test_a_tail_too_heavy_to_extrapolate_is_refused_with_no_number(shape, moment):
+    # Pareto-like samples as the user's run had (a fitted shape of 1.28): no value and no interval.
+    for seed in range(3):
+        e = estimate_tail(LOC + stats.genpareto(shape, scale=SIGMA).rvs(200_000, random_state=seed))
+        assert not e.ok and e.value is None and e.ci_low is None and e.ci_high is None
+        assert f"is {MAX_SHAPE} or more: a tail with {moment}" in e.refused, e.refused
+        assert e.shape == pytest.approx(shape, abs=0.1)
+
+
+def test_an_exponential_tail_is_estimated_near_its_true_quantile():
+    # Exponential excesses (shape 0): the 1 - 10^-6 quantile is LOC + SIGMA ln(10^6) exactly.
+    true = LOC + SIGMA * np.log(1e6)
+    for seed in range(10):
+        e = estimate_tail(LOC + np.random.default_rng(seed).exponential(SIGMA, 200_000))
+        assert e.ok, e.refused
+        assert e.value == pytest.approx(true, rel=0.15) and e.ci_low <= e.value <= e.ci_high
+        assert e.ci_high / e.ci_low < MAX_CI_RATIO
+
+
+def test_an_interval_of_more_than_two_orders_of_magnitude_is_refused():
+    # 5000 samples, 50 excesses, extrapolated 200 times beyond them: the shape is barely known.
+    refused = [estimate_tail(_gpd(seed, 5000)) for seed in range(40)]
+    wide = [e for e in refused if e.refused and "times its lower end" in e.refused]
+    assert wide and all(e.value is None and e.ci_high is None for e in wide)
+    assert all(e.ci_high <= MAX_CI_RATIO * e.ci_low for e in refused if e.ok)

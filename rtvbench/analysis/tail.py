@@ -14,8 +14,9 @@ by maximum likelihood to the largest samples, it gives the latency exceeded with
 with a 95 % profile-likelihood interval (the interval of x whose best fit is not significantly
 worse than the overall best; it is asymmetric, as the uncertainty of an extrapolation is). The fit
 is refused, with the reason, when there are too few samples, when the shape is below -0.5 (the
-likelihood is not regular there; the tail is bounded, e.g. a uniform one), or when a
-Kolmogorov-Smirnov test rejects the fitted GPD for the excesses. It is an estimate under a model,
+likelihood is not regular there; the tail is bounded, e.g. a uniform one), when it is 0.5 or more
+(no finite variance: nothing the samples can extrapolate, see MAX_SHAPE), when a Kolmogorov-Smirnov
+test rejects the fitted GPD for the excesses, or when the interval spans more than a factor 100. It is an estimate under a model,
 never a measurement, and is labelled so wherever it is shown.
 
 Samples may come with weights: the probe's histograms give bucket midpoints and counts, whose
@@ -42,6 +43,18 @@ MIN_SAMPLES, MIN_EXCESSES = 1000, 50
 EXCESS_FRACTION, MAX_EXCESSES = 0.01, 2000
 #: below this shape the maximum-likelihood estimate is not regular (and the tail is bounded)
 MIN_SHAPE = -0.5
+#: from this shape on the estimate is refused. At 0.5 the fitted tail has no finite variance (at 1 no
+#: mean). A wake-up latency tail that heavy is rare long stalls of another cause than the bulk
+#: (firmware, throttling, a task that preempts), whose size and rate the samples above the threshold
+#: do not pin down, and the estimate 10^4 beyond a 1 % threshold grows as about (10^4)^xi: the model
+#: error of the shape is multiplied by ln(10^4) = 9.2 in the estimate's logarithm. Below 0.5 the fit
+#: and its interval describe the tail (the tests hold the interval to cover the true value).
+MAX_SHAPE = 0.5
+#: an interval whose upper end is more than this times its lower end is no estimate: two orders of
+#: magnitude say no more than "worse than the samples, perhaps far worse", which the observed maximum
+#: and the coverage already say. It refuses extrapolations from too few excesses (50 excesses of a
+#: shape of 0.2 gave ratios up to 300) and leaves those over 200 or more excesses (below 30).
+MAX_CI_RATIO = 100
 #: a KS p-value below this rejects the fitted GPD
 FIT_ALPHA = 0.01
 #: the 95 % quantile of chi-squared with one degree of freedom, the square of the normal's 97.5 %
@@ -197,6 +210,10 @@ def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimat
     if xi < MIN_SHAPE:
         return refuse(f"the fitted shape {xi:.2f} is below {MIN_SHAPE}: the tail is bounded (an upper end "
                       f"near {u - sigma / xi:.4g}) and the fit is not regular there", xi=xi, sigma=sigma, u=u, n_u=n_u)
+    if xi >= MAX_SHAPE:
+        moment = "no finite mean" if xi >= 1 else "no finite variance"
+        return refuse(f"the fitted shape {xi:.2f} is {MAX_SHAPE} or more: a tail with {moment}, which the "
+                      "samples cannot extrapolate", xi=xi, sigma=sigma, u=u, n_u=n_u)
     fit_p = _ks_p(excess, tw, xi, sigma)
     if fit_p < FIT_ALPHA:
         return refuse(f"a generalized Pareto distribution does not fit the {n_u} largest samples (KS p = "
@@ -209,6 +226,11 @@ def estimate_tail(values, weights=None, exceedance: float = 1e-6) -> TailEstimat
     if lo is None:
         return refuse("the likelihood of the fit gives no interval for the estimate", xi=xi, sigma=sigma, u=u,
                       n_u=n_u, fit_p=fit_p)
+    if hi is None or hi > MAX_CI_RATIO * lo:
+        reach = "has no upper end" if hi is None else f"reaches {hi / lo:,.0f} times its lower end"
+        return refuse(f"the 95 % interval of the estimate {reach}, more than {MAX_CI_RATIO} times: the "
+                      f"{n_u:,} largest samples do not pin the tail down", xi=xi, sigma=sigma, u=u, n_u=n_u,
+                      fit_p=fit_p)
     return TailEstimate(exceedance, level, lo, hi, xi, sigma, u, n, n_u, fit_p)
 
 

@@ -337,7 +337,7 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
     for c in cells:
         e = c.estimate
         estimate = time_text(e.value) if e.ok else "–"
-        ci = (f"{time_text(e.ci_low)} .. {time_text(e.ci_high) if e.ci_high is not None else '∞'}" if e.ok else "–")
+        ci = f"{time_text(e.ci_low)} .. {time_text(e.ci_high)}" if e.ok else "–"
         rows.append(Row([c.environment, c.load, f"{c.samples:,}", time_text(c.max_us), c.coverage, estimate, ci,
                          f"{e.shape:.2f}" if e.ok else (e.refused or "–")]))
     what = "response time" if cells[0].distribution == "response" else "wake-up latency"
@@ -349,7 +349,9 @@ def tail_table(cells: list[CellTail], bench: str) -> Table | None:
                       "a generalized Pareto distribution fitted by maximum likelihood to the largest samples "
                       "(peaks over threshold), extrapolated to a probability of 10^-6 per activation, with a "
                       "profile-likelihood interval; an estimate under that model, refused when the fit is "
-                      "rejected, the tail is bounded (shape below -0.5) or the samples are too few.")
+                      "rejected, the tail is bounded (shape below -0.5), too heavy to extrapolate (shape 0.5 "
+                      "or more: no finite variance), the interval spans more than a factor 100 or the "
+                      "samples are too few.")
 
 
 #: trace excerpts shown per cell; the JSON export has every one

@@ -87,7 +87,7 @@ def tail_sentences(cells: list[CellTail], bench: str) -> list[str]:
             f"`{worst.load}`, was observed over {worst.samples:,} samples")
     e = worst.estimate
     if e.ok:
-        ci = f" (95 % CI {time_text(e.ci_low)} .. {time_text(e.ci_high) if e.ci_high is not None else 'unbounded'})"
+        ci = f" (95 % CI {time_text(e.ci_low)} .. {time_text(e.ci_high)})"
         text += (f"; an extreme-value estimate (generalized Pareto fit over the largest {e.n_excesses:,} "
                  f"samples, shape {e.shape:.2f}) puts the value exceeded once in 10^6 activations at "
                  f"{time_text(e.value)}{ci}. It is a model's extrapolation, not a measurement.")
