@@ -11,19 +11,24 @@ import os
 import shutil
 import signal
 import subprocess
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from rtvbench import run_files
 from rtvbench.analysis.evaluation import Evaluation
 from rtvbench.errors import TargetError
 from rtvbench.report.html import render_html
+from rtvbench.report.page_server import PageServer
 
 BROWSER = "chromium"
 #: a report of a few hundred pages prints in seconds; a browser still busy after this is stuck
 TIMEOUT_S = 120
 _FIX = "install chromium (make setup does) or choose --format html"
-# Nothing the report needs comes from the network (it is one self-contained file): no update checks,
-# sync or GPU process, a throw-away profile, and no date and file URL printed on every page. No
+# Nothing the report needs comes from the network (it is one self-contained page, served over
+# loopback): no update checks, sync or GPU process, a throw-away profile, and no date and URL printed
+# on every page. No
 # sandbox: it needs user namespaces or root-less operation, which a CI container lacks, and the page
 # is our own, without script, every user-supplied name escaped.
 _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
@@ -35,14 +40,23 @@ def render_pdf(ev: Evaluation, with_plots: bool = True) -> bytes:
     browser = shutil.which(BROWSER)
     if browser is None:
         raise TargetError(f"--format pdf prints the report with {BROWSER}, which is not on the PATH; {_FIX}.")
-    html = render_html(ev, with_plots)
-    # The whole report and the browser's profile: private, and swept by the next command if we are killed.
+    deadline = time.monotonic() + TIMEOUT_S
+    # The browser's profile, its log and the PDF: private, and swept by the next command if we are killed.
     with run_files.temporary_dir("rtvbench-pdf-") as tmp:
-        page, pdf = Path(tmp) / "report.html", Path(tmp) / "report.pdf"
-        page.write_text(html, encoding="utf-8")
-        argv = [browser, *_FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--print-to-pdf={pdf}",
-                page.as_uri()]
-        returncode, stderr = _run(argv)
+        pdf, log = Path(tmp) / "report.pdf", Path(tmp) / "browser.log"
+        server = PageServer()
+        try:
+            argv = [browser, *_FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--print-to-pdf={pdf}",
+                    server.url]
+            # The browser starts while the page is drawn, and asks for it (page_server.py).
+            with _browser(argv, log) as proc:
+                page = render_html(ev, with_plots).encode("utf-8")
+                server.serve(page, deadline, lambda: proc.poll() is None)
+                server.close()
+                returncode = _wait(proc, deadline)
+        finally:
+            server.close()
+        stderr = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         data = pdf.read_bytes() if pdf.exists() else b""
     # Whole or nothing: a PDF cut short (a browser killed while writing) ends without its trailer.
     if returncode != 0 or not data.startswith(b"%PDF-") or not data.rstrip().endswith(b"%%EOF"):
@@ -50,26 +64,34 @@ def render_pdf(ev: Evaluation, with_plots: bool = True) -> bytes:
     return data
 
 
-def _run(argv: list[str]) -> tuple[int | None, str]:
-    """Chromium's exit status (None when it timed out) and its stderr."""
+@contextmanager
+def _browser(argv: list[str], log: Path) -> Iterator[subprocess.Popen]:
+    """The browser, its stderr to `log` (a file: a pipe nobody reads while the page is drawn could fill
+    and stall it); on the way out no browser outlives the command (a timeout, an interruption)."""
     try:
-        # Its own session: on a timeout the whole browser (renderer, GPU and zygote processes) is ended.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+        with open(log, "wb") as err:
+            # Its own session: on a timeout the whole browser (renderer, GPU and zygote processes) is ended.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
     except OSError as e:
         raise TargetError(f"{BROWSER} could not be started ({e.strerror}); {_FIX}.") from None
     try:
-        _, stderr = proc.communicate(timeout=TIMEOUT_S)
-        return proc.returncode, stderr
-    except subprocess.TimeoutExpired:
-        return None, ""
+        yield proc
     finally:
-        if proc.poll() is None:       # timed out, or the user interrupted: no browser outlives the command
+        if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             proc.wait()
+
+
+def _wait(proc: subprocess.Popen, deadline: float) -> int | None:
+    """The browser's exit status, None when it is still running at the deadline."""
+    try:
+        return proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _reason(returncode: int | None, stderr: str) -> str:
