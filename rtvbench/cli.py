@@ -162,9 +162,9 @@ def _spec_of_text(text: str):
         return None
 
 
-def _load_run(store, run_id: int):
+def _load_run(store, run_id: int, bucket_tables: bool = True):
     from rtvbench.store import load_run
-    return load_run(store, run_id, _spec_of_text)
+    return load_run(store, run_id, _spec_of_text, bucket_tables)
 
 
 def _known_figure(kind: str, figure: str) -> bool:
@@ -778,7 +778,7 @@ def _figures(m) -> str:
     kind = get_kind(m.kind)
     if kind is None or not m.results:
         return ""
-    figures = kind.decode(m).figures
+    figures = kind.all_figures(m)
     shown = [f for f in kind.compared_figures(sorted(figures)) if f in figures][:4]
     return " ".join(f"{kind.label(f)}={kind.format(figures[f], f)}" for f in shown)
 
@@ -790,7 +790,7 @@ def _show_document(r) -> dict:
 
     def measurement(m) -> dict:
         kind = get_kind(m.kind)
-        figures = kind.decode(m).figures if kind is not None and m.results else {}
+        figures = kind.all_figures(m) if kind is not None and m.results else {}
         return {"environment": m.environment, "load": m.load, "benchmark": m.benchmark, "kind": m.kind,
                 "repetition": m.repetition + 1, "attempt": m.attempt, "status": m.status, "error": m.error,
                 "warnings": [w.get("code") for w in m.warnings], "figures": figures}
@@ -813,7 +813,9 @@ def show(ctx: click.Context, run_id: str, as_json: bool, store_url: str | None) 
     from rtvbench.store import resolve_run
 
     store = _reading(ctx, store_url)
-    r = _load_run(store, resolve_run(store, run_id))
+    # Figures only: the histograms' buckets stay lists, read (with numpy) by a kind only where a record
+    # lacks a figure its histogram gives.
+    r = _load_run(store, resolve_run(store, run_id), bucket_tables=False)
     if as_json:
         _print_json(_show_document(r))
         return EXIT_OK

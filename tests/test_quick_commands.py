@@ -124,7 +124,8 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     with sqlite3.connect(golden) as conn:
         conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
     code, heavy, out = _modules_after("--store", f"sqlite:///{golden}", "show", "1")
-    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic"}
+    # latency, os and work figures, each record with its percentiles: no histogram is parsed, no numpy
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic", "numpy"}
     # it decodes measurements: the analyses of a whole benchmark (comparisons, interference) stay out
     assert not heavy & {"rtvbench.analysis.compare", "rtvbench.kinds.latency.interference"}
     assert "p99=55.9 us" in out
@@ -164,6 +165,33 @@ def test_validate_imports_the_params_of_the_kinds_and_loads_the_campaign_names_a
     kinds = {p.name for p in (ROOT / "rtvbench/kinds").iterdir() if (p / "params.py").exists()}
     assert code == 2 and {m.split(".")[2] for m in modules if m.startswith("rtvbench.kinds.")} == kinds
     assert 'unknown benchmark kind "lateny"' in err and '"mem-lat"' in err and '"latency"' in err
+
+
+def test_the_figures_show_reads_are_the_figures_a_decode_gives(tmp_path):
+    """Kind.all_figures of a run loaded with its buckets as lists (show's way) is decode(m).figures of
+    the run loaded with bucket tables, key for key in the same order, for every golden measurement and
+    for latency records that omit percentiles their histogram then gives."""
+    from rtvbench.analysis.kind import get_kind
+
+    golden = tmp_path / "golden.db"
+    with sqlite3.connect(golden) as conn:
+        conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
+        # a latency measurement whose records lack p50 and p99 (an older probe's): the histogram gives them
+        conn.execute("UPDATE records SET data = json_remove(data, '$.p50_ns', '$.p99_ns') WHERE json_extract(data, "
+                     "'$.type') = 'result' AND measurement_id = (SELECT min(id) FROM measurements WHERE kind = "
+                     "'latency' AND run_id = 1)")
+    reading = plain_sqlite(f"sqlite:///{golden}")
+    compared = 0
+    for run_id in (1, 2, 3):
+        lists, tables = load_run(reading, run_id, bucket_tables=False), load_run(reading, run_id)
+        for a, b in zip(lists.measurements, tables.measurements, strict=True):
+            kind = get_kind(a.kind)
+            assert list(kind.all_figures(a).items()) == list(kind.decode(b).figures.items()), (run_id, a.id)
+            compared += bool(a.results)
+    assert compared == 38
+    m = next(m for m in load_run(reading, 1, bucket_tables=False).measurements if m.kind == "latency")
+    figures = get_kind("latency").all_figures(m)
+    assert figures["p99_us"] > figures["p50_us"] > 0 and "cpu0.p99_us" in figures
 
 
 def test_show_imports_the_decoders_of_the_run_s_kinds_and_no_others(tmp_path):

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from rtvbench.bucket_table import bucket_table
-from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
 SCHEME = "log-linear"
 
@@ -177,27 +176,6 @@ def result_histogram(r: dict[str, Any] | None) -> Histogram | None:
         return Histogram.from_record(r["histogram"], r.get("min_ns"), r.get("max_ns"))
     except HistogramError:
         return None
-
-
-def add_time_figures(out: dict[str, float], r: dict[str, Any], prefix: str = "") -> None:
-    """A result record's distribution figures (`<prefix><stem>_<unit>`): the record's own `<stem>_ns`,
-    or a percentile read from its histogram when the record omits it. Only numbers count (the
-    schema lets some fields be lists). The histogram is parsed only then: records usually carry
-    every percentile, and parsing thousands of buckets per record was a fifth of a report's time."""
-    hist: Histogram | None | bool = False          # False: not parsed yet
-    for stem in TIME_STEMS:
-        ns = r.get(f"{stem}_ns")
-        if isinstance(ns, bool) or not isinstance(ns, (int, float)):
-            ns = None
-        if ns is None and stem in PERCENTILES:
-            if hist is False:
-                hist = result_histogram(r)
-            if hist is not None:
-                ns = hist.percentile(PERCENTILES[stem])
-        if ns is None:
-            continue
-        for unit, scale in TIME_UNITS.items():
-            out[f"{prefix}{stem}_{unit}"] = ns / scale
 
 
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:

@@ -12,11 +12,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rtvbench.analysis.histogram import Histogram
 from rtvbench.units import format_value, suffix_unit
 from rtvbench.kinds import load
 from rtvbench.results import Measurement
-
 
 _CPU_FIGURE = re.compile(r"^cpu(\d+)\.(.+)$")
 
@@ -39,25 +37,39 @@ def record_count(r: dict[str, Any] | None) -> int | None:
 
 
 def decode_per_cpu(m: Measurement, figures: Callable[[dict[str, Any]], dict[str, float]],
-                   distributions: Callable[[dict[str, Any]], dict[str, Histogram | None]]) -> "Result":
+                   distributions: Callable[[dict[str, Any]], dict[str, Any]]) -> "Result":
     """The result of a kind whose probe prints a result per CPU and a merged `cpu: "all"` one: the merged
     figures, each CPU's as `cpu<N>.<figure>`, the sample counts, the merged record's named distributions
     and each CPU's main one (the first its record yields)."""
-    out = Result()
+    out = Result(per_cpu_figures(m, figures))
     for r in m.results:
         cpu = r.get("cpu")
         if cpu == "all":
-            out.figures.update(figures(r))
             out.samples = record_count(r)
             out.distributions.update({name: h for name, h in distributions(r).items() if h is not None and h.total})
-        elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
-            out.figures.update({cpu_figure(cpu, k): v for k, v in figures(r).items()})
+        elif _is_cpu(cpu):
             if record_count(r) is not None:
                 out.cpu_samples[cpu] = record_count(r)
             main = next(iter(distributions(r).values()), None)
             if main is not None and main.total:
                 out.cpu_distributions[cpu] = main
     return out
+
+
+def per_cpu_figures(m: Measurement, figures: Callable[[dict[str, Any]], dict[str, float]]) -> dict[str, float]:
+    """The figures `decode_per_cpu` gives a measurement, in its order, without parsing a distribution."""
+    out: dict[str, float] = {}
+    for r in m.results:
+        cpu = r.get("cpu")
+        if cpu == "all":
+            out.update(figures(r))
+        elif _is_cpu(cpu):
+            out.update({cpu_figure(cpu, k): v for k, v in figures(r).items()})
+    return out
+
+
+def _is_cpu(cpu: Any) -> bool:
+    return isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0
 
 
 @dataclass
@@ -69,13 +81,15 @@ class Result:
     (`Kind.unit`, `Kind.lower_is_better`)."""
 
     figures: dict[str, float] = field(default_factory=dict)
+    # The distributions are analysis.histogram.Histogram, not imported here: the histogram parser takes
+    # numpy, which `show`, reading figures only (Kind.all_figures), starts without.
     #: samples the merged figures rest on, and each CPU's (kinds that count samples)
     samples: int | None = None
     cpu_samples: dict[int, int] = field(default_factory=dict)
     #: named distributions of the merged result ("wake-up", "response", "unix 64 B" ...)
-    distributions: dict[str, Histogram] = field(default_factory=dict)
+    distributions: dict[str, Any] = field(default_factory=dict)
     #: the main distribution of each CPU
-    cpu_distributions: dict[int, Histogram] = field(default_factory=dict)
+    cpu_distributions: dict[int, Any] = field(default_factory=dict)
     #: time series: name -> [(end of the window in s, value)], e.g. the largest wake-up per window
     series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     #: figure -> the value of each independent run it summarises, where the tool made several runs
@@ -113,6 +127,11 @@ class Kind(ABC):
     def figures(self, m: Measurement) -> dict[str, float]:
         """The merged figures of one measurement, keyed by figure name (unit in the name)."""
 
+    def all_figures(self, m: Measurement) -> dict[str, float]:
+        """`decode(m).figures` (for per-CPU kinds each CPU's beside the merged ones) for a caller that
+        reads nothing else (`show`); kinds whose decode parses distributions override it to skip them."""
+        return self.decode(m).figures
+
     def not_values(self, m: Measurement) -> dict[str, str]:
         """Figures the probe printed in this measurement that are no measurement (a difference whose
         subtracted cost was as large as what it was subtracted from), each with why; `figures` leaves
@@ -141,8 +160,8 @@ class Kind(ABC):
         """How many samples the measurement's figures rest on, if the kind counts samples."""
         return None
 
-    def histogram(self, m: Measurement) -> Histogram | None:
-        """The measurement's distribution, for kinds that record one."""
+    def histogram(self, m: Measurement) -> Any:
+        """The measurement's distribution (an analysis.histogram.Histogram), for kinds that record one."""
         return None
 
     @abstractmethod

@@ -21,7 +21,6 @@ from abc import abstractmethod
 from typing import Any
 
 from rtvbench.analysis.kind import Kind
-from rtvbench.analysis.stats import summarize
 from rtvbench.results import Measurement
 from rtvbench.units import format_percent, human_duration, human_rate, significant
 
@@ -133,6 +132,9 @@ class QuantityKind(Kind):
 
     def key_result(self, data, bench: str, env: str, load: str) -> str:
         """One line for the report's summary: the first headline figures' medians in a cell."""
+        # The statistics (numpy) are the report's, not the decoder's: `show` decodes without them.
+        from rtvbench.analysis.stats import summarize
+
         parts = []
         for stem in self.compared_figures(data.figure_names(bench))[:3]:
             s = summarize(data.values(env, load, bench, stem))
@@ -166,6 +168,8 @@ class QuantityKind(Kind):
 
 def cell_medians(kind, data, bench: str, figures: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """One sentence per cell: the medians over its repetitions of the given figures (those it has)."""
+    from rtvbench.analysis.stats import summarize
+
     out = []
     for env, load in data.cells(bench):
         parts = []

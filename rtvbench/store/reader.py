@@ -83,12 +83,13 @@ def _in(ids: list[int]) -> tuple[str, dict[str, int]]:
 
 @_guard
 def load_run(source, run_id: int,
-             spec_of_text: Callable[[str], Any] | None = None):
+             spec_of_text: Callable[[str], Any] | None = None, bucket_tables: bool = True):
     """Everything about one run. A measurement re-run by --resume appears once, as
     its latest attempt; runs interrupted mid-measurement load like any other. A run stored without
-    a readable spec gets spec_of_text(its campaign text), or none."""
-    # Here, not at the top: `list` needs neither numpy nor the run's dataclasses.
-    from rtvbench.bucket_table import compact_histograms
+    a readable spec gets spec_of_text(its campaign text), or none. With bucket_tables, every histogram's
+    buckets become a numpy table as they are read (bucket_table), which an analysis of the whole run
+    wants; a caller that reads figures only (`show`) leaves them lists and starts without numpy."""
+    # Here, not at the top: `list` needs neither the run's dataclasses nor the records' types.
     from rtvbench.records import HealthCheck
     from rtvbench.results import CampaignRun, Measurement
 
@@ -131,7 +132,10 @@ def load_run(source, run_id: int,
         for r in reading.rows(f"SELECT measurement_id, {_json('data')} FROM records WHERE measurement_id IN {among} "
                               "ORDER BY measurement_id, seq", params):
             data = json_value(r["data"])
-            lines[r["measurement_id"]].append(compact_histograms(data) if isinstance(data, dict) else data)
+            if bucket_tables and isinstance(data, dict):
+                from rtvbench.bucket_table import compact_histograms
+                data = compact_histograms(data)
+            lines[r["measurement_id"]].append(data)
         for r in reading.rows(f'SELECT measurement_id, "load", {_json("data")} FROM load_records WHERE measurement_id IN '
                               f'{among} ORDER BY measurement_id, "load", seq', params):
             loads[r["measurement_id"]].setdefault(r["load"], []).append(json_value(r["data"]))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rtvbench.analysis.histogram import add_time_figures, result_histogram
-from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
+from rtvbench.analysis.time_figures import add_time_figures
+from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, per_cpu_figures, record_count, register
 from rtvbench.units import counted, exact_duration, verb
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
 from rtvbench.records import Window
@@ -62,6 +62,9 @@ class LatencyKind(Kind):
         """Merged figures from the `cpu: "all"` result, each CPU's from its own result record (as
         `cpu<N>.<figure>`), the wake-up (and response) distributions, and the largest wake-up of any
         CPU per window as a time series."""
+        # Parsing the distributions takes numpy, which `show` (all_figures) starts without.
+        from rtvbench.analysis.histogram import result_histogram
+
         out = decode_per_cpu(m, self._result_figures, lambda r: {
             "wake-up": result_histogram(r), "response": result_histogram(r.get("response"))})
         for key, name in (("max_ns", "max_us"), ("response_max_ns", "response_max_us")):
@@ -69,6 +72,9 @@ class LatencyKind(Kind):
             if points:
                 out.series[name] = points
         return out
+
+    def all_figures(self, m: Measurement) -> dict[str, float]:
+        return per_cpu_figures(m, self._result_figures)
 
     def figures(self, m: Measurement) -> dict[str, float]:
         r = m.result("all")

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.histogram import add_time_figures, result_histogram
-from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, record_count, register
+from rtvbench.analysis.time_figures import add_time_figures
+from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, per_cpu_figures, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
 from rtvbench.analysis.quantities import number as _num
 from rtvbench.results import Measurement
@@ -52,7 +52,13 @@ class NoiseKind(Kind):
         return stem in GAP_STEMS and unit in TIME_UNITS
 
     def decode(self, m: Measurement) -> Result:
+        # Parsing the distributions takes numpy, which `show` (all_figures) starts without.
+        from rtvbench.analysis.histogram import result_histogram
+
         return decode_per_cpu(m, _figures, lambda r: {GAP: result_histogram(r)})
+
+    def all_figures(self, m: Measurement) -> dict[str, float]:
+        return per_cpu_figures(m, _figures)
 
     def figures(self, m: Measurement) -> dict[str, float]:
         r = m.result("all")

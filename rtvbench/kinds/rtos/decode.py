@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtvbench.analysis.histogram import add_time_figures, result_histogram
+from rtvbench.analysis.histogram import result_histogram
+from rtvbench.analysis.time_figures import add_time_figures
 from rtvbench.analysis.kind import Kind, Result, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
 from rtvbench.kinds.rtos.names import (HALF_STEMS, PINGPONG_PARTS, RTOS_TESTS, TABLE_STATS, figure, row,

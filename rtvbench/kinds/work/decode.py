@@ -25,8 +25,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import BANDWIDTH, COUNT, RATE, TIME, QuantityKind, number
 from rtvbench.catalog import WORK_KERNELS, WORK_SIZES
@@ -95,8 +93,16 @@ def coremark_style(m: Measurement) -> dict[str, float]:
         for i, tail in enumerate(("single", "copies")):
             values = [p[i] for p in pairs]
             if all(v is not None and v > 0 for v in values):
-                out[f"coremark_style.{size}.{tail}"] = float(np.exp(np.mean(np.log(values))))
+                out[f"coremark_style.{size}.{tail}"] = _geometric_mean(values)
     return out
+
+
+def _geometric_mean(values: list[float]) -> float:
+    # numpy here, not with the decoder: only a multi-copy measurement and the report's summary need it,
+    # and `show` of other runs starts without numpy.
+    import numpy as np
+
+    return float(np.exp(np.mean(np.log(values))))
 
 
 class WorkKind(QuantityKind):
@@ -250,7 +256,7 @@ def _normalised(kind: WorkKind, comps: list) -> list[tuple[str, str, str]]:
     out = []
     for (load, baseline, candidate), cs in groups.items():
         ratios = [c.test.ratio for c in cs]
-        geo = float(np.exp(np.mean(np.log(ratios))))
+        geo = _geometric_mean(ratios)
         lo, hi = min(cs, key=lambda c: c.test.ratio), max(cs, key=lambda c: c.test.ratio)
         text = (f"Normalised to `{baseline}` under `{load}`, `{candidate}` takes {geo:.3g}x the time "
                 f"(geometric mean over {len(cs)} workload{'s' if len(cs) != 1 else ''}")
