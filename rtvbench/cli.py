@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import gc
 import json
-import logging
 import os
 import re
 import shlex
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -95,6 +93,10 @@ def cli(ctx: click.Context, store_url: str | None) -> None:
         # user set is kept.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     file_modes.umask()          # a malformed RTVBENCH_UMASK is refused before any work
+    if ctx.invoked_subcommand not in _BRIEF:
+        # Only a target logs (labgrid's place, as it power-cycles or releases), and the brief commands
+        # drive none: they start without the logging module (about 4 ms).
+        _say_library_warnings()
     if ctx.obj.get("own_process") and ctx.invoked_subcommand in _BRIEF:
         # Their imports (pydantic's models, numpy, the decoders) make objects by the hundred thousand,
         # and the cyclic collector's passes over them were about 4 % of their start; the process ends
@@ -871,23 +873,22 @@ cli.add_command(_KernelGroup(name="kernel", help="Kernel images for QEMU guests,
 # ---------------------------------------------------------------------------
 
 
-class _SayOnStderr(logging.Handler):
+def _say_library_warnings() -> None:
     """What library code has to say on the way (a target power-cycled, a place it could not release)
     is logged on the `rtvbench` logger; the CLI prints it as one line on stderr, like its errors."""
+    import logging
 
-    def emit(self, record: logging.LogRecord) -> None:
-        err.print(f"rtvbench: {plain(record.getMessage())}")
+    class SayOnStderr(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            err.print(f"rtvbench: {plain(record.getMessage())}")
 
-
-def _say_library_warnings() -> None:
     log = logging.getLogger("rtvbench")
-    if not any(isinstance(h, _SayOnStderr) for h in log.handlers):
-        log.addHandler(_SayOnStderr(logging.WARNING))
+    if not any(type(h).__name__ == "SayOnStderr" for h in log.handlers):
+        log.addHandler(SayOnStderr(logging.WARNING))
     log.propagate = False       # not to a root handler of a tool it drives (labgrid's client)
 
 
 def main(argv: list[str] | None = None) -> None:
-    _say_library_warnings()
     run_files.sweep()       # what killed runs left in /dev/shm and the temporary directory
     try:
         code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False, obj={"own_process": argv is None})
@@ -906,6 +907,7 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
     except Exception as e:                  # a bug: say so in one line, keep the trace on demand
         if os.environ.get("RTVBENCH_DEBUG", "0") not in ("", "0"):
+            import traceback
             traceback.print_exc()
         err.print(f"rtvbench: internal error ({type(e).__name__}: {plain(str(e))}); rerun with "
                   "RTVBENCH_DEBUG=1 for the traceback and report it.")

@@ -104,7 +104,8 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
             "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic',\n"
             "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place',\n"
-            "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference', 'rtvbench.records'}\n"
+            "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference', 'rtvbench.records',\n"
+            "         'logging'}\n"
             "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
     out, _, last = r.stdout.rpartition("\nHEAVY ")
@@ -125,14 +126,14 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
         conn.executescript((ROOT / "tests/fixtures/golden/runs.sql").read_text(encoding="utf-8"))
     code, heavy, out = _modules_after("--store", f"sqlite:///{golden}", "show", "1")
     # latency, os and work figures, each record with its percentiles: no histogram is parsed, no numpy
-    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic", "numpy"}
+    assert code == 0 and not heavy & {"sqlalchemy", "alembic", "matplotlib", "scipy", "pydantic", "numpy", "logging"}
     # it decodes measurements: the analyses of a whole benchmark (comparisons, interference) stay out
     assert not heavy & {"rtvbench.analysis.compare", "rtvbench.kinds.latency.interference"}
     assert "p99=55.9 us" in out
     campaign = tmp_path / "small.toml"
     campaign.write_text(TEXT, encoding="utf-8")
     code, heavy, out = _modules_after("validate", str(campaign))
-    assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib"} and "is valid" in out
+    assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib", "logging"} and "is valid" in out
     assert not {m for m in heavy if m.startswith("rtvbench.targets.")}       # a local campaign: no other target
     assert "rtvbench.records" not in heavy                                  # nor the types of stored records
     code, heavy, out = _modules_after("--help")
@@ -235,6 +236,16 @@ def test_the_brief_commands_run_without_the_cyclic_collector_in_their_own_proces
     assert _collector_after(True, "--store", url, "report", "--campaign", "1", "--format", "json",
                             "-o", str(tmp_path / "r.json"))
     assert _collector_after(True, "kernel", "--help")
+
+
+def test_the_commands_that_drive_targets_say_what_a_target_logs_on_stderr_and_the_brief_ones_need_no_logging():
+    """Only a target logs (labgrid's place); list, show and validate, which drive none, start without the
+    logging module, and every other command prints what a target logs as one `rtvbench:` line."""
+    code = ("import logging, sys\nfrom rtvbench.cli import main\ntry:\n    main(['kernel', '--help'])\n"
+            "except SystemExit:\n    pass\nlogging.getLogger('rtvbench.targets.labgrid_place').warning('place a [b] lost')\n"
+            "logging.getLogger('rtvbench.targets.labgrid_place').info('not said')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stderr == "rtvbench: place a [b] lost\n"
 
 
 def _blas_after(env: dict[str, str], *argv: str) -> tuple[int, str | None, int]:
