@@ -12,10 +12,10 @@ from functools import cached_property
 from datetime import datetime
 from typing import Any
 
-from rtvbench.records import (HealthCheck, HostSample, Privileges, ProbeEnd, ThermalSample, Window, as_int,
-                              load_average)
 from rtvbench.spec import CampaignSpec
 
+# The records' types (rtvbench.records) are imported by the properties that decode them, whose
+# docstrings name them: `show` reads none, and their dataclasses were about 3 ms of its start.
 
 @dataclass
 class Measurement:
@@ -52,45 +52,56 @@ class Measurement:
     traces: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def privileges(self) -> Privileges:
+    def privileges(self) -> Any:
+        """`meta.privileges`, typed (records.Privileges)."""
+        from rtvbench.records import Privileges
         return Privileges.of(self.meta)
 
     @cached_property
-    def window_records(self) -> list[Window]:
-        """`windows`, typed."""
+    def window_records(self) -> list:
+        """`windows`, typed (records.Window)."""
+        from rtvbench.records import Window
         return [Window.of(w) for w in self.windows]
 
     @cached_property
-    def probe_end(self) -> ProbeEnd | None:
-        """`end`, typed; None when the probe printed none."""
+    def probe_end(self) -> Any:
+        """`end`, typed (records.ProbeEnd); None when the probe printed none."""
+        from rtvbench.records import ProbeEnd
         return ProbeEnd.of(self.end)
 
     @cached_property
-    def peer_server_end(self) -> ProbeEnd | None:
-        """The `end` record of the round-trip server rtvbench ran in the measured environment beside
-        the probe (a benchmark's `peer` is that environment), with its `pid`; None otherwise."""
+    def peer_server_end(self) -> Any:
+        """The `end` record (records.ProbeEnd) of the round-trip server rtvbench ran in the measured
+        environment beside the probe (a benchmark's `peer` is that environment), with its `pid`; None
+        otherwise."""
+        from rtvbench.records import ProbeEnd
         return ProbeEnd.of((self.cpu_stat or {}).get("peer_server"))
 
     @cached_property
     def peer_server_pid(self) -> int | None:
+        from rtvbench.records import as_int
         row = (self.cpu_stat or {}).get("peer_server")
         return as_int(row.get("pid")) if isinstance(row, dict) else None
 
     @cached_property
     def load_average_after(self) -> float | None:
         """The target's 1-minute load average right after the probe ended, when it was read."""
+        from rtvbench.records import load_average
         return load_average((self.cpu_stat or {}).get("loadavg_after"))
 
     @cached_property
-    def host_samples(self) -> tuple[HostSample | None, HostSample | None]:
+    def host_samples(self) -> tuple:
         """What a qemu environment's guests had used of the host right before and right after the
-        probe ran; None each when not sampled (another target, an older run)."""
+        probe ran (records.HostSample); None each when not sampled (another target, an older run)."""
+        from rtvbench.records import HostSample
         stat = self.cpu_stat or {}
         return HostSample.of(stat.get("host_before")), HostSample.of(stat.get("host_after"))
 
     @cached_property
-    def thermal_samples(self) -> list[ThermalSample]:
-        """The thermal sampler's samples beside the measurement, in order; [] when none ran."""
+    def thermal_samples(self) -> list:
+        """The thermal sampler's samples (records.ThermalSample) beside the measurement, in order; []
+        when none ran."""
+        from rtvbench.records import ThermalSample
         row = (self.cpu_stat or {}).get("thermal")
         samples = row.get("samples") if isinstance(row, dict) else None
         return [t for t in map(ThermalSample.of, samples) if t is not None] if isinstance(samples, list) else []
@@ -130,5 +141,5 @@ class CampaignRun:
     spec: CampaignSpec | None = None
     tags: dict[str, str] = field(default_factory=dict)   # `run --tag key=value`
     note: str | None = None                                # `run --note TEXT`
-    # `rtvbench soak`: every health check and soak event, in order
-    health: list[HealthCheck] = field(default_factory=list)
+    # `rtvbench soak`: every health check and soak event (records.HealthCheck), in order
+    health: list = field(default_factory=list)

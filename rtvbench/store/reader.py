@@ -89,8 +89,7 @@ def load_run(source, run_id: int,
     a readable spec gets spec_of_text(its campaign text), or none. With bucket_tables, every histogram's
     buckets become a numpy table as they are read (bucket_table), which an analysis of the whole run
     wants; a caller that reads figures only (`show`) leaves them lists and starts without numpy."""
-    # Here, not at the top: `list` needs neither the run's dataclasses nor the records' types.
-    from rtvbench.records import HealthCheck
+    # Here, not at the top: `list` needs none of the run's dataclasses.
     from rtvbench.results import CampaignRun, Measurement
 
     reading = reading_of(source)
@@ -106,9 +105,12 @@ def load_run(source, run_id: int,
         env = r["environment"]
         prints[env], described[env] = json_value(r["sysinfo"]), json_value(r["target"]) or {}
         probe_meta[env] = json_value(r["meta"]) or {}
-    health = [HealthCheck.of(r["environment"], utc_time(r["taken_at"]), json_value(r["data"])) for r in reading.rows(
-        f"SELECT environment, taken_at, {_json('data')} FROM health_checks WHERE run_id = :id ORDER BY id",
-        {"id": run_id})]
+    checks = reading.rows(f"SELECT environment, taken_at, {_json('data')} FROM health_checks WHERE run_id = :id "
+                          "ORDER BY id", {"id": run_id})
+    health = []
+    if checks:              # a soak's: the records' types are imported for them, not for every run
+        from rtvbench.records import HealthCheck
+        health = [HealthCheck.of(r["environment"], utc_time(r["taken_at"]), json_value(r["data"])) for r in checks]
     latest: dict[tuple, Any] = {}
     earlier: list[Any] = []
     for row in reading.rows('SELECT id, environment, "load", benchmark, kind, repetition, status, started_at, '

@@ -13,7 +13,6 @@ from rtvbench.analysis.time_figures import add_time_figures
 from rtvbench.analysis.kind import Kind, Result, decode_per_cpu, per_cpu_figures, record_count, register
 from rtvbench.units import counted, exact_duration, verb
 from rtvbench.kinds.latency.names import OVER, RESPONSE, RESPONSE_COMPARED, over_figure, over_threshold_ns
-from rtvbench.records import Window
 from rtvbench.results import Measurement
 from rtvbench.units import PERCENTILES, TIME_STEMS, TIME_UNITS
 
@@ -194,8 +193,9 @@ class LatencyKind(Kind):
 PARTIAL_WINDOW = 0.9
 
 
-def _window_maxima(windows: list[Window], key: str) -> list[tuple[float, float]]:
-    """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order.
+def _window_maxima(windows: list, key: str) -> list[tuple[float, float]]:
+    """(end of the window in s, the largest `key` of any CPU in that window, in us), in window order, of
+    the measurement's records.Window.
 
     The last window of a run is usually cut short by its end: the largest of its few wake-ups is
     not comparable with a full window's (the per-window line would drop at the end for no reason),
