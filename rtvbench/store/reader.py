@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rtvbench.errors import InputError, StoreError
-from rtvbench.store.listing import LIST_SQL, listed_runs
 from rtvbench.store.reading import json_value, reading_of, utc_time
 
 
@@ -27,6 +26,10 @@ def _guard(fn):
 def list_runs(source) -> list[dict[str, Any]]:
     """Every run, newest first, with its measurement counts (latest attempts only); a run whose runner
     is gone without saying so as "abandoned" (store.listing)."""
+    # Here, not at the top: judging a runner gone takes the lease and its socket module, which `show`
+    # and `report`, reading one run, do without (about 2 ms).
+    from rtvbench.store.listing import LIST_SQL, listed_runs
+
     return listed_runs(reading_of(source).rows(LIST_SQL))
 
 
