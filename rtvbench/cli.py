@@ -676,29 +676,36 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
 @cli.command()
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The site's directory (created; an earlier publish there is updated in place).")
-@click.option("--no-plots", is_flag=True, help="Run reports without their plots (much faster for a large store).")
+@click.option("--plots/--no-plots", default=False, show_default=True,
+              help="Run reports with their plots (a few times slower to publish first; docs/publish.md).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes that read and report runs [default: one per CPU].")
 @click.option("--json", "as_json", is_flag=True, help="Print the pages written, unchanged and removed as JSON.")
 @_store_option
 @click.pass_context
-def publish(ctx: click.Context, output: Path, no_plots: bool, as_json: bool, store_url: str | None) -> int:
+def publish(ctx: click.Context, output: Path, plots: bool, jobs: int | None, as_json: bool,
+            store_url: str | None) -> int:
     """A static site over the whole store: runs, every figure's history, the change points (docs/publish.md)."""
     from rtvbench.publish.collect import RunEntry
+    from rtvbench.publish.reading import read_runs
     from rtvbench.publish.site import publish as publish_site
-    from rtvbench.store import list_runs
+    from rtvbench.store.reader import list_runs, measurement_stamps
 
+    url = store_url or ctx.obj.get("store_url")
     store = _reading(ctx, store_url)
+    stamps = measurement_stamps(store)
     runs = [RunEntry(r["id"], r["campaign_name"], r["status"], r["started_at"], r["finished_at"], dict(r["tags"] or {}),
-                     r["note"], r["measurements"], r["ok"]) for r in reversed(list_runs(store))]
+                     r["note"], r["measurements"], r["ok"], stamps.get(r["id"], "")) for r in reversed(list_runs(store))]
     try:
-        done = publish_site(runs, lambda i: _load_run(store, i), output.absolute(), plots=not no_plots)
+        done = publish_site(runs, lambda todo: read_runs(store, url, _load_run, todo, plots, jobs), output.absolute())
     except OSError as e:
         raise RtvbenchError(f"cannot write the site into {output} ({e.strerror}); choose another directory with -o.") from None
     if as_json:
         _print_json({"site": str(output.absolute()), "written": done.written, "unchanged": done.unchanged,
-                     "removed": done.removed})
+                     "removed": done.removed, "runs_read": done.runs_read})
         return EXIT_OK
     out.print(f"Site: {plain(output.absolute() / 'index.html')} ({len(done.written)} pages written, "
-              f"{len(done.unchanged)} unchanged, {len(done.removed)} removed)")
+              f"{len(done.unchanged)} unchanged, {len(done.removed)} removed; {len(done.runs_read)} runs read)")
     return EXIT_OK
 
 

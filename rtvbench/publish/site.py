@@ -13,15 +13,16 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from rtvbench import file_modes
 from rtvbench.analysis.changes import MAX_P_VALUE
-from rtvbench.analysis.dataset import RunData
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.errors import InputError
 from rtvbench.publish.collect import RunEntry, SiteData, collect
+from rtvbench.publish.reading import ReadRun
 from rtvbench.publish.svg import history_svg
+from rtvbench.publish.values import read_kept, write_kept
 from rtvbench.units import format_percent
 
 MANIFEST = "manifest.json"
@@ -32,6 +33,7 @@ class Published:
     written: list[str] = field(default_factory=list)     # pages rewritten, relative to the site
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    runs_read: list[int] = field(default_factory=list)   # from the store, the others' values were kept
 
 
 def page_name(metric: str) -> str:
@@ -109,21 +111,22 @@ def _manifest(out: Path) -> dict:
         return {"pages": {}, "runs": {}}
 
 
-def publish(runs: list[RunEntry], load: Callable[[int], object], out: Path, plots: bool = True) -> Published:
-    """Publish the listed runs (load(id) gives a run as store.load_run does) into the directory `out`."""
-    from rtvbench.analysis.evaluation import evaluate_run
-    from rtvbench.report import render_evaluation
-
+def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Iterable[ReadRun]], out: Path) -> Published:
+    """Publish the listed runs into the directory `out`. read(todo) reads each (run id, whether its
+    report is wanted) of `todo` from the store, as publish.reading.read_runs does; it is asked only
+    for the runs whose report or history values the site does not have yet."""
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} is a file, not a directory: give the site's directory with -o DIR.")
     if not runs:
         raise InputError("the store has no run to publish yet: `rtvbench list` shows what a store holds, "
                          "--store names another.")
     old = _manifest(out)
+    kept = read_kept(out)
     result = Published()
     hashes: dict[str, str] = {}
     run_keys: dict[str, str] = {}
-    loaded = {}
+    values: dict[int, list] = {}
+    todo = []
 
     def put(rel: str, body: bytes) -> None:
         digest = hashlib.sha256(body).hexdigest()
@@ -137,24 +140,30 @@ def publish(runs: list[RunEntry], load: Callable[[int], object], out: Path, plot
         result.written.append(rel)
 
     for entry in runs:
-        run = load(entry.id)
-        data = RunData(run)
-        loaded[entry.id] = data
         rel = f"runs/{entry.id}.html"
-        key = entry.key()
-        run_keys[str(entry.id)] = key
-        if old["runs"].get(str(entry.id)) == key and rel in old["pages"] and (out / rel).is_file():
+        key = run_keys[str(entry.id)] = entry.key()
+        report = not (old["runs"].get(str(entry.id)) == key and rel in old["pages"] and (out / rel).is_file())
+        if not report:
             hashes[rel] = old["pages"][rel]
             result.unchanged.append(rel)
-        else:
-            put(rel, render_evaluation(evaluate_run(run), "html", plots).encode("utf-8"))
-    site = collect(runs, loaded)
-    for rel, html in render_pages(site, set(loaded)).items():
+        known = kept.get(str(entry.id))
+        if known is not None and known["stamp"] == entry.stamp:
+            values[entry.id] = known["values"]
+        if report or entry.id not in values:
+            todo.append((entry.id, report))
+    for run_id, run_values, html in read(todo) if todo else ():
+        values[run_id] = run_values
+        result.runs_read.append(run_id)
+        if html is not None:
+            put(f"runs/{run_id}.html", html)
+    site = collect(runs, values)
+    for rel, html in render_pages(site, {r.id for r in runs}).items():
         put(rel, html.encode("utf-8"))
     for rel in sorted(set(old["pages"]) - set(hashes)):
         (out / rel).unlink(missing_ok=True)
         result.removed.append(rel)
     file_modes.make_dirs(out)
+    write_kept(out, {str(r.id): {"stamp": r.stamp, "values": values[r.id]} for r in runs if r.id in values})
     file_modes.replace_file(out / MANIFEST, (json.dumps({"pages": hashes, "runs": run_keys}, indent=0,
                                                         sort_keys=True) + "\n").encode("utf-8"))
     return result

@@ -37,3 +37,18 @@ def listed_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r["status"] == "running" and (not r["runner"] or holder_alive(r["runner"], r["heartbeat_at"]) is None):
             r["status"] = "abandoned"
     return rows
+
+# Per run, what changes whenever its measurements do: a measurement started (a row, a higher id), one
+# finished or failed (its end, its status), a measurement re-run by --resume (another attempt's row).
+# The published site keeps each run's history values under this stamp (publish.values).
+STAMP_SQL = """
+SELECT run_id, count(*) AS measurement_rows, max(id) AS last_id, max(finished_at) AS last_end,
+       sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok_rows
+FROM measurements GROUP BY run_id
+"""
+
+
+def run_stamps(rows: list[dict[str, Any]]) -> dict[int, str]:
+    """STAMP_SQL's rows as run id -> its stamp (a run without measurements has none)."""
+    return {r["run_id"]: f"{r['measurement_rows']}/{r['last_id']}/{utc_time(r['last_end'])}/{r['ok_rows'] or 0}"
+            for r in rows}

@@ -33,6 +33,12 @@ def list_runs(source) -> list[dict[str, Any]]:
     return listed_runs(reading_of(source).rows(LIST_SQL))
 
 
+def measurement_stamps(source) -> dict[int, str]:
+    """Run id -> a stamp of its measurements that changes whenever they do (store.listing.STAMP_SQL)."""
+    from rtvbench.store.listing import STAMP_SQL, run_stamps
+    return run_stamps(reading_of(source).rows(STAMP_SQL))
+
+
 def _one(rows: list[dict[str, Any]]) -> Any:
     return next(iter(rows[0].values())) if rows else None
 
