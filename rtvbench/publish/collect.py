@@ -1,6 +1,6 @@
 """What the published site shows, from the list of runs and each run's history values
 (publish.values): the runs with their tags and notes, and every figure's history per environment and
-load with its change points.
+load (publish.site finds the change points of those whose history changed).
 
 One pass over the runs builds the series of every figure at once (analysis.history follows one figure
 and tests each run against the previous one, which a site over a thousand runs cannot afford)."""
@@ -8,9 +8,8 @@ and tests each run against the previous one, which a site over a thousand runs c
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rtvbench.analysis.changes import Change, changes
 from rtvbench.analysis.kind import get_kind
 from rtvbench.analysis.history import History, Point, Series
 
@@ -35,21 +34,11 @@ class RunEntry:
 
 
 @dataclass
-class FigureHistory:
-    history: History
-    changes: list[Change] = field(default_factory=list)
-
-
-@dataclass
 class SiteData:
     runs: list[RunEntry]                       # oldest first
-    figures: list[FigureHistory]               # by metric name
+    figures: list[History]                     # by metric name
     environments: dict[str, set[str]]          # environment -> the loads it was measured under
     campaigns: dict[str, list[int]]            # campaign -> its run ids
-
-    @property
-    def changes(self) -> list[Change]:
-        return [c for f in self.figures for c in f.changes]
 
 
 def collect(runs: list[RunEntry], values: dict[int, list]) -> SiteData:
@@ -76,5 +65,4 @@ def collect(runs: list[RunEntry], values: dict[int, list]) -> SiteData:
                 h.series.append(s)
             s.points.append(Point(entry.id, entry.started_at, entry.tags, figure_values,
                                   statistics.median(figure_values)))
-    figures = [FigureHistory(h, changes(h)) for _, h in sorted(histories.items())]
-    return SiteData(runs, figures, environments, campaigns)
+    return SiteData(runs, [h for _, h in sorted(histories.items())], environments, campaigns)

@@ -2,9 +2,11 @@
 changed, so re-publishing after a night's runs rewrites the index, the figures those runs measured and
 the changes page, plus the new runs' reports, and leaves every other file (and its mtime) alone.
 
-manifest.json keeps each page's SHA-256 and, per run, what its report was made from (RunEntry.key):
-a run whose row did not change is neither evaluated nor rendered again. Pages of an earlier publish
-that the store no longer gives (a run deleted) are removed."""
+manifest.json keeps each page's SHA-256; per run, what its report was made from (RunEntry.key): a
+run whose row and measurements did not change is not read or rendered again; and per figure, a digest
+of its history's inputs with its change points: a figure no new run measured is neither searched for
+change points nor rendered again. values.json keeps the runs' history values (publish.values). Pages
+of an earlier publish that the store no longer gives (a run deleted) are removed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from rtvbench import file_modes
-from rtvbench.analysis.changes import MAX_P_VALUE
+from rtvbench import __version__
+from rtvbench.analysis.changes import MAX_P_VALUE, changes
 from rtvbench.analysis.kind import split_cpu
 from rtvbench.errors import InputError
 from rtvbench.publish.collect import RunEntry, SiteData, collect
@@ -60,55 +63,97 @@ def _change_row(c, fmt) -> dict:
             "p": f"{c.p_value:.2g}", "command": c.compare_command()}
 
 
-def render_pages(site: SiteData, with_reports: set[int]) -> dict[str, str]:
-    """Every page but the runs' reports: relative path -> HTML."""
+def _renderer() -> str:
+    """What draws a figure page besides its data: a page kept from an earlier publish by its inputs
+    is drawn again after an upgrade that changed any of it."""
+    here = Path(__file__).parent
+    sources = [here / "site.py", here / "svg.py", *sorted((here.parent / "templates" / "site").glob("*.j2"))]
+    digest = hashlib.sha256(__version__.encode())
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def figure_inputs(h, notes: dict[int, str], renderer: str) -> str:
+    """A digest of everything a figure's page and its change points are made from."""
+    doc = [renderer, h.metric, h.figure, getattr(h.kind, "name", ""),
+           [[s.environment, s.load, [[p.run_id, _when(p.started_at), p.tags, notes.get(p.run_id, ""), p.values]
+                                     for p in s.points]] for s in h.series]]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def _figure_page(env, h, found: list, notes: dict[int, str]) -> tuple[str, list[dict]]:
+    """A figure's page and its change points as rows of the changes page."""
+    base = split_cpu(h.figure)[1]
+
+    def fmt(v):
+        return h.kind.format(v, base)
+    cells = []
+    change_rows = []
+    for s in h.series:
+        steps = [c for c in found if (c.environment, c.load) == (s.environment, s.load)]
+        starts = {c.index for c in steps}
+        rows = [_change_row(c, fmt) for c in steps]
+        change_rows += [{"started": None if c.started_at is None else str(c.started_at), "row": r}
+                        for c, r in zip(steps, rows)]
+        cells.append({"environment": s.environment, "load": s.load, "anchor": anchor(s.environment, s.load),
+                      "svg": history_svg(s.points, sorted(starts), fmt), "changes": rows,
+                      "points": [{"run": p.run_id, "started": _when(p.started_at), "tags": _tags(p.tags),
+                                  "note": notes.get(p.run_id, ""), "n": len(p.values), "median": fmt(p.median),
+                                  "range": f"{fmt(min(p.values))} .. {fmt(max(p.values))}",
+                                  "after_change": i in starts} for i, p in enumerate(s.points)]})
+    html = env.get_template("site/figure.html.j2").render(title=h.metric, root="../", cells=cells)
+    return html, change_rows
+
+
+def render_pages(site: SiteData, with_reports: set[int], kept: dict[str, dict],
+                 page_kept: Callable[[str], bool]) -> tuple[dict[str, str | None], dict[str, dict]]:
+    """Every page but the runs' reports: relative path -> HTML, or None for a figure page whose inputs
+    are those kept from the last publish (`kept`: metric -> {"inputs", "changes"}) and whose file
+    page_kept(path) says is still there: neither its change points nor its page are made again.
+    Also what to keep for the next publish."""
     from rtvbench.report.html import template_environment
 
     env = template_environment()
     notes = {r.id: r.note or "" for r in site.runs}
-    pages = {}
-    change_rows = []
-    for f in site.figures:
-        h = f.history
-        base = split_cpu(h.figure)[1]
-
-        def fmt(v, kind=h.kind, base=base):
-            return kind.format(v, base)
-        cells = []
-        for s in h.series:
-            steps = [c for c in f.changes if (c.environment, c.load) == (s.environment, s.load)]
-            starts = {c.index for c in steps}
-            rows = [_change_row(c, fmt) for c in steps]
-            change_rows += [(c.started_at, r) for c, r in zip(steps, rows)]
-            cells.append({"environment": s.environment, "load": s.load, "anchor": anchor(s.environment, s.load),
-                          "svg": history_svg(s.points, sorted(starts), fmt), "changes": rows,
-                          "points": [{"run": p.run_id, "started": _when(p.started_at), "tags": _tags(p.tags),
-                                      "note": notes.get(p.run_id, ""), "n": len(p.values), "median": fmt(p.median),
-                                      "range": f"{fmt(min(p.values))} .. {fmt(max(p.values))}",
-                                      "after_change": i in starts} for i, p in enumerate(s.points)]})
-        pages[f"figures/{page_name(h.metric)}"] = env.get_template("site/figure.html.j2").render(
-            title=h.metric, root="../", cells=cells)
-    change_rows.sort(key=lambda tr: (tr[0] is not None, str(tr[0]), tr[1]["metric"]), reverse=True)
+    renderer = _renderer()
+    pages: dict[str, str | None] = {}
+    figures: dict[str, dict] = {}
+    for h in site.figures:
+        rel = f"figures/{page_name(h.metric)}"
+        inputs = figure_inputs(h, notes, renderer)
+        before = kept.get(h.metric)
+        if isinstance(before, dict) and before.get("inputs") == inputs and page_kept(rel):
+            figures[h.metric] = before
+            pages[rel] = None
+            continue
+        pages[rel], rows = _figure_page(env, h, changes(h), notes)
+        figures[h.metric] = {"inputs": inputs, "changes": rows}
+    change_rows = [c for f in figures.values() for c in f["changes"]]
+    change_rows.sort(key=lambda c: (c["started"] is not None, str(c["started"]), c["row"]["metric"]), reverse=True)
     pages["changes.html"] = env.get_template("site/changes.html.j2").render(
-        title="Change points", root="", changes=[r for _, r in change_rows], max_p=MAX_P_VALUE)
+        title="Change points", root="", changes=[c["row"] for c in change_rows], max_p=MAX_P_VALUE)
     pages["index.html"] = env.get_template("site/index.html.j2").render(
         title="rtvbench results", root="", change_count=len(change_rows),
         campaigns=sorted(site.campaigns.items()),
         environments=[(e, sorted(loads)) for e, loads in sorted(site.environments.items())],
-        figures=[{"metric": f.history.metric, "page": page_name(f.history.metric), "cells": len(f.history.series),
-                  "changes": len(f.changes)} for f in site.figures],
+        figures=[{"metric": h.metric, "page": page_name(h.metric), "cells": len(h.series),
+                  "changes": len(figures[h.metric]["changes"])} for h in site.figures],
         runs=[{"id": r.id, "campaign": r.campaign, "status": r.status, "started": _when(r.started_at),
                "ok": r.ok, "measurements": r.measurements, "tags": _tags(r.tags), "note": r.note or "",
                "report": r.id in with_reports} for r in reversed(site.runs)])
-    return pages
+    return pages, figures
 
 
 def _manifest(out: Path) -> dict:
+    empty = {"pages": {}, "runs": {}, "figures": {}}
     try:
         doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        return doc if isinstance(doc.get("pages"), dict) and isinstance(doc.get("runs"), dict) else {"pages": {}, "runs": {}}
-    except (OSError, ValueError, AttributeError):
-        return {"pages": {}, "runs": {}}
+    except (OSError, ValueError):
+        return empty
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), dict) for k in empty):
+        return empty
+    return doc
 
 
 def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Iterable[ReadRun]], out: Path) -> Published:
@@ -157,13 +202,19 @@ def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Itera
         if html is not None:
             put(f"runs/{run_id}.html", html)
     site = collect(runs, values)
-    for rel, html in render_pages(site, {r.id for r in runs}).items():
-        put(rel, html.encode("utf-8"))
+    pages, figures = render_pages(site, {r.id for r in runs}, old["figures"],
+                                  lambda rel: rel in old["pages"] and (out / rel).is_file())
+    for rel, html in pages.items():
+        if html is None:
+            hashes[rel] = old["pages"][rel]
+            result.unchanged.append(rel)
+        else:
+            put(rel, html.encode("utf-8"))
     for rel in sorted(set(old["pages"]) - set(hashes)):
         (out / rel).unlink(missing_ok=True)
         result.removed.append(rel)
     file_modes.make_dirs(out)
     write_kept(out, {str(r.id): {"stamp": r.stamp, "values": values[r.id]} for r in runs if r.id in values})
-    file_modes.replace_file(out / MANIFEST, (json.dumps({"pages": hashes, "runs": run_keys}, indent=0,
+    file_modes.replace_file(out / MANIFEST, (json.dumps({"pages": hashes, "runs": run_keys, "figures": figures}, indent=0,
                                                         sort_keys=True) + "\n").encode("utf-8"))
     return result
