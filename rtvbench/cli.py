@@ -697,7 +697,8 @@ def publish(ctx: click.Context, output: Path, plots: bool, jobs: int | None, as_
     runs = [RunEntry(r["id"], r["campaign_name"], r["status"], r["started_at"], r["finished_at"], dict(r["tags"] or {}),
                      r["note"], r["measurements"], r["ok"], stamps.get(r["id"], "")) for r in reversed(list_runs(store))]
     try:
-        done = publish_site(runs, lambda todo: read_runs(store, url, _load_run, todo, plots, jobs), output.absolute())
+        done = publish_site(runs, lambda todo: read_runs(store, url, _load_run, todo, plots, jobs), output.absolute(),
+                            plots)
     except OSError as e:
         raise RtvbenchError(f"cannot write the site into {output} ({e.strerror}); choose another directory with -o.") from None
     if as_json:

@@ -22,9 +22,9 @@ RUNS = 6
 OTHER = CAMPAIGN.replace("[benchmarks.wakeup]", "[benchmarks.timer]").replace('name = "nightly"', 'name = "timers"')
 
 
-def _publish(capsys, store: str, site, jobs: int = 1) -> dict:
+def _publish(capsys, store: str, site, jobs: int = 1, *extra: str) -> dict:
     with pytest.raises(SystemExit) as exc:
-        main(["publish", "-o", str(site), "--json", "--jobs", str(jobs), "--store", store])
+        main(["publish", "-o", str(site), "--json", "--jobs", str(jobs), "--store", store, *extra])
     captured = capsys.readouterr()
     assert exc.value.code == 0, captured.err
     return json.loads(captured.out)
@@ -102,3 +102,13 @@ def test_a_site_whose_kept_values_are_damaged_reads_every_run_again(tmp_path, ca
     (site / "values.json").write_text('{"layout": 1, "runs": [')
     again = _publish(capsys, url, site)
     assert again["runs_read"] == [1, 2, 3] and again["written"] == [] and _pages(site) == pages
+
+
+def test_asking_for_plots_renders_every_report_again_and_nothing_else(tmp_path, capsys):
+    url = history_store(tmp_path, runs=2)
+    site = tmp_path / "site"
+    _publish(capsys, url, site)
+    with_plots = _publish(capsys, url, site, 1, "--plots")
+    assert with_plots["runs_read"] == [1, 2]
+    assert sorted(with_plots["written"]) == ["runs/1.html", "runs/2.html"]
+    assert _publish(capsys, url, site, 1, "--plots")["written"] == []

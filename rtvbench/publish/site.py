@@ -156,10 +156,12 @@ def _manifest(out: Path) -> dict:
     return doc
 
 
-def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Iterable[ReadRun]], out: Path) -> Published:
+def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Iterable[ReadRun]], out: Path,
+            plots: bool = False) -> Published:
     """Publish the listed runs into the directory `out`. read(todo) reads each (run id, whether its
     report is wanted) of `todo` from the store, as publish.reading.read_runs does; it is asked only
-    for the runs whose report or history values the site does not have yet."""
+    for the runs whose report or history values the site does not have yet. `plots`: whether read
+    draws the reports' plots (a report made the other way is made again)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} is a file, not a directory: give the site's directory with -o DIR.")
     if not runs:
@@ -186,7 +188,7 @@ def publish(runs: list[RunEntry], read: Callable[[list[tuple[int, bool]]], Itera
 
     for entry in runs:
         rel = f"runs/{entry.id}.html"
-        key = run_keys[str(entry.id)] = entry.key()
+        key = run_keys[str(entry.id)] = entry.key() + (" with plots" if plots else "")
         report = not (old["runs"].get(str(entry.id)) == key and rel in old["pages"] and (out / rel).is_file())
         if not report:
             hashes[rel] = old["pages"][rel]
