@@ -102,6 +102,18 @@ def test_a_site_whose_kept_values_are_damaged_reads_every_run_again(tmp_path, ca
     (site / "values.json").write_text('{"layout": 1, "runs": [')
     again = _publish(capsys, url, site)
     assert again["runs_read"] == [1, 2, 3] and again["written"] == [] and _pages(site) == pages
+    # Under its own stamp, values that are not what a run gives: that run is read again.
+    kept = json.loads((site / "values.json").read_text())
+    kept["runs"]["2"]["values"] = [["wakeup", "latency", "board_a"]]
+    (site / "values.json").write_text(json.dumps(kept))
+    assert _publish(capsys, url, site)["runs_read"] == [2] and _pages(site) == pages
+    # A figure's change points in the manifest, under its own digest, that are not rows of the changes
+    # page: the figure is made again, the same.
+    manifest = json.loads((site / "manifest.json").read_text())
+    for figure in manifest["figures"].values():
+        figure["changes"] = [{"started": None, "row": {}}]
+    (site / "manifest.json").write_text(json.dumps(manifest))
+    assert _publish(capsys, url, site)["written"] == [] and _pages(site) == pages
 
 
 def test_asking_for_plots_renders_every_report_again_and_nothing_else(tmp_path, capsys):

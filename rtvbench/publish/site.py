@@ -106,6 +106,19 @@ def _figure_page(env, h, found: list, notes: dict[int, str]) -> tuple[str, list[
     return html, change_rows
 
 
+_CHANGE_ROW = {"metric", "page", "anchor", "environment", "load", "run_before", "run_after", "when", "before",
+               "after", "percent", "p", "command"}
+
+
+def _kept_changes(rows) -> bool:
+    """Whether a figure's change points kept in the manifest are as _figure_page makes them (else, a
+    manifest edited by hand, the figure is made again)."""
+    return isinstance(rows, list) and all(
+        isinstance(c, dict) and set(c) == {"started", "row"} and isinstance(c["started"], (str, type(None)))
+        and isinstance(c["row"], dict) and set(c["row"]) == _CHANGE_ROW and isinstance(c["row"]["metric"], str)
+        for c in rows)
+
+
 def render_pages(site: SiteData, with_reports: set[int], kept: dict[str, dict],
                  page_kept: Callable[[str], bool]) -> tuple[dict[str, str | None], dict[str, dict]]:
     """Every page but the runs' reports: relative path -> HTML, or None for a figure page whose inputs
@@ -123,7 +136,8 @@ def render_pages(site: SiteData, with_reports: set[int], kept: dict[str, dict],
         rel = f"figures/{page_name(h.metric)}"
         inputs = figure_inputs(h, notes, renderer)
         before = kept.get(h.metric)
-        if isinstance(before, dict) and before.get("inputs") == inputs and page_kept(rel):
+        if isinstance(before, dict) and before.get("inputs") == inputs and _kept_changes(before.get("changes")) \
+                and page_kept(rel):
             figures[h.metric] = before
             pages[rel] = None
             continue

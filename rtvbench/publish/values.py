@@ -52,8 +52,16 @@ def read_kept(site: Path) -> dict[str, dict]:
         return {}
     if not isinstance(doc, dict) or doc.get("layout") != LAYOUT or not isinstance(doc.get("runs"), dict):
         return {}
+    # A run whose kept values are not as run_values makes them (a file edited or cut short) is read again.
     return {k: v for k, v in doc["runs"].items()
-            if isinstance(v, dict) and isinstance(v.get("stamp"), str) and isinstance(v.get("values"), list)}
+            if isinstance(v, dict) and isinstance(v.get("stamp"), str) and isinstance(v.get("values"), list)
+            and all(_is_row(row) for row in v["values"])}
+
+
+def _is_row(row) -> bool:
+    return (isinstance(row, list) and len(row) == 6 and all(isinstance(x, str) for x in row[:5])
+            and isinstance(row[5], list) and len(row[5]) > 0
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in row[5]))
 
 
 def write_kept(site: Path, kept: dict[str, dict]) -> None:
