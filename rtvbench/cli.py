@@ -686,18 +686,22 @@ def history(ctx: click.Context, metric: str, environments: tuple[str, ...], load
 def publish(ctx: click.Context, output: Path, plots: bool, jobs: int | None, as_json: bool,
             store_url: str | None) -> int:
     """A static site over the whole store: runs, every figure's history, the change points (docs/publish.md)."""
+    from functools import partial
+
     from rtvbench.publish.collect import RunEntry
     from rtvbench.publish.reading import read_runs
     from rtvbench.publish.site import publish as publish_site
     from rtvbench.store.reader import list_runs, measurement_stamps
+    from rtvbench.store.reading import open_reading
 
-    url = store_url or ctx.obj.get("store_url")
+    # The store each worker process opens for itself (a connection does not cross processes).
+    open_store = partial(open_reading, store_url or ctx.obj.get("store_url"))
     store = _reading(ctx, store_url)
     stamps = measurement_stamps(store)
     runs = [RunEntry(r["id"], r["campaign_name"], r["status"], r["started_at"], r["finished_at"], dict(r["tags"] or {}),
                      r["note"], r["measurements"], r["ok"], stamps.get(r["id"], "")) for r in reversed(list_runs(store))]
     try:
-        done = publish_site(runs, lambda todo: read_runs(store, url, _load_run, todo, plots, jobs), output.absolute(),
+        done = publish_site(runs, lambda todo: read_runs(store, open_store, _load_run, todo, plots, jobs), output.absolute(),
                             plots)
     except OSError as e:
         raise RtvbenchError(f"cannot write the site into {output} ({e.strerror}); choose another directory with -o.") from None

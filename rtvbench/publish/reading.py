@@ -31,10 +31,9 @@ def read_one(store, load: Callable, run_id: int, report: bool, plots: bool) -> R
     return run_id, run_values(ev.data), render_evaluation(ev, "html", plots).encode("utf-8")
 
 
-def _open_in_worker(url: str | None) -> None:
+def _open_in_worker(open_store: Callable) -> None:
     global _worker_store
-    from rtvbench.store.reading import open_reading
-    _worker_store = open_reading(url)
+    _worker_store = open_store()
 
 
 def _read_in_worker(load: Callable, run_id: int, report: bool, plots: bool) -> ReadRun:
@@ -46,11 +45,11 @@ def workers(count: int) -> int:
     return max(1, min(count, os.cpu_count() or 1))
 
 
-def read_runs(store, url: str | None, load: Callable, todo: list[tuple[int, bool]], plots: bool,
+def read_runs(store, open_store: Callable, load: Callable, todo: list[tuple[int, bool]], plots: bool,
               jobs: int | None = None) -> Iterator[ReadRun]:
-    """Each (run id, whether its report is wanted) of `todo` read, in any order: in this process
-    through `store` for a single worker, else in `jobs` processes (default: one per CPU) that open
-    the store at `url` themselves. `load` must be a module-level function (it is sent to them)."""
+    """Each (run id, whether its report is wanted) of `todo` read: in this process through `store` for
+    a single worker, else in `jobs` processes (default: one per CPU) that each open the store with
+    open_store(). Both functions are sent to the processes: module-level ones, or partials of them."""
     jobs = workers(len(todo)) if jobs is None else max(1, min(jobs, len(todo)))
     if jobs <= 1:
         for run_id, report in todo:
@@ -59,7 +58,7 @@ def read_runs(store, url: str | None, load: Callable, todo: list[tuple[int, bool
     import multiprocessing
     # fork: a worker starts with every module this process imported, instead of importing them again.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_open_in_worker, initargs=(url,)) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_open_in_worker, initargs=(open_store,)) as pool:
         # Chunks of a few runs: one message per run would cost more than a small run's read.
         yield from pool.map(_read_in_worker, [load] * len(todo), [r for r, _ in todo], [w for _, w in todo],
                             [plots] * len(todo), chunksize=max(1, min(8, len(todo) // (jobs * 4))))
