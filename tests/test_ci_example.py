@@ -2,7 +2,8 @@
 GitHub Actions and GitLab CI run them (stop at the first failing command, then the steps that always
 run), against a campaign whose command benchmark prints a fixed figure, so that every verdict follows
 from the design alone: one repetition per run cannot decide a comparison (exit 4), three identical ones
-do (exit 0), and a figure 50 % larger is a regression (exit 1). The conditions are opened wide, so
+do (exit 0), and a figure 50 % larger is a regression (exit 1); the always-run step publishes the
+store's site. The conditions are opened wide, so
 that a busy machine leaves the figures and verdicts as they are."""
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def test_one_repetition_per_run_fails_the_strict_gate_with_exit_4(job):
     case = _suite(results / "comparison.xml").find("testcase")
     assert case.find("skipped") is not None and case.find("failure") is None
     assert _suite(results / "requirements.xml").get("tests") == "1"
+    # The always-run step published both runs' site, the second job adding its run to the first's.
+    site = results / "site"
+    assert {p.name for p in (site / "runs").iterdir()} == {"1.html", "2.html"}
+    assert 'href="runs/2.html"' in (site / "index.html").read_text()
 
 
 def test_runs_that_decide_pass_and_a_regression_exits_1(job):
