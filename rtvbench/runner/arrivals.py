@@ -3,7 +3,8 @@
 Every line's records are committed before the next read of the output, so a crash or hang of the
 target or of the runner loses nothing already printed. The lines a target's drain hands on from one
 read (targets.base.arrived_together) arrived at the same moment: they go in one transaction, one
-wait for the disk instead of one per line.
+wait for the disk instead of one per line. The caller's store decides what committing means: the
+runner holds the read with the probe's `end` record for the measurement's end (runner/run.py).
 """
 
 from __future__ import annotations

@@ -522,7 +522,13 @@ class Runner:
                     # An emulated machine frees a large region as slowly as it runs everything else.
                     deadline.bring_forward(AFTER_END_S * target.slowdown())
             tick()
-        on_line = ArrivingLines(handle, m.add_records)
+
+        def store(kept) -> None:
+            # The read with the probe's end record is its last: it goes in with the measurement's end,
+            # moments later, one wait for the disk fewer between two probe runs. A runner that dies in
+            # between leaves the measurement unfinished, which --resume measures again.
+            (m.hold_records if stream.end is not None else m.add_records)(kept)
+        on_line = ArrivingLines(handle, store)
 
         ctx = LoadContext(p.environment, sites, on_record=m.add_load_record,
                           neighbours=self._neighbours(p.environment))

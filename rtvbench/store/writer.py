@@ -2,7 +2,7 @@
 
 Every call commits its own short transaction, so a runner killed at any moment
 leaves a store holding every finished measurement and every probe line received.
-Samples held for a measurement go in with its next one.
+Samples held for a measurement go in with its next one, and so do the probe's last lines.
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ class MeasurementRecorder:
         self.engine = engine
         self.id = measurement_id
         self._held: list[dict[str, Any]] = []      # cpu_samples rows waiting for the next transaction
+        self._held_records: list[dict[str, Any]] = []      # records rows waiting for it
 
     def _store_held(self, conn) -> None:
+        if self._held_records:
+            conn.execute(insert(records), self._held_records)
         if self._held:
             conn.execute(insert(cpu_samples), self._held)
 
@@ -55,12 +58,22 @@ class MeasurementRecorder:
         disk, and lines read at one moment are stored or lost together anyway."""
         if not numbered:
             return
-        received_at = now()
+        rows = self._record_rows(numbered)
         with self.engine.begin() as conn:
-            conn.execute(insert(records), [dict(measurement_id=self.id, seq=seq, type=record["type"], data=record,
-                                                received_at=received_at) for seq, record in numbered])
             self._store_held(conn)
-        self._held = []
+            conn.execute(insert(records), rows)
+        self._held, self._held_records = [], []
+
+    def hold_records(self, numbered: list[tuple[int, dict[str, Any]]]) -> None:
+        """Records that go into the store with the measurement's next transaction, as held samples do:
+        a command's last lines, whose commit would otherwise be one wait for the disk more right
+        before its end's."""
+        self._held_records.extend(self._record_rows(numbered))
+
+    def _record_rows(self, numbered: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+        received_at = now()
+        return [dict(measurement_id=self.id, seq=seq, type=record["type"], data=record, received_at=received_at)
+                for seq, record in numbered]
 
     @_guard
     def add_load_record(self, load: str, seq: int, record: dict[str, Any]) -> None:
@@ -94,7 +107,7 @@ class MeasurementRecorder:
             conn.execute(update(measurements).where(measurements.c.id == self.id).values(
                 status=status, returncode=returncode, error=error, target_log=target_log,
                 finished_at=now()))
-        self._held = []
+        self._held, self._held_records = [], []
 
 
 class RunRecorder:
