@@ -33,6 +33,8 @@ STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
 PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
+#: more than a /proc/<pid>/stat line holds (52 numbers and a name of at most 64 bytes)
+_PROC_STAT_MAX = 4096
 _running: set["LocalBackground"] = set()
 
 
@@ -335,11 +337,19 @@ def local_process_ticks() -> dict[str, list]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
+        # os.open and one read rather than a text file object: this runs twice between every two
+        # measurements, over every process of the machine (0.9 ms instead of 1.5 for a hundred).
         try:
-            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as f:
-                parsed = parse_process_stat(f.read())
+            fd = os.open(f"/proc/{entry.name}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue                    # it ended meanwhile
+        try:
+            raw = os.read(fd, _PROC_STAT_MAX)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        parsed = parse_process_stat(raw.decode("utf-8", "replace"))
         if parsed:
             pid, name, ticks, cpu, ppid = parsed
             out[pid] = [name, ticks, cpu]
