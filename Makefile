@@ -135,6 +135,8 @@ bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/trace_cost.py
 	$(PY) bench/cli_speed.py
 	$(PY) bench/report_speed.py
+	$(PY) bench/publish_speed.py
+	$(PY) bench/change_points.py
 	$(PY) bench/campaign_overhead.py
 	$(PY) bench/memlat_compare.py
 	$(PY) bench/lmbench_compare.py
