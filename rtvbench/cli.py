@@ -430,7 +430,7 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 @cli.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", required=True, metavar="FORMAT",
-              help="How to read FILE: cyclictest-json, cyclictest-hist, rtla-timerlat, rtla-osnoise, "
+              help="How to read FILE: cyclictest-json, cyclictest-hist, rtla-timerlat, rtla-timerlat-hist, rtla-osnoise, "
                    "stress-ng-yaml, hyperfine-json, openssl-speed, iperf3-json (docs/command.md).")
 @click.option("--as-repetitions", is_flag=True,
               help="Store the FILES as the repetitions of one measurement, in one run (the tool must have "

@@ -31,6 +31,7 @@ BASE = {
     "cyclictest-json": json.dumps({"file_version": 1, "thread": {str(i): thread(i) for i in range(2)}}, indent=2),
     "cyclictest-hist": hist_text(2),
     "rtla-timerlat": (FIXTURES / "rtla-timerlat-top.txt").read_text(),
+    "rtla-timerlat-hist": (FIXTURES / "rtla-timerlat-hist.txt").read_text(),
     "rtla-osnoise": (FIXTURES / "rtla-osnoise-top.txt").read_text(),
     "stress-ng-yaml": ("system-info:\n      stress-ng-version: 0.17.06\nmetrics:\n    - stressor: cpu\n"
                        "      bogo-ops: 1234\n      bogo-ops-per-second-usr-sys-time: 1200.5\n"
@@ -58,6 +59,10 @@ def explosion(fmt: str, n: int) -> str:
         return hist_text(n, 2)
     if fmt == "rtla-timerlat":
         return "".join(f"{i:3d} #10 | 1 0 1 2 | 1 0 1 2\n" for i in range(n))
+    if fmt == "rtla-timerlat-hist":
+        row = lambda name, v: f"{name} " + " ".join([v] * n) + "\n"    # noqa: E731
+        return ("Index " + " ".join(f"Thr-{i:03d}" for i in range(n)) + "\n" + row("1", "3") + row("over:", "0")
+                + row("count:", "3") + row("min:", "1") + row("avg:", "1") + row("max:", "1"))
     if fmt == "rtla-osnoise":
         return "Max Single\n" + "".join(f"{i:3d} #3 1000 10 99.0 5 5 0 0 1 0 0\n" for i in range(n))
     if fmt == "stress-ng-yaml":

@@ -441,6 +441,62 @@ def test_rtla_timerlat_summary():
     assert f["thread_avg_us"] == pytest.approx((8 * 10000 + 10 * 10000 + 5 * 5000) / 25000)
 
 
+def test_rtla_timerlat_histogram():
+    out = parse("rtla-timerlat-hist", (FIXTURES / "rtla-timerlat-hist.txt").read_text())
+    f = out.figures
+    assert (f["cpu0.thread_max_us"], f["cpu1.thread_max_us"], f["cpu0.irq_max_us"]) == (40, 37, 4)
+    assert (f["cpu0.thread_count"], f["cpu0.thread_overflows"], f["thread_count"], f["thread_overflows"]) == \
+        (10000, 1, 20000, 2)
+    assert (f["thread_min_us"], f["thread_max_us"], f["irq_max_us"]) == (1, 40, 4)
+    # The merged histogram holds every CPU's bins: its count is theirs, each bin one unit wide.
+    merged = out.histograms["thread"]
+    assert sum(n for _, _, n in merged) == sum(n for _, _, n in out.histograms["cpu0.thread"]) + \
+        sum(n for _, _, n in out.histograms["cpu1.thread"]) == 20000 - 2
+    assert merged[0] == [1000, 2000, 13000] and all(hi - lo == 1000 for lo, hi, _ in merged)
+    assert out.parameters == {"columns": ["cpu0.irq", "cpu0.thread", "cpu1.irq", "cpu1.thread"],
+                              "duration": "0 00:00:30"}
+
+
+def test_rtla_timerlat_histogram_percentiles_come_from_its_bins():
+    """Decoded as an import is: the percentiles at the middle of the bin of their rank among all
+    samples (overflows included), per CPU and merged, in order, and the histograms kept for plots."""
+    from rtvbench.kinds.command.decode import CommandKind
+    from rtvbench.results import Measurement
+    out = parse("rtla-timerlat-hist", (FIXTURES / "rtla-timerlat-hist.txt").read_text())
+    m = Measurement(id=1, environment="board", load="idle", benchmark="t", kind="command", repetition=0,
+                    status="ok", command=[], load_commands=[], started_at=None, finished_at=None, meta=None,
+                    results=[out.record("rtla-timerlat-hist")])
+    r = CommandKind().decode(m)
+    # 20000 samples: ranks 10000, 18000, 19800, 19980 fall in the bins from 1, 2, 3 and 6 us.
+    assert [r.figures[f"thread_{p}_us"] for p in ("p50", "p90", "p99", "p999")] == [1.5, 2.5, 3.5, 6.5]
+    assert r.figures["cpu1.thread_p999_us"] == 6.5 and r.figures["irq_p50_us"] == 0.5
+    assert set(r.distributions) == {"irq latency", "thread latency"} and set(r.cpu_distributions) == {0, 1}
+
+
+def test_rtla_timerlat_histogram_in_nanoseconds_reads_as_microseconds():
+    text = (FIXTURES / "rtla-timerlat-hist.txt").read_text().replace("microseconds (us)", "nanoseconds (ns)")
+    out = parse("rtla-timerlat-hist", text)
+    assert out.figures["thread_max_us"] == 0.04 and out.histograms["thread"][0] == [1, 2, 13000]
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda t: t.replace("count:    10000     10000", "count:    10000     10001"),
+     "rtla-timerlat-hist: CPU 0 (thread) counts 10001 samples, but its bins and `over:` hold 10000."),
+    (lambda t: t.replace("max:          4        40", "max:          4         0"),
+     "rtla-timerlat-hist: CPU 0 (thread) has min 1 us above its max 0 us."),
+    (lambda t: t.replace("Thr-001", "Foo-001"),
+     "rtla-timerlat-hist: the header has a column 'Foo-001', not IRQ-<cpu>, Thr-<cpu> or Usr-<cpu>."),
+    (lambda t: t.replace("over:", "under:"), "rtla-timerlat-hist: no `over:` row"),
+    (lambda t: t.replace("12            0         0         0         1",
+                         "99999999999   0         0         0         1"),
+     "rtla-timerlat-hist: a bin starts at 99999999999 us, beyond the one hour"),
+])
+def test_rtla_timerlat_histogram_that_contradicts_itself_is_refused(edit, said):
+    with pytest.raises(FormatError) as e:
+        parse("rtla-timerlat-hist", edit((FIXTURES / "rtla-timerlat-hist.txt").read_text()))
+    assert str(e.value).startswith(said), str(e.value)
+
+
 def test_rtla_osnoise_summary():
     f = parse("rtla-osnoise", (FIXTURES / "rtla-osnoise-top.txt").read_text()).figures
     assert (f["cpu1.noise_us"], f["cpu1.availability_percent"], f["cpu1.irq"]) == (27000, 99.9, 30101)
@@ -448,8 +504,8 @@ def test_rtla_osnoise_summary():
     assert f["availability_percent"] == pytest.approx(100 * (1 - 27540 / 54000000))
 
 
-@pytest.mark.parametrize("fmt", ["rtla-timerlat", "rtla-osnoise", "cyclictest-hist", "openssl-speed",
-                                 "stress-ng-yaml"])
+@pytest.mark.parametrize("fmt", ["rtla-timerlat", "rtla-timerlat-hist", "rtla-osnoise", "cyclictest-hist",
+                                 "openssl-speed", "stress-ng-yaml"])
 def test_a_parser_failure_is_one_sentence_naming_the_format(fmt):
     with pytest.raises(FormatError) as e:
         parse(fmt, "nothing of the kind\n")

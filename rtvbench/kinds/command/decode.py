@@ -25,6 +25,8 @@ from rtvbench.units import PERCENTILES, format_value
 
 _FIGURE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _THREAD = re.compile(r"^thread\d+$")
+#: rtla timerlat's histograms: a timer context, per CPU or merged
+_CONTEXT = re.compile(r"(cpu\d+\.)?(irq|thread|user)")
 # Suffixes of names whose larger value is the better one, for figures not decoded yet.
 _HIGHER = ("_per_s", "_per_cpu_s", "_bps", "_bytes", "bogo_ops", "availability_percent", "packets")
 _UNIT_SUFFIX = (("_us", "us"), ("_ms", "ms"), ("_ns", "ns"), ("_bps", "bps"), ("bytes_per_s", "B/s"),
@@ -117,7 +119,9 @@ class CommandKind(Kind):
                 h = _histogram(buckets)
                 if h is None or not h.total:
                     continue
-                _percentiles(out, "" if key == "all" else f"{key}.", h)
+                context = _CONTEXT.fullmatch(key)
+                # A timer context's figures are `thread_max_us`, `cpu1.thread_count` (rtla's formats).
+                _percentiles(out, "" if key == "all" else f"{key}_" if context else f"{key}.", h)
                 cpu = re.fullmatch(r"cpu(\d+)", key)
                 if cpu:
                     out.cpu_distributions[int(cpu.group(1))] = h
@@ -125,6 +129,11 @@ class CommandKind(Kind):
                     out.distributions["latency"] = h
                 elif _THREAD.match(key):
                     out.distributions[key.replace("thread", "thread ")] = h
+                elif context and not context.group(1):
+                    out.distributions[f"{key} latency"] = h
+                elif context and context.group(2) == "thread":
+                    # The thread's wake-up latency is the CPU's, as cyclictest's thread per CPU is.
+                    out.cpu_distributions[int(context.group(1)[3:-1])] = h
         count = out.figures.get("count")
         out.samples = int(count) if count is not None and float(count).is_integer() else None
         for name, value in out.figures.items():

@@ -496,6 +496,121 @@ def rtla_timerlat(text: str) -> Parsed:
     return out
 
 
+_TIMERLAT_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d+)$")
+_TIMERLAT_CONTEXTS = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
+_TIMERLAT_SUMMARY = ("over", "count", "min", "avg", "max")
+
+
+def rtla_timerlat_hist(text: str) -> Parsed:
+    """What `rtla timerlat hist` prints: a header `Index IRQ-000 Thr-000 [Usr-000] IRQ-001 ...`, one
+    row per bin (its start, then a count per column), then the rows `over:`, `count:`, `min:`,
+    `avg:` and `max:`, in us (ns with --nano, read here into us). The bins are as wide as the
+    largest step that divides every start printed (`-b N` prints multiples of N; rtla leaves out
+    empty rows). Figures `cpu<N>.irq_max_us`, `cpu<N>.thread_count` ... as `rtla-timerlat`'s, and
+    merged `irq_max_us` ... over the CPUs; `count` is the samples in the bins plus `over`.
+    Histograms per CPU and context (`cpu<N>.thread`) and merged per context (`thread`). Newer rtla
+    ends with an `ALL:` section over the CPUs, which is computed here from the columns instead."""
+    fmt = "rtla-timerlat-hist"
+    scale = 1 if re.search(r"^#.*\bnanoseconds\b", text, re.M) else 1000     # ns per unit printed
+    columns: list[tuple[int, str]] | None = None
+    bins: dict[int, list[int]] = {}
+    summary: dict[str, list[str]] = {}
+    duration = None
+    for line in _lines(text, fmt):
+        cells = line.split()
+        if not cells:
+            continue
+        if cells[0].startswith("#"):
+            m = re.match(r"^#\s*Duration:\s*(.{1,40}?)\s*$", line)
+            duration = m.group(1) if m else duration
+            continue
+        if cells[0] == "ALL:":
+            break
+        if cells[0] == "Index":
+            if columns is not None:
+                raise FormatError(f"{fmt}: a second `Index` header (is it one histogram of rtla timerlat hist?).")
+            if len(cells) - 1 > 3 * MAX_SERIES:
+                _series(fmt, (len(cells) - 1) // 3 + 1, "CPUs")
+            columns = []
+            for name in cells[1:]:
+                m = _TIMERLAT_COLUMN.match(name)
+                if not m:
+                    raise FormatError(f"{fmt}: the header has a column {name[:40]!r}, not IRQ-<cpu>, Thr-<cpu> or "
+                                      "Usr-<cpu>.")
+                cpu = _int(m.group(2), fmt, "a CPU number")
+                if cpu > MAX_CPU:
+                    raise FormatError(f"{fmt}: a column of CPU {cpu}, beyond the CPU numbers read (0..{MAX_CPU}).")
+                columns.append((cpu, _TIMERLAT_CONTEXTS[m.group(1)]))
+            if len(set(columns)) != len(columns):
+                raise FormatError(f"{fmt}: the header names a column twice.")
+            _series(fmt, len({c for c, _ in columns}), "CPUs")
+            continue
+        if columns is None:
+            continue                    # what rtla prints before its histogram (its settings)
+        if len(cells) != len(columns) + 1:
+            raise FormatError(f"{fmt}: a row has {len(cells) - 1} values for {len(columns)} columns.")
+        if cells[0].endswith(":"):
+            name = cells[0][:-1]
+            if name in _TIMERLAT_SUMMARY:
+                summary[name] = cells[1:]
+            continue
+        start = _int(cells[0], fmt, "a bin's start")
+        if start * scale >= MAX_LATENCY_US * 1000:
+            raise FormatError(f"{fmt}: a bin starts at {start} {'ns' if scale == 1 else 'us'}, beyond the one hour "
+                              "a latency may have.")
+        bins[start] = [_int(x, fmt, f"a count of bin {start}") for x in cells[1:]]
+        if len(bins) > MAX_BUCKETS:
+            raise FormatError(f"{fmt}: the histogram has more than {MAX_BUCKETS} bins, the most one may have.")
+    if columns is None:
+        raise FormatError(f"{fmt}: no `Index IRQ-000 Thr-000 ...` header (is it the output of rtla timerlat hist?).")
+    missing = [k for k in _TIMERLAT_SUMMARY if k not in summary]
+    if missing:
+        raise FormatError(f"{fmt}: no `{missing[0]}:` row (is it the whole output of rtla timerlat hist?).")
+    width = 0
+    for start in bins:
+        width = math.gcd(width, start)
+    width = width or 1
+    out = Parsed()
+    merged: dict[str, _Stats] = {}
+    merged_bins: dict[str, dict[int, int]] = {}
+    for j, (cpu, ctx) in enumerate(columns):
+        who = f"CPU {cpu} ({ctx})"
+        over = _int(summary["over"][j], fmt, f"`over:` of {who}")
+        count = _int(summary["count"][j], fmt, f"`count:` of {who}")
+        counts = {start: row[j] for start, row in bins.items() if row[j]}
+        if count != sum(counts.values()) + over:
+            raise FormatError(f"{fmt}: {who} counts {count} samples, but its bins and `over:` hold "
+                              f"{sum(counts.values()) + over}.")
+        prefix = f"cpu{cpu}.{ctx}_"
+        out.add(f"{prefix}count", count, "count", False)
+        out.add(f"{prefix}overflows", over, "count", True)
+        if not count:
+            continue                    # no activation: rtla prints its starting values, not latencies
+        lo, avg, hi = (_float(summary[k][j], fmt, f"`{k}:` of {who}") for k in ("min", "avg", "max"))
+        _latencies(fmt, who, lo, avg, hi, "ns" if scale == 1 else "us")
+        lo, avg, hi = lo * scale / 1000, avg * scale / 1000, hi * scale / 1000
+        stats = _Stats()
+        stats.add(count, lo, avg, hi)
+        stats.put(out, f"cpu{cpu}.", f"{ctx}_")
+        merged.setdefault(ctx, _Stats()).add(count, lo, avg, hi)
+        if counts:
+            out.histograms[f"cpu{cpu}.{ctx}"] = [[s * scale, (s + width) * scale, n] for s, n in sorted(counts.items())]
+            into = merged_bins.setdefault(ctx, {})
+            for start, n in counts.items():
+                into[start] = into.get(start, 0) + n
+    if not merged:
+        raise FormatError(f"{fmt}: the `count:` row counts no sample.")
+    for ctx, stats in merged.items():
+        stats.put(out, "", f"{ctx}_")
+        out.add(f"{ctx}_count", stats.count, "count", False)
+        out.add(f"{ctx}_overflows", sum(_int(summary["over"][j], fmt, "`over:`") for j, (_, c) in enumerate(columns)
+                                         if c == ctx), "count", True)
+        if merged_bins.get(ctx):
+            out.histograms[ctx] = [[s * scale, (s + width) * scale, n] for s, n in sorted(merged_bins[ctx].items())]
+    out.parameters = {"columns": [f"cpu{cpu}.{ctx}" for cpu, ctx in columns], "duration": duration}
+    return out
+
+
 _OSNOISE_COLUMNS = ("runtime_us", "noise_us", "availability_percent", "max_noise_us", "max_single_us",
                     "hw", "nmi", "irq", "softirq", "thread")
 
@@ -879,6 +994,7 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
     "cyclictest-json": cyclictest_json,
     "cyclictest-hist": cyclictest_hist,
     "rtla-timerlat": rtla_timerlat,
+    "rtla-timerlat-hist": rtla_timerlat_hist,
     "rtla-osnoise": rtla_osnoise,
     "stress-ng-yaml": stress_ng_yaml,
     "hyperfine-json": hyperfine_json,
@@ -893,6 +1009,7 @@ FIGURE_NAMES: dict[str, re.Pattern] = {
     "cyclictest-json": re.compile(rf"^(cpu\d+\.)?({_T}|count)$"),
     "cyclictest-hist": re.compile(rf"^(thread\d+\.)?({_T}|count|overflows)$"),
     "rtla-timerlat": re.compile(r"^(cpu\d+\.)?((irq|thread|user)_(min|avg|max)_(us|ns)|count)$"),
+    "rtla-timerlat-hist": re.compile(r"^(cpu\d+\.)?(irq|thread|user)_((min|avg|max|p50|p90|p99|p999)_us|count|overflows)$"),
     "rtla-osnoise": re.compile(r"^(cpu\d+\.)?(" + "|".join(_OSNOISE_COLUMNS) + r")$|^cpu\d+\.periods$"),
     "stress-ng-yaml": re.compile(r"^[A-Za-z0-9_-]+\.(bogo_ops|bogo_ops_per_s|bogo_ops_per_cpu_s|wall_s|user_s|system_s"
                                  r"|max_rss_bytes)$"),
