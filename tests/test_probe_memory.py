@@ -279,8 +279,9 @@ def test_first_touch_is_slower_than_warm_and_faults_every_page(probe):
 def test_alloc_cycle_statistics_are_those_of_every_cycle(probe):
     """Ave / Min / Max over every cycle, one per iteration: min <= avg <= max, the count is
     --iterations, and they are the values' own. Ground truth of demand paging: reusing one
-    mapping faults its 512 pages on the first cycle only, so the first is the maximum and a
-    warm cycle the minimum, far below it."""
+    mapping faults its 512 pages on the first cycle only (its fault counts say so), so the first
+    is far above the warm cycles' median and a warm cycle is the minimum. Not that the first is
+    the maximum: a warm cycle of a few microseconds that is preempted takes milliseconds."""
     recs = run(probe, "mem-alloc", "--tests", "alloc", "--sizes", "2M", "--methods", "mmap,reuse", "--touch", "page",
                "--iterations", "6", "--quick")
     for r in results(recs, test="alloc"):
@@ -289,7 +290,8 @@ def test_alloc_cycle_statistics_are_those_of_every_cycle(probe):
         assert r["min_ns"] == min(v) <= r["avg_ns"] <= max(v) == r["max_ns"], r
         assert r["avg_ns"] == pytest.approx(sum(v) / len(v))
     reuse = one(recs, method="reuse")
-    assert reuse["minflt"][0] >= 512 and reuse["max_ns"] == reuse["first_ns"]
+    assert reuse["minflt"][0] >= 512 and not any(reuse["minflt"][1:]), reuse["minflt"]
+    assert reuse["first_ns"] > 5 * reuse["warm_median_ns"], reuse["values_ns"]
     assert reuse["min_ns"] == reuse["warm_median_ns"] or reuse["min_ns"] < reuse["warm_median_ns"]
     assert reuse["min_ns"] * 5 < reuse["max_ns"], reuse["values_ns"]
 
