@@ -70,6 +70,7 @@ _MARKERS = {
     "ssh": "starts an ssh server to measure through",
     "browser": "loads a report in headless Chromium",
     "postgres": "starts a throwaway PostgreSQL server to store into",
+    "peer": "times something with a peer tool (hyperfine) and judges what it measured",
 }
 _NEEDS = {"probe": {"probe", "cross_probes", "ubsan_probe"}}
 # Fixtures whose names say what they start (module-level fixtures of the qemu and ssh tests).

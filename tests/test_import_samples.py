@@ -22,8 +22,6 @@ from rtvbench.kinds.command.formats import FormatError, parse
 from rtvbench.store import load_run, open_store
 from test_command_kind import STORE, need
 
-pytestmark = pytest.mark.functional
-
 RUNS = 10
 # Sleeps far enough apart that no stall of a busy machine puts a fast run above a slow one.
 FAST_S, SLOW_S = 0.001, 0.3
@@ -63,6 +61,7 @@ def comparison(tmp_path: Path, a: int, b: int, figure: str) -> tuple[dict, dict]
     return c, doc
 
 
+@pytest.mark.functional
 def test_hyperfine_times_are_the_samples_of_its_figures(tmp_path):
     path = hyperfine(tmp_path, "a.json", 0.01)
     [r] = results(tmp_path, import_ok(tmp_path, str(path), "--format", "hyperfine-json"))
@@ -77,6 +76,8 @@ def test_hyperfine_times_are_the_samples_of_its_figures(tmp_path):
     assert r["parameters"] == {"commands": ["work"]}
 
 
+# Times real sleeps: a measuring test, not a functional one.
+@pytest.mark.peer
 def test_two_imports_of_ten_hyperfine_runs_compare_with_a_verdict(tmp_path):
     fast, slow = hyperfine(tmp_path, "fast.json", FAST_S), hyperfine(tmp_path, "slow.json", SLOW_S)
     a = import_ok(tmp_path, str(fast), "--format", "hyperfine-json")
@@ -96,6 +97,8 @@ def test_two_imports_of_ten_hyperfine_runs_compare_with_a_verdict(tmp_path):
     assert second["against_previous"]["verdict"] == "significant"
 
 
+# Times real sleeps: a measuring test, not a functional one.
+@pytest.mark.peer
 def test_files_as_repetitions_are_one_run_that_compares(tmp_path):
     fast = [hyperfine(tmp_path, f"fast{i}.json", FAST_S, runs=2) for i in range(5)]
     slow = [hyperfine(tmp_path, f"slow{i}.json", SLOW_S, runs=2) for i in range(5)]
@@ -113,6 +116,7 @@ def test_files_as_repetitions_are_one_run_that_compares(tmp_path):
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 2, r.stderr
 
 
+@pytest.mark.functional
 @pytest.mark.parametrize("odd, message", [
     ("other.json", r"^rtvbench: other\.json: the tool recorded other parameters \(.*\) than in a\.json "
                    r"\(.*\), so it is no repetition of the same measurement; import it on its own\.$"),
@@ -132,6 +136,7 @@ def test_a_file_of_another_measurement_is_refused_by_name(tmp_path, odd, message
             assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
 
 
+@pytest.mark.functional
 def test_cyclictest_histograms_give_percentiles_and_a_merged_histogram(tmp_path):
     need("cyclictest")
     files = []
@@ -159,6 +164,7 @@ def test_cyclictest_histograms_give_percentiles_and_a_merged_histogram(tmp_path)
     assert doc["notes"] == []
 
 
+@pytest.mark.functional
 def test_iperf3_intervals_and_test_parameters_are_kept():
     text = json.dumps({
         "start": {"test_start": {"protocol": "TCP", "num_streams": 1, "blksize": 131072, "duration": 3,
@@ -173,6 +179,7 @@ def test_iperf3_intervals_and_test_parameters_are_kept():
     assert r["parameters"] == {"protocol": "TCP", "num_streams": 1, "blksize": 131072, "duration": 3, "reverse": 0}
 
 
+@pytest.mark.functional
 def test_stress_ng_yaml_is_read_as_yaml():
     # Flow style, which a line-by-line reader would not see: one entry per stressor.
     text = ("---\nmetrics: [{stressor: cpu, bogo-ops: 100, bogo-ops-per-second-real-time: 50.5, max-rss: 2},"
@@ -185,6 +192,7 @@ def test_stress_ng_yaml_is_read_as_yaml():
         parse("stress-ng-yaml", "metrics:\n  - stressor: [cpu\n")
 
 
+@pytest.mark.functional
 def test_limits_on_samples_and_intervals(monkeypatch):
     monkeypatch.setattr(formats, "MAX_SAMPLES", 5)
     text = json.dumps({"results": [{"command": "x", "mean": 1.0, "times": [1.0] * 6}]})

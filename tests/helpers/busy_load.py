@@ -22,6 +22,9 @@ def note(what: str) -> None:
 
 
 def on_term(*_):
+    # A stop is often two SIGTERMs (the group's, then each process's): the second must not log a
+    # second "stop" while the first is still writing it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if os.getpid() == leader:
         note("stop")
     os._exit(0)
