@@ -18,19 +18,23 @@ from pathlib import Path
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
-# rich.table is imported by the functions that print a table: --help and validate print none.
+# Rich is imported by what prints through it (the consoles below, tables): --help and validate do not.
 
-from rtvbench import file_modes, run_files
+from rtvbench import file_modes
 from rtvbench.errors import (EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
-from rtvbench.terminal import plain
+from rtvbench.terminal import LazyConsole, plain, without_controls
 
 EXIT_INTERNAL = 70
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# pydantic looks for plugins among every installed distribution's entry points the first time it
+# builds a validator (reading every distribution's metadata, a few ms of each start-up); rtvbench's
+# models use none, so the command line does not look for them.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _store_option(f):
@@ -237,6 +241,7 @@ def _print_whole(table) -> None:
     if out.is_terminal:
         out.print(table)
         return
+    from rich.console import Console
     natural = Console(file=out.file, width=10_000).measure(table).maximum
     Console(file=out.file, highlight=False, width=max(out.width, natural)).print(table)
 
@@ -479,9 +484,9 @@ def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
                      "requirements": len(c.requirements)})
         return EXIT_OK
     eta = eta_text(seconds)
-    out.print(f"{plain(campaign)} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
-              f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
-              f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
+    click.echo(f"{without_controls(campaign)} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
+               f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
+               f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
     return EXIT_OK
 
 
@@ -749,7 +754,6 @@ def _print_changes(h, steps) -> None:
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: str | None) -> int:
     """List the campaign runs in the store."""
-    from rich.table import Table
     from rtvbench.store import list_runs
 
     wanted = _tags(tags)
@@ -766,6 +770,7 @@ def list_(ctx: click.Context, as_json: bool, tags: tuple[str, ...], store_url: s
     if not rows:
         out.print("The store holds no runs yet; start one with `rtvbench run`.")
         return EXIT_OK
+    from rich.table import Table
     table = Table()
     for col in ("ID", "Campaign", "Status", "Measurements ok", "Started (UTC)", "Duration", "Tags", "Note"):
         table.add_column(col)
@@ -901,6 +906,7 @@ def _say_library_warnings() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from rtvbench import run_files
     run_files.sweep()       # what killed runs left in /dev/shm and the temporary directory
     try:
         code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False, obj={"own_process": argv is None})

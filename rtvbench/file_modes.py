@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 from rtvbench.errors import InputError
@@ -85,6 +84,7 @@ def replace_file(path: Path, data: bytes) -> None:
         with open(path, "wb") as f:
             f.write(data)
         return
+    import tempfile         # every command reads the umask here; only a writing one needs this
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

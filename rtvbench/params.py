@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 #: the probe's default real-time priority of its measuring threads (latency, noise), which

@@ -10,8 +10,7 @@ string that did not come from rtvbench itself goes through `plain` before it is 
 from __future__ import annotations
 
 import re
-
-from rich.markup import escape
+from typing import Any
 
 # Escape sequences (CSI and OSC, in their 7-bit and 8-bit forms; two-character ESC sequences), the C1
 # controls and every C0 control but tab and newline.
@@ -21,6 +20,26 @@ _CONTROL = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
                       r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def without_controls(text: object) -> str:
+    """`text` with its control sequences removed, for a line printed without Rich."""
+    return _CONTROL.sub("", str(text))
+
+
 def plain(text: object) -> str:
     """`text` as literal text for a Rich console: control sequences removed, markup escaped."""
-    return escape(_CONTROL.sub("", str(text)))
+    from rich.markup import escape
+    return escape(without_controls(text))
+
+
+class LazyConsole:
+    """A Rich console made when it first prints: importing Rich is a tenth of a second's start-up, which
+    a command that prints a plain line or nothing (`validate`, `--help`) does not pay."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options, self._console = options, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(**self._options)
+        return getattr(self._console, name)

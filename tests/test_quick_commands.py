@@ -102,7 +102,7 @@ def test_the_sqlite_read_leaves_every_other_store_to_the_full_path(tmp_path):
 def _modules_after(*argv: str) -> tuple[int, set[str], str]:
     """Exit code, the heavy packages imported and stdout of `rtvbench ARGV` in a fresh interpreter."""
     code = ("import sys\nfrom rtvbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
-            "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic',\n"
+            "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic', 'rich',\n"
             "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place',\n"
             "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference', 'rtvbench.records',\n"
             "         'logging', 'rtvbench.store.lease'}\n"
@@ -134,7 +134,7 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     campaign = tmp_path / "small.toml"
     campaign.write_text(TEXT, encoding="utf-8")
     code, heavy, out = _modules_after("validate", str(campaign))
-    assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib", "logging"} and "is valid" in out
+    assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib", "logging", "rich"} and "is valid" in out
     assert not {m for m in heavy if m.startswith("rtvbench.targets.")}       # a local campaign: no other target
     assert "rtvbench.records" not in heavy                                  # nor the types of stored records
     code, heavy, out = _modules_after("--help")
