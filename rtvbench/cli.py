@@ -335,23 +335,27 @@ def _across_options(f):
 @click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True,
               help="Store KEY=VALUE with the run (repeatable): `list --tag` selects runs by it.")
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run (shown by list, show and the report).")
+@click.option("--reserve-timeout", "reserve_timeout", metavar="TIME", default="5m", show_default=True,
+              help="How long to wait for a busy labgrid place before giving up without measuring: 45s, 30m.")
 @_strict_option
 @_store_option
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Path | None,
-        tags: tuple[str, ...], note: str | None, strict: bool, store_url: str | None) -> int:
+        tags: tuple[str, ...], note: str | None, reserve_timeout: str, strict: bool,
+        store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
     from rtvbench.campaign.reader import load_campaign
     from rtvbench.runner.run import Runner
 
     tagged = _tags(tags)
+    reserve_s = _seconds(reserve_timeout, "--reserve-timeout")
     if resume and (tagged or note):
         raise InputError("--tag and --note describe a run as it starts; a resumed run keeps its own. "
                          "Drop them, or start a new run without --resume.")
     c = load_campaign(campaign, _known_figure)
     engine = _store(ctx, store_url, write=True)
-    outcome = Runner(c, engine, err, tagged, note).run(resume=resume)
+    outcome = Runner(c, engine, err, tagged, note, reserve_s).run(resume=resume)
     if outcome.interrupted:
         err.print(f"Interrupted: run {outcome.run_id} is saved with every finished measurement; "
                   f"continue it with `{plain(resume_hint(_store_given(ctx, store_url), campaign))}`.")
@@ -399,10 +403,12 @@ def _seconds(text: str, option: str) -> float:
               help="Also write the JSON report (with the soak's verdict) to PATH.")
 @click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Store KEY=VALUE with the run (repeatable).")
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
+@click.option("--reserve-timeout", "reserve_timeout", metavar="TIME", default="5m", show_default=True,
+              help="How long to wait for a busy labgrid place before giving up without measuring: 45s, 30m.")
 @_store_option
 @click.pass_context
 def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, export_json: Path | None,
-         tags: tuple[str, ...], note: str | None, store_url: str | None) -> int:
+         tags: tuple[str, ...], note: str | None, reserve_timeout: str, store_url: str | None) -> int:
     """Run CAMPAIGN's cells round after round for a long time, checking health; end with a verdict
     (exit 1 when it needs attention: a target lost, a failed check, latency or memory rising)."""
     from rtvbench.analysis.evaluation import evaluate_run
@@ -412,9 +418,10 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
     from rtvbench.runner.run import Runner
 
     duration_s, check_s = _seconds(duration, "--duration"), _seconds(check_every, "--check-every")
+    reserve_s = _seconds(reserve_timeout, "--reserve-timeout")
     c = load_campaign(campaign, _known_figure)
     engine = _store(ctx, store_url, write=True)
-    outcome = Runner(c, engine, err, _tags(tags), note).soak(duration_s, check_s)
+    outcome = Runner(c, engine, err, _tags(tags), note, reserve_s).soak(duration_s, check_s)
     ev = evaluate_run(_load_run(engine, outcome.run_id))
     path = _write_report(ev, "html", None)
     if export_json is not None:
@@ -445,6 +452,8 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 @click.option("--benchmark", metavar="NAME", help="The benchmark's name (default: the format).")
 @click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Store KEY=VALUE with the run (repeatable).")
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
+@click.option("--reserve-timeout", "reserve_timeout", metavar="TIME", default="5m", show_default=True,
+              help="How long to wait for a busy labgrid place before giving up without measuring: 45s, 30m.")
 @_store_option
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[Path, ...], fmt: str, as_repetitions: bool, environment: str,

@@ -198,11 +198,12 @@ def test_a_place_taken_by_someone_else_or_missing_or_no_coordinator_is_one_clear
     lab.client("-p", place, "acquire", user="alice")
     try:
         (tmp_path / "c.toml").write_text(campaign(place, lab, 1, 1, f'coordinator = "{lab.address}"\n'))
-        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=120)
+        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--reserve-timeout", "1s", cwd=tmp_path,
+                    env=cli_env(probe), timeout=120)
     finally:
         lab.client("-p", place, "release", user="alice")
     assert r.returncode == 3, r.stderr
-    [line] = [x for x in r.stderr.splitlines() if x.startswith("rtvbench:")]
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("rtvbench:") and "waiting up to" not in x]
     assert f"labgrid place {place} is acquired by {socket.gethostname()}/alice" in line, line
     assert f"labgrid-client -p {place} who" in line
     assert lab.power.log == []              # nothing was switched on a place that is not ours

@@ -39,6 +39,7 @@ from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed, capabilities
 from rtvbench.targets.base import KILL_GRACE_S, QUICK_COMMAND_DEADLINE_S, Deadline
 from rtvbench.targets.capabilities import Pausing
+from rtvbench.targets.labgrid_farm import RESERVE_TIMEOUT_S, reserve_farm
 from rtvbench.terminal import plain
 from rtvbench.units import eta_text
 
@@ -130,8 +131,10 @@ class _Heartbeat:
 
 class Runner:
     def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None,
-                 tags: dict[str, str] | None = None, note: str | None = None) -> None:
+                 tags: dict[str, str] | None = None, note: str | None = None,
+                 reserve_timeout_s: float = RESERVE_TIMEOUT_S) -> None:
         self.campaign = campaign
+        self.reserve_timeout_s = reserve_timeout_s
         self.engine = engine
         self.tags, self.note = tags or {}, note     # stored with a new run (a resumed one keeps its own)
         self.console = console or Console(stderr=True)
@@ -235,6 +238,8 @@ class Runner:
     def _open(self, resume: bool) -> RunRecorder:
         """Reach every environment, then the run's record: a new one, or the one --resume continues."""
         c = self.campaign
+        # A lab's boards all at once, or none: never some held while another is busy.
+        reserve_farm(c.environments.values(), self.reserve_timeout_s)
         # Reach every environment before writing anything: an unreachable target
         # or a missing probe fails the command (exit 3), not each measurement.
         for name, target in c.environments.items():

@@ -99,6 +99,16 @@ class LabgridParams(SshAccess):
 
 _held: "weakref.WeakSet[LabgridTarget]" = weakref.WeakSet()
 
+# One session per coordinator for all the places of a run: gRPC gives a process's channels to one
+# address a single connection, and the coordinator refuses a second client stream on it.
+_sessions: dict[str, tuple[Any, set[str]]] = {}     # coordinator: (session, environments using it)
+
+
+def _for_place(session, place: str):
+    """The session, its labgrid client calls (acquire, release) now about `place`."""
+    session.args = argparse.Namespace(place=place, allow_unmatched=False, kick=False)
+    return session
+
 
 @atexit.register
 def _release_all() -> None:
@@ -150,46 +160,76 @@ class LabgridTarget(Target, ProcessListing, PowerCycling):
     # -- the place ------------------------------------------------------------
 
     def _acquire(self) -> None:
+        self.open_session()
+        self.take_place()
+
+    def open_session(self):
+        """The session with the coordinator (started the first time), the place known to exist there."""
+        if self._session is not None:
+            return self._session
         try:
             from labgrid.remote.client import Error as LabgridError, start_session
         except ImportError:
             raise TargetError(f"environment {self.name} is a labgrid place but the labgrid client "
                               "library is not installed: install it with `pip install 'rtvbench[labgrid]'`.") from None
         place = self.params.place
-        args = argparse.Namespace(place=place, allow_unmatched=False, kick=False)
-        with _labgrid_log() as logged:
-            try:
-                self._session = start_session(self.coordinator, extra={"args": args})
-            except (LabgridError, OSError) as e:
-                why = logged[-1] if logged else str(e).removeprefix("Error: ")
-                raise TargetError(f"cannot reach the labgrid coordinator at {self.coordinator} for "
-                                  f"environment {self.name} ({why}); start it, or set `coordinator` (or "
-                                  "LG_COORDINATOR) to its HOST:PORT.") from None
+        if self.coordinator not in _sessions:
+            with _labgrid_log() as logged:
+                try:
+                    _sessions[self.coordinator] = (start_session(self.coordinator, extra={"args": None}), set())
+                except (LabgridError, OSError) as e:
+                    why = logged[-1] if logged else str(e).removeprefix("Error: ")
+                    raise TargetError(f"cannot reach the labgrid coordinator at {self.coordinator} for "
+                                      f"environment {self.name} ({why}); start it, or set `coordinator` (or "
+                                      "LG_COORDINATOR) to its HOST:PORT.") from None
+        session, users = _sessions[self.coordinator]
+        users.add(self.name)
+        self._session = session
         _held.add(self)
-        session = self._session
         if place not in session.places:
             known = ", ".join(sorted(session.places)) or "none"
             raise TargetError(f"labgrid place {place} does not exist at the coordinator {self.coordinator} "
                               f"(places there: {known}); create it with `labgrid-client -p {place} create` "
                               "and add its resources with `add-match`, or fix `place` in environment "
                               f"{self.name}.")
-        holder = session.places[place].acquired
-        if holder and holder == f"{session.gethostname()}/{session.getuser()}":
+        return session
+
+    def me(self) -> str:
+        """Who this run is to the coordinator: "host/user", as labgrid writes who acquired a place."""
+        return f"{self._session.gethostname()}/{self._session.getuser()}"
+
+    def refuse_mine(self) -> None:
+        """A place already acquired as this run would acquire it is nobody's to wait for."""
+        holder = self._session.places[self.params.place].acquired
+        if holder and holder == self.me():
+            place = self.params.place
             raise TargetError(f"labgrid place {place} is already acquired by you ({holder}), by another "
                               "rtvbench run or by hand: release it with "
                               f"`labgrid-client -x {self.coordinator} -p {place} release` once nothing "
                               "uses it, then run again.")
+
+    def take_place(self) -> None:
+        """Acquire the place of the open session; TargetError, with who holds it, when it is taken."""
+        from labgrid.remote.client import Error as LabgridError
+        session, place = self._session, self.params.place
+        # What the coordinator says now, not what it last streamed (a holder that just left).
+        session.loop.run_until_complete(session.sync_with_coordinator())
+        self.refuse_mine()
+        holder = session.places[place].acquired
         if holder:
             raise TargetError(f"labgrid place {place} is acquired by {holder}: wait until they release it "
                               f"(`labgrid-client -p {place} who` shows who holds it), or measure another "
                               f"place in environment {self.name}.")
         try:
-            _quietly(lambda: session.loop.run_until_complete(session.acquire()))
+            _quietly(lambda: session.loop.run_until_complete(_for_place(session, place).acquire()))
         except LabgridError as e:
             raise TargetError(f"cannot acquire {self._where()}: {str(e).removeprefix('Error: ')}; check "
                               f"it with `labgrid-client -p {place} show`.") from None
         self._acquired = True
         self._lg_target = self._place_target()
+
+    def holds_place(self) -> bool:
+        return self._acquired
 
     def _place_target(self):
         """A labgrid Target with the place's resources, as labgrid's own client builds one."""
@@ -419,15 +459,19 @@ class LabgridTarget(Target, ProcessListing, PowerCycling):
         finally:
             self._acquired = False
             self._power = self._lg_target = None
-            with contextlib.suppress(Exception):
-                session.loop.run_until_complete(session.stop())
-                session.loop.run_until_complete(session.close())
             _held.discard(self)
+            users = _sessions.get(self.coordinator, (None, set()))[1]
+            users.discard(self.name)
+            if not users:
+                _sessions.pop(self.coordinator, None)
+                with contextlib.suppress(Exception):
+                    session.loop.run_until_complete(session.stop())
+                    session.loop.run_until_complete(session.close())
 
     def _release(self, session) -> None:
         from labgrid.remote.client import Error as LabgridError
         try:
-            _quietly(lambda: session.loop.run_until_complete(session.release()))
+            _quietly(lambda: session.loop.run_until_complete(_for_place(session, self.params.place).release()))
         except (LabgridError, OSError, RuntimeError) as e:
             # Said, not raised: the run's own outcome matters more, but a place left taken blocks
             # everyone else in the lab.
