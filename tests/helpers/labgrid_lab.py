@@ -84,6 +84,11 @@ def power_port(switch: PowerSwitch) -> str:
     return f'  NetworkPowerPort:\n    model: rest\n    host: "{switch.url}"\n    index: 0\n'
 
 
+def ssh_board(group: str, port: int, user: str) -> str:
+    """The exporter's YAML of a resource group whose NetworkService is an ssh board on 127.0.0.1:port."""
+    return f"{group}:\n  NetworkService:\n    address: 127.0.0.1\n    username: {user}\n    port: {port}\n"
+
+
 class SerialBoard:
     """`rtvb-probe agent` on a pty, its other end served on 127.0.0.1:port like ser2net's raw
     mode: one client at a time, and what the board prints while nobody is connected is lost."""
@@ -221,6 +226,22 @@ class Lab:
                 value = line.split(":", 1)[1].strip()
                 return None if value == "None" else value
         raise AssertionError(f"no `acquired:` line for place {place}")
+
+    def reservations(self) -> list[dict[str, str]]:
+        """The coordinator's reservations, each with the keys `labgrid-client reservations` shows
+        (owner, state ...; `filters` "name=P", `allocations` the place it has)."""
+        found: list[dict[str, str]] = []
+        section = ""
+        for line in self.client("reservations").stdout.splitlines():
+            if line.startswith("Reservation '"):
+                found.append({"token": line.split("'")[1]})
+            elif found and ":" in line:
+                key, value = (x.strip() for x in line.split(":", 1))
+                if not value:
+                    section = key           # filters: / allocations:, then their `main:` line
+                else:
+                    found[-1][section if key == "main" else key] = value
+        return found
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
