@@ -210,3 +210,33 @@ def test_after_sigkill_midway_the_next_run_says_at_once_which_place_is_still_you
     first = sorted(places)[0]
     assert (f"rtvbench: labgrid place {first} is already acquired by you ({ME}), by another rtvbench run "
             f"or by hand: release it with `labgrid-client -x {lab.address} -p {first} release`") in r.stderr, r.stderr
+
+
+def test_after_sigkill_while_waiting_its_reservations_are_left_to_expire_and_the_next_run_says_whose_they_are(
+        lab, places, tmp_path, probe):
+    p0, p1, _ = places
+    lab.client("-p", p1, "acquire", user="alice")
+    (tmp_path / "c.toml").write_text(campaign(lab, places, 0.3))
+    proc = start_run(tmp_path, probe, "--reserve-timeout", "600")
+    try:
+        wait_for(lambda: waiting_said(tmp_path), 60, "the run to say it waits")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Nothing acquired; the killed run's reservations stay until the coordinator drops them unpolled.
+    assert [lab.holder(p) for p in places] == [None, ALICE, None]
+    left = [r for r in lab.reservations() if r["owner"] == ME]
+    assert len(left) == 3 and all(r["state"] in ("waiting", "allocated") for r in left), left
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--reserve-timeout", "1s", cwd=tmp_path,
+                env=cli_env(probe), timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert (f"labgrid place {p0} is reserved for you ({ME}) by another rtvbench run, or by a killed one whose "
+            "reservation the coordinator drops a minute after it was last polled and was not free within "
+            "--reserve-timeout (1 s)") in r.stderr, r.stderr
+    assert logins(lab) == [0, 0, 0] and stored_runs(tmp_path / "s.db") == 0
+    for res in left:
+        lab.client("cancel-reservation", res["token"])
+    lab.client("-p", p1, "release", user="alice")

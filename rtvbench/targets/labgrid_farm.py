@@ -104,7 +104,12 @@ def _holder(target) -> str:
         return f"acquired by {place.acquired}"
     for res in _call(target, "GetReservations", pb.GetReservationsRequest()).reservations:
         if res.token == place.reservation:
-            return f"reserved for {Reservation.from_pb2(res).owner}"
+            owner = Reservation.from_pb2(res).owner
+            if owner == target.me():
+                # Not this run's: another run of yours, or a killed one's that nobody polls any more.
+                return (f"reserved for you ({owner}) by another rtvbench run, or by a killed one whose "
+                        "reservation the coordinator drops a minute after it was last polled")
+            return f"reserved for {owner}"
     return "reserved for someone who asked before this run"
 
 
