@@ -12,7 +12,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -57,8 +57,8 @@ def places(lab):
     for board in lab.boards:
         board.log.write_bytes(b"")
     yield names
-    for name in names:
-        if lab.holder(name):
+    for name, holder in zip(names, lab.holders(names)):
+        if holder:
             lab.client("-p", name, "release", "--kick", check=False)
 
 
@@ -78,20 +78,23 @@ def logins(lab: Lab) -> list[int]:
     return [board.log.read_text(errors="replace").count("Accepted publickey") for board in lab.boards]
 
 
-def start_run(tmp_path: Path, probe, *options: str) -> subprocess.Popen:
-    """`rtvbench run c.toml` in the background, its stderr in tmp_path/err to be watched as it runs."""
-    return subprocess.Popen(cli_argv("run", "c.toml", "--store", "sqlite:///s.db", *options), cwd=tmp_path,
+@contextmanager
+def running(tmp_path: Path, probe, *options: str):
+    """`rtvbench run c.toml` in the background, its stderr in tmp_path/err to be watched as it runs;
+    killed if the test leaves it running."""
+    proc = subprocess.Popen(cli_argv("run", "c.toml", "--store", "sqlite:///s.db", *options), cwd=tmp_path,
                             env=cli_env(probe), stdin=subprocess.DEVNULL, stdout=open(tmp_path / "out", "w"),
                             stderr=open(tmp_path / "err", "w"), start_new_session=True)
-
-
-def ended(proc: subprocess.Popen) -> int:
     try:
-        return proc.wait(120)           # a hang guard
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def ended(proc: subprocess.Popen) -> int:
+    return proc.wait(120)               # a hang guard
 
 
 def waiting_said(tmp_path: Path) -> list[str]:
@@ -113,28 +116,23 @@ def test_a_run_waits_for_a_busy_place_holding_the_others_reserved_and_reaches_no
     p0, p1, p2 = places
     lab.client("-p", p1, "acquire", user="alice")
     (tmp_path / "c.toml").write_text(campaign(lab, places, 0.3))
-    proc = start_run(tmp_path, probe, "--reserve-timeout", "120")
-    try:
+    with running(tmp_path, probe, "--reserve-timeout", "120") as proc:
         [said] = wait_for(lambda: waiting_said(tmp_path), 60, "the run to say it waits")
         assert f"labgrid place {p1} is acquired by {ALICE}: waiting up to 120 s" in said, said
         assert "the 2 other place(s) of the run are reserved meanwhile" in said, said
         mine = {r["filters"]: r for r in lab.reservations() if r["owner"] == ME}
         assert {f: r["state"] for f, r in mine.items()} == \
             {f"name={p0}": "allocated", f"name={p1}": "waiting", f"name={p2}": "allocated"}, mine
-        assert [lab.holder(p) for p in places] == [None, ALICE, None]
+        assert lab.holders(places) == [None, ALICE, None]
         assert logins(lab) == [0, 0, 0]             # no board reached while one place is missing
         # Reserved for the run, so nobody else takes a free place from under it meanwhile.
         taken = lab.client("-p", p0, "acquire", user="bob", check=False)
         assert taken.returncode != 0 and "was not reserved for" in taken.stderr, taken.stderr
         lab.client("-p", p1, "release", user="alice")
         assert ended(proc) == 0, (tmp_path / "err").read_text() + lab.logs()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert len(waiting_said(tmp_path)) == 1         # said once, not at every poll
     assert all(n >= 1 for n in logins(lab)), logins(lab)
-    assert [lab.holder(p) for p in places] == [None, None, None]      # all released at the end
+    assert lab.holders(places) == [None, None, None]      # all released at the end
     assert [r for r in lab.reservations() if r["owner"] == ME] == []
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     assert sorted(run.targets[f"e{i}"]["place"] for i in range(3)) == sorted(places)
@@ -153,7 +151,7 @@ def test_a_place_still_busy_after_the_timeout_fails_the_run_before_anything_is_a
     assert line.startswith(f"rtvbench: labgrid place {p2} is acquired by {ALICE} and was not free within "
                            "--reserve-timeout (2 s), so nothing was acquired or measured"), line
     assert f"labgrid-client -p {p2} who" in line and "environment e2" in line, line
-    assert [lab.holder(p) for p in places] == [None, None, ALICE]
+    assert lab.holders(places) == [None, None, ALICE]
     assert [r for r in lab.reservations() if r["owner"] == ME] == []
     assert logins(lab) == [0, 0, 0]
     assert stored_runs(tmp_path / "s.db") == 0
@@ -168,21 +166,16 @@ def test_sigterm_while_waiting_or_measuring_releases_every_place_and_reservation
     # Whatever the machine's load, the signal finds the run where it is meant to: it would wait,
     # or measure, for ten minutes.
     (tmp_path / "c.toml").write_text(campaign(lab, places, 600))
-    proc = start_run(tmp_path, probe, "--reserve-timeout", "600")
-    try:
+    with running(tmp_path, probe, "--reserve-timeout", "600") as proc:
         if when == "waiting":
             wait_for(lambda: waiting_said(tmp_path), 60, "the run to say it waits")
         else:
             wait_for(lambda: stored_records(tmp_path / "s.db", "window"), 120, "a window of the first measurement")
-            assert [lab.holder(p) for p in places] == [ME, ME, ME]
+            assert lab.holders(places) == [ME, ME, ME]
         proc.send_signal(signal.SIGTERM)
         assert ended(proc) == 130, (tmp_path / "err").read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert "Traceback" not in (tmp_path / "err").read_text()
-    assert [lab.holder(p) for p in places] == ([None, ALICE, None] if when == "waiting" else [None] * 3)
+    assert lab.holders(places) == ([None, ALICE, None] if when == "waiting" else [None] * 3)
     assert [r for r in lab.reservations() if r["owner"] == ME] == []
     if when == "waiting":
         lab.client("-p", places[1], "release", user="alice")
@@ -192,17 +185,12 @@ def test_after_sigkill_midway_the_next_run_says_at_once_which_place_is_still_you
         lab, places, tmp_path, probe):
     # Killed in its first measurement; the probes end on the boards by themselves a few seconds later.
     (tmp_path / "c.toml").write_text(campaign(lab, places, 5))
-    proc = start_run(tmp_path, probe)
-    try:
+    with running(tmp_path, probe) as proc:
         wait_for(lambda: stored_records(tmp_path / "s.db", "window"), 120, "a window of the first measurement")
         os.killpg(proc.pid, signal.SIGKILL)     # the runner and its probe, as a killed session would go
         proc.wait(60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     # labgrid keeps a place acquired until someone releases it; the reservations went with the acquiring.
-    assert [lab.holder(p) for p in places] == [ME, ME, ME]
+    assert lab.holders(places) == [ME, ME, ME]
     assert [r for r in lab.reservations() if r["owner"] == ME] == []
     r = run_cli("run", "c.toml", "--store", "sqlite:///s2.db", cwd=tmp_path, env=cli_env(probe), timeout=120)
     assert r.returncode == 3, r.stderr
@@ -217,17 +205,12 @@ def test_after_sigkill_while_waiting_its_reservations_are_left_to_expire_and_the
     p0, p1, _ = places
     lab.client("-p", p1, "acquire", user="alice")
     (tmp_path / "c.toml").write_text(campaign(lab, places, 0.3))
-    proc = start_run(tmp_path, probe, "--reserve-timeout", "600")
-    try:
+    with running(tmp_path, probe, "--reserve-timeout", "600") as proc:
         wait_for(lambda: waiting_said(tmp_path), 60, "the run to say it waits")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     # Nothing acquired; the killed run's reservations stay until the coordinator drops them unpolled.
-    assert [lab.holder(p) for p in places] == [None, ALICE, None]
+    assert lab.holders(places) == [None, ALICE, None]
     left = [r for r in lab.reservations() if r["owner"] == ME]
     assert len(left) == 3 and all(r["state"] in ("waiting", "allocated") for r in left), left
     r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", "--reserve-timeout", "1s", cwd=tmp_path,
