@@ -452,8 +452,6 @@ def soak(ctx: click.Context, campaign: str, duration: str, check_every: str, exp
 @click.option("--benchmark", metavar="NAME", help="The benchmark's name (default: the format).")
 @click.option("--tag", "tags", metavar="KEY=VALUE", multiple=True, help="Store KEY=VALUE with the run (repeatable).")
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run.")
-@click.option("--reserve-timeout", "reserve_timeout", metavar="TIME", default="5m", show_default=True,
-              help="How long to wait for a busy labgrid place before giving up without measuring: 45s, 30m.")
 @_store_option
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[Path, ...], fmt: str, as_repetitions: bool, environment: str,
