@@ -4,8 +4,12 @@ CC        ?= cc
 CSTD      := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 WARN      := -Wall -Wextra -Werror
 OPT       := -O2
-PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c))
-PROBE_HDR := $(wildcard probe/*.h probe/work/*.h)
+# probe/core/: what measuring needs without an OS (histogram, JSON records, number formatting),
+# compiled freestanding for the bare-metal image too (baremetal/).
+CORE_SRC  := $(wildcard probe/core/*.c)
+CORE_HDR  := $(wildcard probe/core/*.h)
+PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c)) $(CORE_SRC)
+PROBE_HDR := $(wildcard probe/*.h probe/work/*.h) $(CORE_HDR)
 BUILD     := build/probe
 PY        := .venv/bin/python
 
@@ -42,7 +46,7 @@ PY        := .venv/bin/python
 # fragile); musl (the probe would be 371 KB), because mem-bw measures libc's
 # memcpy and memset and mem-alloc glibc's malloc, which it would replace.
 PROBE_CFLAGS  := $(CSTD) $(WARN) $(OPT) -pthread -ffunction-sections -fdata-sections \
-                 -fno-asynchronous-unwind-tables -fno-unwind-tables
+                 -fno-asynchronous-unwind-tables -fno-unwind-tables -Iprobe/core
 PROBE_LDFLAGS := -static -pthread -lm -Wl,--gc-sections
 
 # Debian's cross compilers; `probe-cross` builds one static binary each. x86_64's is there for
@@ -84,6 +88,27 @@ $(BUILD)/test-%: probe/tests/test_%.c $(PROBE_SRC) $(PROBE_HDR) Makefile
 	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@.tmp $< $(PROBE_SRC) -pthread -lm
 	mv -f $@.tmp $@
 
+# The core compiled freestanding: no libc headers (-nostdinc, only the compiler's own: stdint.h,
+# stddef.h, stdbool.h, stdarg.h, float.h) and no libc calls but the few the compiler itself emits
+# (memcpy, memset, strlen), which the bare-metal image supplies. The hist-dump pair checks that this
+# compile prints what the Linux build prints (tests/test_probe_core_freestanding.py).
+CORE_FREESTANDING := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
+                     -isystem $(shell $(CC) -print-file-name=include) -Iprobe/core
+
+$(BUILD)/freestanding/%.o: probe/core/%.c $(CORE_HDR) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(CORE_FREESTANDING) -c -o $@ $<
+
+CORE_FREESTANDING_OBJ := $(patsubst probe/core/%.c,$(BUILD)/freestanding/%.o,$(CORE_SRC))
+
+$(BUILD)/hist-dump-linux: probe/tests/hist_dump.c $(CORE_SRC) $(CORE_HDR) probe/jsonw_fd.c Makefile
+	$(CC) $(PROBE_CFLAGS) -o $@.tmp $< $(CORE_SRC) probe/jsonw_fd.c
+	mv -f $@.tmp $@
+
+$(BUILD)/hist-dump-freestanding: probe/tests/hist_dump.c probe/tests/hist_dump_sink.c $(CORE_FREESTANDING_OBJ)
+	$(CC) $(PROBE_CFLAGS) -o $@.tmp $< probe/tests/hist_dump_sink.c $(CORE_FREESTANDING_OBJ)
+	mv -f $@.tmp $@
+
 PROBE_TESTS := $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
 
 probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
@@ -121,9 +146,9 @@ clean:
 	rm -rf build
 
 # Benchmarks of rtvbench itself (see bench/README.md); not part of `make test`.
-$(BUILD)/bench-hist-record: bench/hist_record.c probe/hist.c probe/hist.h probe/jsonw.c
+$(BUILD)/bench-hist-record: bench/hist_record.c $(CORE_SRC) $(CORE_HDR) probe/jsonw_fd.c
 	@mkdir -p $(@D)
-	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@ bench/hist_record.c probe/hist.c probe/jsonw.c -lm
+	$(CC) $(PROBE_CFLAGS) -Iprobe -o $@ bench/hist_record.c $(CORE_SRC) probe/jsonw_fd.c -lm
 
 .PHONY: bench
 bench: $(BUILD)/bench-hist-record probe probe-cross

@@ -21,7 +21,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 
 #define LOAD_MAX_WORKERS 256
 #define LOAD_MAX_CPUS 1024

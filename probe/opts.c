@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 #include "probe.h"
 
 #define HELP_COLUMN 25

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 #include "timing.h"
 
 #define OS_MAX_LIST 16       /* entries of --fds, --mmap-sizes, --file-sizes, --ctx */

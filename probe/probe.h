@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 
 #define RTVB_PROBE_VERSION "0.1.0"
 /* Version of the JSON Lines schema (docs/probe-output.md). Bump on any

@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 
 #define TIMING_MAX_SAMPLES 256
 

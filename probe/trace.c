@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jsonw.h"
+#include "jsonw_fd.h"
 #include "probe.h"
 
 #define INSTANCE_PREFIX TRACEFS_INSTANCE_PREFIX

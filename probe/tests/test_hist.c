@@ -11,17 +11,11 @@
 
 #include "check.h"
 #include "hist.h"
+#include "xorshift.h"
 
 
-/* xorshift64*: deterministic, so a failure reproduces. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
+static uint64_t rnd(void) { return xorshift64s(&rng_state); }
 static double rnd01(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 static int cmp_u64(const void *a, const void *b)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "jsonw.h"
+#include "jsonw_fd.h"
 #include "probe.h"
 
 

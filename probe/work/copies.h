@@ -14,7 +14,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "../jsonw.h"
+#include "../jsonw_fd.h"
 #include "work.h"
 
 #define WORK_MAX_COPIES 256

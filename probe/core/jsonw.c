@@ -1,46 +1,22 @@
 #include "jsonw.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static int out_fd = 1;
-
-void jw_set_output_fd(int fd) { out_fd = fd; }
-int jw_output_fd(void) { return out_fd; }
+#include "numfmt.h"
 
 static void put(struct jw *w, const char *s, size_t n)
 {
-    if (w->len + n + 1 > w->cap) {
-        size_t cap = w->cap ? w->cap : 512;
-        while (w->len + n + 1 > cap)
-            cap *= 2;
-        char *nb = realloc(w->buf, cap);
-        if (!nb) {
-            /* Out of memory while building output: nothing sane is left to do. */
-            static const char msg[] = "rtvb-probe: out of memory\n";
-            (void)!write(2, msg, sizeof msg - 1);
-            _exit(3);
-        }
-        w->buf = nb;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, s, n);
+    if (w->len + n + 1 > w->cap)
+        jw_make_room(w, n);
+    __builtin_memcpy(w->buf + w->len, s, n);
     w->len += n;
     w->buf[w->len] = '\0';
 }
 
-static void puts_(struct jw *w, const char *s) { put(w, s, strlen(s)); }
+static void puts_(struct jw *w, const char *s) { put(w, s, __builtin_strlen(s)); }
 
 static void put_escaped(struct jw *w, const char *s)
 {
     put(w, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
         switch (*p) {
         case '"': put(w, "\\\"", 2); break;
         case '\\': put(w, "\\\\", 2); break;
@@ -49,8 +25,9 @@ static void put_escaped(struct jw *w, const char *s)
         case '\t': put(w, "\\t", 2); break;
         default:
             if (*p < 0x20 || *p == 0x7f) {
-                snprintf(esc, sizeof esc, "\\u%04x", *p);
-                puts_(w, esc);
+                static const char hex[] = "0123456789abcdef";
+                char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+                put(w, esc, sizeof esc);
             } else {
                 put(w, (const char *)p, 1);
             }
@@ -87,7 +64,7 @@ static void open_(struct jw *w, const char *key, char open, char close)
     /* Deeper nesting than any record needs is a programming error; stay
      * well-formed by refusing to go deeper rather than corrupting state. */
     if (w->depth + 1 >= JW_MAX_DEPTH)
-        abort();
+        __builtin_trap();
     w->depth++;
     w->first[w->depth] = 1;
     w->close[w->depth] = close;
@@ -115,32 +92,29 @@ void jw_str(struct jw *w, const char *key, const char *s)
 
 void jw_int(struct jw *w, const char *key, int64_t v)
 {
-    char b[32];
+    char b[NUMFMT_INT_MAX];
     member(w, key);
-    snprintf(b, sizeof b, "%lld", (long long)v);
-    puts_(w, b);
+    put(w, b, fmt_int(b, v));
 }
 
 void jw_uint(struct jw *w, const char *key, uint64_t v)
 {
-    char b[32];
+    char b[NUMFMT_INT_MAX];
     member(w, key);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    puts_(w, b);
+    put(w, b, fmt_uint(b, v));
 }
 
 void jw_double(struct jw *w, const char *key, double v)
 {
-    char b[40];
+    char b[NUMFMT_DOUBLE_MAX];
     member(w, key);
-    if (isnan(v) || isinf(v)) {
+    if (__builtin_isnan(v) || __builtin_isinf(v)) {
         puts_(w, "null");
         return;
     }
     /* %.17g round-trips but prints noise; 10 significant digits is far
      * beyond any measurement's precision. */
-    snprintf(b, sizeof b, "%.10g", v);
-    puts_(w, b);
+    put(w, b, fmt_double(b, v));
 }
 
 void jw_bool(struct jw *w, const char *key, int v)
@@ -160,37 +134,5 @@ int jw_emit(struct jw *w)
     while (w->depth > 0)
         jw_end(w);
     put(w, "}\n", 2);
-    size_t off = 0;
-    while (off < w->len) {
-        ssize_t n = write(out_fd, w->buf + off, w->len - off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        off += (size_t)n;
-    }
-    return 0;
-}
-
-void jw_free(struct jw *w)
-{
-    free(w->buf);
-    w->buf = NULL;
-    w->len = w->cap = 0;
-}
-
-void jw_warning(const char *code, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    struct jw w = {0};
-    jw_record(&w, "warning");
-    jw_str(&w, "code", code);
-    jw_str(&w, "message", msg);
-    jw_emit(&w);
-    jw_free(&w);
+    return jw_write(w);
 }

@@ -1,13 +1,11 @@
 #include "hist.h"
 
-#include <math.h>
-#include <string.h>
-
+#include "core_sqrt.h"
 #include "jsonw.h"
 
 void hist_reset(struct hist *h)
 {
-    memset(h, 0, sizeof *h);
+    __builtin_memset(h, 0, sizeof *h);
     h->min = UINT64_MAX;
 }
 
@@ -42,6 +40,19 @@ void hist_bucket_bounds(unsigned idx, uint64_t *lo, uint64_t *hi)
     *hi = *lo > UINT64_MAX - width ? UINT64_MAX : *lo + width;
 }
 
+/* llround and ceil for the non-negative values below, without libm. */
+static uint64_t round_half_up(double v)
+{
+    uint64_t r = (uint64_t)v;
+    return v - (double)r >= 0.5 ? r + 1 : r;
+}
+
+static uint64_t ceil_u64(double v)
+{
+    uint64_t r = (uint64_t)v;
+    return (double)r < v ? r + 1 : r;
+}
+
 uint64_t hist_percentile(const struct hist *h, double p)
 {
     if (h->count == 0)
@@ -51,12 +62,12 @@ uint64_t hist_percentile(const struct hist *h, double p)
      * 10^4 (percentiles have at most 4 decimals): in floating point, 99.9 % of
      * 1000 is 999.0000000000001 and the rank would be off by one. Beyond
      * 1.8e13 samples the product would overflow; double is then exact enough. */
-    uint64_t p_scaled = (uint64_t)llround(p * 10000.0);
+    uint64_t p_scaled = round_half_up(p * 10000.0);
     uint64_t rank;
     if (h->count <= UINT64_MAX / 1000000u)
         rank = (p_scaled * h->count + 999999u) / 1000000u;
     else
-        rank = (uint64_t)ceil((double)p_scaled / 1e6 * (double)h->count);
+        rank = ceil_u64((double)p_scaled / 1e6 * (double)h->count);
     if (rank < 1)
         rank = 1;
     /* The first and last ranks are the exact extremes, which are kept. */
@@ -93,7 +104,7 @@ double hist_stddev(const struct hist *h)
         return 0.0;
     double mean = hist_mean(h);
     double var = h->sumsq / (double)h->count - mean * mean;
-    return var > 0 ? sqrt(var) : 0.0;
+    return var > 0 ? core_sqrt(var) : 0.0;
 }
 
 void hist_write_json(const struct hist *h, struct jw *w, const char *key)
@@ -133,13 +144,13 @@ void hist_write_stats(const struct hist *h, struct jw *w)
         jw_double(w, "avg_ns", hist_mean(h));
         jw_uint(w, "max_ns", h->max);
         jw_double(w, "stddev_ns", hist_stddev(h));
-        for (size_t i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
+        for (unsigned i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
             jw_uint(w, stat_percentiles[i].field, hist_percentile(h, stat_percentiles[i].p));
     } else {
         static const char *const empty[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns"};
-        for (size_t i = 0; i < sizeof empty / sizeof *empty; i++)
+        for (unsigned i = 0; i < sizeof empty / sizeof *empty; i++)
             jw_null(w, empty[i]);
-        for (size_t i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
+        for (unsigned i = 0; i < sizeof stat_percentiles / sizeof *stat_percentiles; i++)
             jw_null(w, stat_percentiles[i].field);
     }
 }

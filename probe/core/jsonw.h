@@ -2,9 +2,15 @@
  * jsonw: a minimal JSON Lines writer.
  *
  * Every record the probe prints is one JSON object on one line. A record is
- * built in memory and written with a single write(2) so that lines from
- * different threads never interleave and a killed probe never leaves half a
- * line behind (the host parses the stream as it arrives).
+ * built in memory and handed to the output whole: on Linux with a single
+ * write(2) so that lines from different threads never interleave and a
+ * killed probe never leaves half a line behind (the host parses the stream as
+ * it arrives).
+ *
+ * Building a record (this file's jsonw.c) needs no OS; where the bytes go and
+ * where the buffer comes from is the platform's part, the three functions
+ * under "Platform" below: jsonw_fd.c on Linux, the console of the bare-metal
+ * image.
  *
  *   struct jw w;
  *   jw_record(&w, "result");          // {"type":"result"
@@ -32,10 +38,6 @@ struct jw {
     char close[JW_MAX_DEPTH];  /* bracket that closes each open level */
 };
 
-/* Where records go; stdout by default (the `init` subcommand redirects it). */
-void jw_set_output_fd(int fd);
-int jw_output_fd(void);
-
 /* Start a new record of the given "type" (resets the buffer). */
 void jw_record(struct jw *w, const char *type);
 /* Close all open containers, append '\n', write the line. Returns 0 or -1. */
@@ -53,8 +55,11 @@ void jw_double(struct jw *w, const char *key, double v);   /* NaN/inf -> null */
 void jw_bool(struct jw *w, const char *key, int v);
 void jw_null(struct jw *w, const char *key);
 
-/* Convenience: a "warning" record with a machine-readable code. */
-void jw_warning(const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Platform: room for n more bytes and a NUL after w->len in w->buf (a
+ * platform that cannot grow the buffer may output the bytes built so far and
+ * start the buffer over: it then owns the line's atomicity). */
+void jw_make_room(struct jw *w, size_t n);
+/* Platform: output w->buf[0, w->len), a finished line. Returns 0 or -1. */
+int jw_write(struct jw *w);
 
 #endif
