@@ -57,7 +57,7 @@ CROSS_armhf   := arm-linux-gnueabihf-gcc
 CROSS_riscv64 := riscv64-linux-gnu-gcc
 CROSS_ARCHES  := aarch64 armhf riscv64
 
-.PHONY: help setup probe probe-cross probe-test kernels evaluate test test-fast clean
+.PHONY: help setup probe probe-cross probe-test baremetal kernels evaluate test test-fast clean
 
 help:
 	@echo "make evaluate     set up, then evaluate this machine with the default campaign"
@@ -66,6 +66,7 @@ help:
 	@echo "make setup        install system packages, Python environment, build the probe"
 	@echo "make probe        build the native probe at $(BUILD)/rtvb-probe"
 	@echo "make probe-cross  build static probes for $(CROSS_ARCHES) at $(BUILD)/<arch>/rtvb-probe"
+	@echo "make baremetal    build the bare-metal image for QEMU's aarch64 virt at $(BM_OUT)/rtvb-probe.elf and .bin"
 	@echo "make kernels      fetch Debian's x86_64 (also PREEMPT_RT) and aarch64 kernels into kernels/"
 
 probe: $(BUILD)/rtvb-probe
@@ -113,6 +114,51 @@ PROBE_TESTS := $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/
 
 probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
 	@for t in $^; do echo "== $$t"; $$t || exit 1; done
+
+# The bare-metal image (docs/baremetal.md): the freestanding core and probe/baremetal/ for aarch64
+# at EL1, for QEMU's `virt` (-machine virt,gic-version=2) unless a board's -D's say otherwise
+# (probe/baremetal/board.h). The MMU stays off, so all memory is Device memory: -mstrict-align.
+# What an interrupt runs is built -mgeneral-regs-only (the vectors save no FP/SIMD registers);
+# -fno-tree-loop-distribute-patterns keeps GCC from turning mem.c's loops into calls to themselves.
+BM_CC      := aarch64-linux-gnu-gcc
+BM_OUT     := build/baremetal/aarch64
+BM_DIR     := probe/baremetal
+BM_INC     := -I$(BM_DIR) -I$(BM_DIR)/aarch64 -Iprobe/core
+BM_CFLAGS  := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
+              -isystem $(shell $(BM_CC) -print-file-name=include 2>/dev/null) $(BM_INC) \
+              -mcpu=cortex-a53 -mstrict-align -fno-pie -fno-stack-protector -ffunction-sections \
+              -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables \
+              -fno-tree-loop-distribute-patterns
+BM_IRQ_SRC := $(addprefix $(BM_DIR)/,irq.c irqlat_handler.c gic.c pl011.c)
+BM_SRC     := $(filter-out $(BM_IRQ_SRC),$(wildcard $(BM_DIR)/*.c)) $(CORE_SRC)
+BM_HDR     := $(wildcard $(BM_DIR)/*.h $(BM_DIR)/aarch64/*.h) $(CORE_HDR)
+BM_OBJ     := $(patsubst %.c,$(BM_OUT)/obj/%.o,$(notdir $(BM_SRC) $(BM_IRQ_SRC))) \
+              $(BM_OUT)/obj/start.o $(BM_OUT)/obj/vectors.o
+
+baremetal: $(BM_OUT)/rtvb-probe.elf $(BM_OUT)/rtvb-probe.bin
+
+vpath %.c $(BM_DIR) probe/core
+vpath %.S $(BM_DIR)/aarch64
+
+$(BM_OUT)/obj/%.o: %.c $(BM_HDR) Makefile
+	@mkdir -p $(@D)
+	$(BM_CC) $(BM_CFLAGS) $(if $(filter $(BM_IRQ_SRC),$(BM_DIR)/$*.c),-mgeneral-regs-only) -c -o $@ $<
+
+$(BM_OUT)/obj/%.o: %.S $(BM_HDR) Makefile
+	@mkdir -p $(@D)
+	$(BM_CC) $(BM_INC) -c -o $@ $<
+
+$(BM_OUT)/link.ld: $(BM_DIR)/aarch64/link.ld.S $(BM_DIR)/board.h Makefile
+	@mkdir -p $(@D)
+	$(BM_CC) -E -P -x c $(BM_INC) -o $@ $<
+
+$(BM_OUT)/rtvb-probe.elf: $(BM_OBJ) $(BM_OUT)/link.ld
+	$(BM_CC) -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=none -Wl,-T,$(BM_OUT)/link.ld -o $@.tmp $(BM_OBJ) -lgcc
+	mv -f $@.tmp $@
+
+$(BM_OUT)/rtvb-probe.bin: $(BM_OUT)/rtvb-probe.elf
+	aarch64-linux-gnu-objcopy -O binary $< $@.tmp
+	mv -f $@.tmp $@
 
 setup:
 	./scripts/setup.sh

@@ -11,11 +11,7 @@
 #include <time.h>
 
 #include "jsonw_fd.h"
-
-#define RTVB_PROBE_VERSION "0.1.0"
-/* Version of the JSON Lines schema (docs/probe-output.md). Bump on any
- * incompatible change; the host refuses schemas it does not know. */
-#define RTVB_SCHEMA_VERSION 1
+#include "version.h"
 
 /* A numeric macro as a string literal, for help texts. */
 #define RTVB_STR(x) RTVB_STR_(x)

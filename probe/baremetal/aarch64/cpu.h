@@ -1,0 +1,59 @@
+/*
+ * The aarch64 registers the image uses: the generic timer's virtual counter
+ * and EL1 virtual timer (CNTVCT, CNTFRQ, CNTV_CVAL, CNTV_CTL), interrupt
+ * masking, and PSCI's SYSTEM_OFF for `poweroff`.
+ */
+#ifndef RTVB_BM_CPU_H
+#define RTVB_BM_CPU_H
+
+#include <stdint.h>
+
+#define CNTV_CTL_ENABLE 1u
+#define CNTV_CTL_IMASK 2u
+
+/* The isb keeps the read from being done ahead of the code before it. */
+static inline uint64_t counter_now(void)
+{
+    uint64_t v;
+    __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v)::"memory");
+    return v;
+}
+
+static inline uint64_t counter_hz(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(v));
+    return v;
+}
+
+/* Fires when the virtual counter reaches `deadline` (a level interrupt:
+ * it stays pending until the deadline moves on or the timer is off). */
+static inline void vtimer_arm(uint64_t deadline)
+{
+    __asm__ volatile("msr cntv_cval_el0, %0\n\tmsr cntv_ctl_el0, %1\n\tisb"
+                     ::"r"(deadline), "r"((uint64_t)CNTV_CTL_ENABLE) : "memory");
+}
+
+static inline void vtimer_off(void)
+{
+    __asm__ volatile("msr cntv_ctl_el0, %0\n\tisb" ::"r"((uint64_t)0) : "memory");
+}
+
+static inline void irq_mask(void) { __asm__ volatile("msr daifset, #2" ::: "memory"); }
+static inline void irq_unmask(void) { __asm__ volatile("msr daifclr, #2" ::: "memory"); }
+/* Waits for an interrupt even while IRQs are masked: masked, check, wait,
+ * unmask leaves no window where a wake-up is lost. */
+static inline void wait_for_interrupt(void) { __asm__ volatile("wfi" ::: "memory"); }
+
+/* PSCI SYSTEM_OFF, by HVC from EL1 (QEMU's `virt` answers it itself) or
+ * SMC when the image was entered at EL2 (QEMU then has it at EL3). */
+static inline void psci_system_off(int smc)
+{
+    register uint64_t x0 __asm__("x0") = 0x84000008u;
+    if (smc)
+        __asm__ volatile("smc #0" : "+r"(x0)::"memory");
+    else
+        __asm__ volatile("hvc #0" : "+r"(x0)::"memory");
+}
+
+#endif

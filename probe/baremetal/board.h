@@ -1,0 +1,43 @@
+/*
+ * What the bare-metal image must know of the machine it runs on, in one
+ * place: QEMU's `virt` machine by default (with -machine gic-version=2).
+ * A board description overrides these with -D at build time; nothing else
+ * in the image names an address or an interrupt number.
+ *
+ *   BOARD_NAME        a name for the records ("qemu-virt")
+ *   BOARD_RAM_BASE    start of RAM                          0x40000000
+ *   BOARD_LOAD_ADDR   where the image is linked and loaded  0x40080000
+ *                     (RAM + 0x80000, where QEMU puts an arm64 Image)
+ *   BOARD_UART_BASE   PL011 UART                            0x09000000
+ *   BOARD_GICD_BASE   GICv2 distributor                     0x08000000
+ *   BOARD_GICC_BASE   GICv2 CPU interface                   0x08010000
+ *   BOARD_TIMER_IRQ   the EL1 virtual timer's PPI (INTID)   27
+ *
+ * The linker script includes this file too, so it holds macros only.
+ */
+#ifndef RTVB_BOARD_H
+#define RTVB_BOARD_H
+
+#ifndef BOARD_NAME
+#define BOARD_NAME "qemu-virt"
+#endif
+#ifndef BOARD_RAM_BASE
+#define BOARD_RAM_BASE 0x40000000
+#endif
+#ifndef BOARD_LOAD_ADDR
+#define BOARD_LOAD_ADDR 0x40080000
+#endif
+#ifndef BOARD_UART_BASE
+#define BOARD_UART_BASE 0x09000000
+#endif
+#ifndef BOARD_GICD_BASE
+#define BOARD_GICD_BASE 0x08000000
+#endif
+#ifndef BOARD_GICC_BASE
+#define BOARD_GICC_BASE 0x08010000
+#endif
+#ifndef BOARD_TIMER_IRQ
+#define BOARD_TIMER_IRQ 27
+#endif
+
+#endif

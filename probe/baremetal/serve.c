@@ -1,0 +1,194 @@
+/*
+ * The bare-metal image's main loop: `ready`, then one request line at a
+ * time from the UART, served to the end before the next is read, with a
+ * `tick` every second while it waits (and while a command runs).
+ *
+ * Requests are the agent protocol's (docs/probe/init.md): `run <id>
+ * <arg-hex>...` whose first argument names the command (the image has no
+ * programs: `latency`), `signal` (no command runs while requests are read,
+ * so it always names none), `read` (the image has no files) and `poweroff`.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "console.h"
+#include "cpu.h"
+#include "irq.h"
+#include "irqlat.h"
+#include "parse.h"
+#include "pl011.h"
+
+#define LINE_MAX 1024
+#define MAX_ARGS 32
+#define ARG_MAX 256
+#define POLL_NS 1000000ull      /* how often a waiting image looks at the UART: its FIFO holds 16 bytes */
+#define TICK_NS 1000000000ull
+
+unsigned boot_el;   /* set by start.S: the exception level the image was entered at */
+
+static void wake_only(uint64_t now)
+{
+    (void)now;
+    vtimer_off();
+}
+
+/* The next request line, without its "\n" (and a "\r" before it); false
+ * when it was longer than the buffer (the rest of it is read and dropped). */
+static bool read_line(char *line, size_t cap)
+{
+    size_t n = 0;
+    bool fits = true;
+    uint64_t next_tick = clock_ns() + TICK_NS;
+    irq_set_timer_handler(wake_only);
+    for (;;) {
+        int c;
+        while ((c = uart_getc()) >= 0) {
+            if (c == '\n') {
+                if (n && line[n - 1] == '\r')
+                    n--;
+                line[n] = '\0';
+                return fits;
+            }
+            if (n + 1 < cap)
+                line[n++] = (char)c;
+            else
+                fits = false;
+        }
+        uint64_t now = clock_ns();
+        if (now >= next_tick) {
+            console_tick(now);
+            next_tick = now + TICK_NS;
+        }
+        irq_mask();
+        vtimer_arm(counter_now() + ns_to_ticks(POLL_NS));
+        wait_for_interrupt();
+        irq_unmask();
+    }
+}
+
+static char args_buf[MAX_ARGS][ARG_MAX];
+
+static void bad_request(const char *line, const char *why)
+{
+    console_log("bad request line '", line, "': ", why, "; ignored.", NULL);
+}
+
+static void run(const char *line, char **field, int nfield)
+{
+    uint64_t id_value;
+    if (nfield < 3)
+        {
+        bad_request(line, "run needs an id and a command");
+        return;
+    }
+    if (parse_u64(field[1], UINT64_MAX, &id_value))
+        {
+        bad_request(line, "the id is not a decimal number");
+        return;
+    }
+    if (nfield - 2 > MAX_ARGS)
+        {
+        bad_request(line, "more arguments than the image takes (32)");
+        return;
+    }
+    char *argv[MAX_ARGS];
+    int argc = nfield - 2;
+    for (int i = 0; i < argc; i++) {
+        if (hex_decode(field[i + 2], args_buf[i], ARG_MAX))
+            {
+        bad_request(line, "an argument is not hex bytes (or '-'), is too long or holds a NUL");
+        return;
+    }
+        argv[i] = args_buf[i];
+    }
+    console_command(field[1]);
+    if (__builtin_strcmp(argv[0], "latency")) {
+        console_err("no command '", argv[0], "' on the bare-metal image; it has: latency", NULL);
+        console_exit(127);
+        return;
+    }
+    console_exit(irqlat_command(argc, argv));
+}
+
+/* Fields separated by exactly one space, as the protocol has them. */
+static int split(char *line, char **field, int max)
+{
+    int n = 0;
+    for (char *p = line;;) {
+        if (n == max)
+            return -1;
+        field[n++] = p;
+        while (*p && *p != ' ')
+            p++;
+        if (!*p)
+            return n;
+        *p++ = '\0';
+    }
+}
+
+static void serve(char *line)
+{
+    static char copy[LINE_MAX];
+    char *field[MAX_ARGS + 3];
+    size_t i = 0;
+    for (; line[i]; i++)
+        copy[i] = line[i];
+    copy[i] = '\0';
+    int n = split(line, field, MAX_ARGS + 3);
+    if (n < 0)
+        {
+        bad_request(copy, "too many fields");
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        if (!*field[k])
+            {
+        bad_request(copy, "an empty field");
+        return;
+    }
+    if (!__builtin_strcmp(field[0], "run"))
+        return run(copy, field, n);
+    if (!__builtin_strcmp(field[0], "signal"))
+        {
+        bad_request(copy, n == 3 ? "no command of that id is running" : "signal needs an id and a number");
+        return;
+    }
+    if (!__builtin_strcmp(field[0], "read")) {
+        if (n != 3)
+            {
+        bad_request(copy, "read needs an id and a path");
+        return;
+    }
+        console_command(field[1]);
+        console_err("the bare-metal image has no files", NULL);
+        console_exit(1);
+        return;
+    }
+    if (!__builtin_strcmp(field[0], "poweroff") && n == 1) {
+        psci_system_off(boot_el == 2);
+        {
+        bad_request(copy, "power off refused by the firmware");
+        return;
+    }
+    }
+    bad_request(copy, "unknown verb");
+}
+
+int main(void);
+int main(void)
+{
+    static char line[LINE_MAX];
+    uart_init();
+    irq_init();
+    console_ready(clock_ns());
+    for (;;) {
+        if (!read_line(line, sizeof line)) {
+            console_log("bad request line longer than 1023 bytes; ignored.", NULL);
+            continue;
+        }
+        if (line[0])
+            serve(line);
+    }
+}
