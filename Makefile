@@ -182,6 +182,7 @@ kernels: setup
 # passed only then. The probe's C unit tests run as tests of their own (tests/test_probe_c_units.py).
 test: setup kernels
 	@$(MAKE) -q probe-cross || { echo "test: building the probes for $(CROSS_ARCHES)"; $(MAKE) -s probe-cross; }
+	@$(MAKE) -q baremetal || { echo "test: building the bare-metal image"; $(MAKE) -s baremetal; }
 	$(PY) tests/phases.py
 
 # Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.
