@@ -93,6 +93,7 @@ static void print_meta(int argc, char **argv, const struct irqlat_options *o)
     jw_str(&w, "platform", "baremetal");
     jw_str(&w, "board", BOARD_NAME);
     jw_uint(&w, "counter_hz", counter_hz());
+    jw_uint(&w, "entered_el", boot_el);
     jw_arr(&w, "argv");
     for (int i = 0; i < argc; i++)
         jw_str(&w, NULL, argv[i]);

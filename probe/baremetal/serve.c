@@ -26,7 +26,7 @@
 #define POLL_NS 1000000ull      /* how often a waiting image looks at the UART: its FIFO holds 16 bytes */
 #define TICK_NS 1000000000ull
 
-unsigned boot_el;   /* set by start.S: the exception level the image was entered at */
+unsigned boot_el;
 
 static void wake_only(uint64_t now)
 {

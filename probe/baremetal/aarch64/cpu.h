@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 
+/* The exception level start.S was entered at: 1, or 2 when it dropped to EL1. */
+extern unsigned boot_el;
+
 #define CNTV_CTL_ENABLE 1u
 #define CNTV_CTL_IMASK 2u
 
