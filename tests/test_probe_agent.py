@@ -359,9 +359,9 @@ def test_usage_errors(probe):
 def ubsan_probe(tmp_path_factory):
     """The probe built with the undefined-behaviour sanitizer, aborting at the first report."""
     out = tmp_path_factory.mktemp("ubsan") / "rtvb-probe"
-    sources = sorted(str(p) for p in (REPO / "probe").glob("*.c")) + sorted(
-        str(p) for p in (REPO / "probe" / "work").glob("*.c"))
+    sources = [str(p) for folder in ("", "work", "core") for p in sorted((REPO / "probe" / folder).glob("*.c"))]
     cc = subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-D_FILE_OFFSET_BITS=64", "-O1", "-g", "-pthread",
+                         "-I", str(REPO / "probe" / "core"),
                          "-fsanitize=undefined", "-fno-sanitize-recover=undefined", "-o", str(out), *sources,
                          "-lm"], capture_output=True, text=True)
     if cc.returncode != 0:
