@@ -170,6 +170,12 @@ def test_bad_requests_are_answered_and_the_image_keeps_serving(qemu_console):
         "log bad request line 'latency --interval-us 1000': unknown verb; ignored."
     qemu_console.send("run 7 zz")
     assert qemu_console.line(deadline).startswith("log bad request line 'run 7 zz': an argument is not hex")
+    qemu_console.send("run 8 6c\x00")
+    assert qemu_console.line(deadline) == "log bad request line 'run 8 6c': a NUL byte; ignored."
+    qemu_console.send("poweroff now")
+    assert qemu_console.line(deadline) == "log bad request line 'poweroff now': poweroff takes no field; ignored."
+    qemu_console.send("run 9 " + "6c" * 1024)
+    assert qemu_console.line(deadline) == "log bad request line longer than 1023 bytes; ignored."
     _, errors, status = qemu_console.run("latency", "--interval-us", "abc", "--loops", "5")
     assert status == 2 and errors == ["rtvb-probe latency: bad value 'abc'; give a positive decimal number in "
                                       "the option's range."]

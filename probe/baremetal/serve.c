@@ -34,12 +34,14 @@ static void wake_only(uint64_t now)
     vtimer_off();
 }
 
-/* The next request line, without its "\n" (and a "\r" before it); false
- * when it was longer than the buffer (the rest of it is read and dropped). */
-static bool read_line(char *line, size_t cap)
+enum line_state { LINE_OK, LINE_TOO_LONG, LINE_HAS_NUL };
+
+/* The next request line, without its "\n" (and a "\r" before it). A line
+ * longer than the buffer is read to its end and dropped. */
+static enum line_state read_line(char *line, size_t cap)
 {
     size_t n = 0;
-    bool fits = true;
+    enum line_state state = LINE_OK;
     uint64_t next_tick = clock_ns() + TICK_NS;
     irq_set_timer_handler(wake_only);
     for (;;) {
@@ -49,12 +51,14 @@ static bool read_line(char *line, size_t cap)
                 if (n && line[n - 1] == '\r')
                     n--;
                 line[n] = '\0';
-                return fits;
+                return state;
             }
-            if (n + 1 < cap)
-                line[n++] = (char)c;
+            if (n + 1 >= cap)
+                state = LINE_TOO_LONG;
+            else if (c == 0 && state == LINE_OK)
+                state = LINE_HAS_NUL;   /* it would cut the line short unseen */
             else
-                fits = false;
+                line[n++] = (char)c;
         }
         uint64_t now = clock_ns();
         if (now >= next_tick) {
@@ -166,7 +170,11 @@ static void serve(char *line)
         console_exit(1);
         return;
     }
-    if (!__builtin_strcmp(field[0], "poweroff") && n == 1) {
+    if (!__builtin_strcmp(field[0], "poweroff")) {
+        if (n != 1) {
+            bad_request(copy, "poweroff takes no field");
+            return;
+        }
         psci_system_off(boot_el == 2);
         {
         bad_request(copy, "power off refused by the firmware");
@@ -184,11 +192,12 @@ int main(void)
     irq_init();
     console_ready(clock_ns());
     for (;;) {
-        if (!read_line(line, sizeof line)) {
+        enum line_state state = read_line(line, sizeof line);
+        if (state == LINE_TOO_LONG)
             console_log("bad request line longer than 1023 bytes; ignored.", NULL);
-            continue;
-        }
-        if (line[0])
+        else if (state == LINE_HAS_NUL)
+            console_log("bad request line '", line, "': a NUL byte; ignored.", NULL);
+        else if (line[0])
             serve(line);
     }
 }
