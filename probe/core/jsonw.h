@@ -8,9 +8,8 @@
  * it arrives).
  *
  * Building a record (this file's jsonw.c) needs no OS; where the bytes go and
- * where the buffer comes from is the platform's part, the three functions
- * under "Platform" below: jsonw_fd.c on Linux, the console of the bare-metal
- * image.
+ * where the buffer comes from is the platform's part, the functions marked
+ * "Platform" below: jsonw_fd.c on Linux, the console of the bare-metal image.
  *
  *   struct jw w;
  *   jw_record(&w, "result");          // {"type":"result"
@@ -18,7 +17,7 @@
  *   jw_obj(&w, "over");                // ,"over":{
  *   jw_int(&w, "100000", 3);
  *   jw_end(&w);                        // }
- *   jw_emit(&w);                       // }\n written to the output fd
+ *   jw_emit(&w);                       // }\n handed to the output
  *
  * Keys are NULL inside arrays. Nesting depth is limited to JW_MAX_DEPTH.
  */
@@ -42,6 +41,7 @@ struct jw {
 void jw_record(struct jw *w, const char *type);
 /* Close all open containers, append '\n', write the line. Returns 0 or -1. */
 int jw_emit(struct jw *w);
+/* Platform: give back the record's buffer. */
 void jw_free(struct jw *w);
 
 void jw_obj(struct jw *w, const char *key);   /* open {  */
