@@ -34,6 +34,9 @@ KILL_GRACE_S = 5.0
 ABANDON_AFTER_KILL_S = 3.0
 _WATCH_POLL_S = 0.5         # a deadline may be brought forward at any time
 
+#: the machine rtvbench itself runs on, which a local environment and every qemu guest occupy
+THIS_MACHINE = "this machine"
+
 
 class Deadline:
     """When a command run by Target.run must have ended. At `due` (time.monotonic()) its whole
@@ -312,6 +315,12 @@ class Target(ABC):
         """Remove a directory tree on the target (what a killed load generator left behind).
         This default runs `rm -rf` there; a failure is not an error (nothing to clean up)."""
         self.run(["rm", "-rf", "--", path], lambda line: None)
+
+    def machine(self) -> str:
+        """The machine this environment occupies, known without connecting: two measurements overlap
+        in a run only when the machines they involve are disjoint. This machine (THIS_MACHINE), unless
+        the target reaches another one, which then says which (an ssh board, a lab place)."""
+        return THIS_MACHINE
 
     def slowdown(self) -> float:
         """How many times longer than on real hardware a workload may take here, for the watchdog

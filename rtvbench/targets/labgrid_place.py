@@ -154,6 +154,9 @@ class LabgridTarget(Target, ProcessListing, PowerCycling):
         self._board: SshTarget | SerialBoardTarget | None = None
         self._facts: dict[str, Any] = {}       # how the board is reached, for describe()
 
+    def machine(self) -> str:
+        return f"place {self.params.place}"
+
     def _where(self) -> str:
         return f"labgrid place {self.params.place} (environment {self.name}, coordinator {self.coordinator})"
 

@@ -67,6 +67,9 @@ class SshParams(SshAccess):
     host: str
     port: Optional[int] = None
     reboot_command: Optional[str] = None    # makes the environment power-cyclable (the `boot` kind)
+    # The board's name when two environments reach one board at different addresses: they then
+    # never measure at the same time (`rtvbench run --jobs`).
+    machine: Optional[str] = None
     boot_timeout_s: Optional[WaitS] = None     # default BOOT_TIMEOUT_S, with reboot_command only
 
     @field_validator("reboot_command")
@@ -89,6 +92,13 @@ class SshParams(SshAccess):
         if not v or v != v.strip() or any(c.isspace() for c in v) or v.startswith("-"):
             raise ValueError('must be a destination as ssh takes it, e.g. "root@board" or a Host '
                              "alias of your ssh config, without spaces or a leading '-'")
+        return v
+
+    @field_validator("machine")
+    @classmethod
+    def _machine(cls, v: str) -> str:
+        if not v.strip() or v != v.strip():
+            raise ValueError('must name the board, e.g. "board-7", without leading or trailing spaces')
         return v
 
     @field_validator("port")

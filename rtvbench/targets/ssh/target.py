@@ -162,6 +162,14 @@ class SshTarget(Target, ProcessListing, PowerCycling):
             return words[0].removeprefix("::ffff:") if "." in words[0] else words[0]
         return super().round_trip_address(peer)
 
+    def machine(self) -> str:
+        # The board as configured: the ssh destination without its user (two logins of one board
+        # are one machine) and its port, unless the campaign names the board itself.
+        if self.params.machine is not None:
+            return self.params.machine
+        board = self.params.host.rpartition("@")[2]
+        return board if self.params.port is None else f"{board}:{self.params.port}"
+
     def describe(self) -> dict[str, Any]:
         facts = self.connection.facts()
         return {"target": "ssh", "host": self.params.host, "arch": facts["arch"],
