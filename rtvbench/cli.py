@@ -293,6 +293,13 @@ def _strict_option(f):
                              "pass on what it could not decide.")(f)
 
 
+def _jobs_option(f):
+    return click.option("--jobs", "jobs", type=click.IntRange(1, 256), metavar="N",
+                        help="Measure up to N lanes at once: groups of machines (boards) no other lane "
+                             "touches, each measuring its part of the plan in order (default: the "
+                             "campaign's `jobs`, else 1, one measurement at a time).")(f)
+
+
 def _mapping(given: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for m in given:
@@ -475,25 +482,44 @@ def import_(ctx: click.Context, files: tuple[Path, ...], fmt: str, as_repetition
 @click.argument("campaign")
 @click.option("--json", "as_json", is_flag=True,
               help="Print what the campaign would run as a JSON object (errors still go to stderr, exit 2).")
+@_jobs_option
 @_store_option
-def validate(campaign: str, as_json: bool, store_url: str | None) -> int:
-    """Check CAMPAIGN without running anything."""
+def validate(campaign: str, as_json: bool, jobs: int | None, store_url: str | None) -> int:
+    """Check CAMPAIGN without running anything; say which environments measure together with --jobs."""
     from rtvbench.campaign.reader import load_campaign
-    from rtvbench.campaign.plan import expected_seconds, plan
+    from rtvbench.campaign.plan import expected_seconds, lanes, plan, wall_seconds
     from rtvbench.units import eta_text
 
     c = load_campaign(campaign, _known_figure)
-    seconds = expected_seconds(c, plan(c))
+    planned = plan(c)
+    seconds = expected_seconds(c, planned)
+    jobs = jobs or c.jobs
+    found = lanes(c, planned)
+    wall = wall_seconds(c, found, jobs)
     if as_json:
         _print_json({"campaign": c.name, "valid": True, "environments": list(c.environments),
                      "loads": list(c.loads), "benchmarks": list(c.benchmarks), "repetitions": c.repetitions,
                      "measurements": c.measurement_count, "expected_seconds": round(seconds, 1),
-                     "requirements": len(c.requirements)})
+                     "requirements": len(c.requirements),
+                     "schedule": {"jobs": jobs, "expected_seconds": round(wall, 1),
+                                  "sequential_seconds": round(seconds, 1),
+                                  "lanes": [{"machines": list(lane.machines),
+                                             "environments": {name: c.environments[name].machine()
+                                                              for name in lane.environments},
+                                             "measurements": len(lane.planned),
+                                             "expected_seconds": round(expected_seconds(c, lane.planned), 1)}
+                                            for lane in found]}})
         return EXIT_OK
     eta = eta_text(seconds)
     click.echo(f"{without_controls(campaign)} is valid: {len(c.environments)} environment(s) x {len(c.loads)} load(s) "
                f"x {len(c.benchmarks)} benchmark(s) x {c.repetitions} repetition(s) = "
                f"{c.measurement_count} measurements, about {eta}; {len(c.requirements)} requirement(s).")
+    click.echo(f"Schedule: {len(found)} lane(s), up to {jobs} at once (--jobs): about {eta_text(wall)}, "
+               f"{eta} one measurement at a time.")
+    for i, lane in enumerate(found, start=1):
+        where = ", ".join(f"{name} on {c.environments[name].machine()}" for name in lane.environments)
+        click.echo(f"  lane {i}: {without_controls(where)}: "
+                   f"{len(lane.planned)} measurement(s), about {eta_text(expected_seconds(c, lane.planned))}")
     return EXIT_OK
 
 

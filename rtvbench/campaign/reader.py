@@ -90,6 +90,8 @@ class CampaignError(InputError):
 #: integer); a campaign name is also a report's file name, so it stays well below file-name limits, and
 #: so do the names of environments, loads and benchmarks, which also fit the store's name columns
 MAX_REPETITIONS, MAX_SEED, MAX_NAME = 100_000, 2**63 - 1, 100
+#: lanes measuring at once: a farm of boards, each lane a thread of the runner that mostly waits
+MAX_JOBS = 256
 
 
 #: a requirement's bound, in the figure's unit: beyond what any figure reaches (16 GiB in bytes, a day in ns)
@@ -116,6 +118,8 @@ class TopLevel(StrictModel):
     name: Name
     repetitions: int_range(1, MAX_REPETITIONS) = 1
     seed: int_range(0, MAX_SEED) = 0
+    # How many lanes (groups of machines) measure at the same time; `run --jobs` wins.
+    jobs: int_range(1, MAX_JOBS) = 1
     # A comparison says "equivalent" (no measurable difference) only within this margin.
     equivalence_percent: Number = 10.0
     conditions: ConditionsLimits = ConditionsLimits()
@@ -195,6 +199,7 @@ class Campaign:
     equivalence_percent: float = 10.0
     conditions: dict[str, float] = field(default_factory=dict)
     comparisons: list[dict[str, Any]] = field(default_factory=list)
+    jobs: int = 1
 
     @property
     def hash(self) -> str:
@@ -456,6 +461,7 @@ class _Validator:
                             repetitions=top.repetitions, seed=top.seed, environments=envs,
                             loads=loads, benchmarks=benches, requirements=requirements, comparisons=comparisons,
                             equivalence_percent=float(getattr(top, "equivalence_percent", 10.0)),
+                            jobs=getattr(top, "jobs", 1),
                             conditions=(top.conditions.model_dump()
                                         if isinstance(getattr(top, "conditions", None), ConditionsLimits) else {}))
         if not self.stored:
