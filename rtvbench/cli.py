@@ -344,11 +344,12 @@ def _across_options(f):
 @click.option("--note", metavar="TEXT", help="Store TEXT with the run (shown by list, show and the report).")
 @click.option("--reserve-timeout", "reserve_timeout", metavar="TIME", default="5m", show_default=True,
               help="How long to wait for a busy labgrid place before giving up without measuring: 45s, 30m.")
+@_jobs_option
 @_strict_option
 @_store_option
 @click.pass_context
 def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Path | None,
-        tags: tuple[str, ...], note: str | None, reserve_timeout: str, strict: bool,
+        tags: tuple[str, ...], note: str | None, reserve_timeout: str, jobs: int | None, strict: bool,
         store_url: str | None) -> int:
     """Run CAMPAIGN (default: the built-in "evaluate this machine"), then report."""
     from rtvbench.analysis.evaluation import evaluate_run
@@ -362,7 +363,7 @@ def run(ctx: click.Context, campaign: str | None, resume: bool, export_json: Pat
                          "Drop them, or start a new run without --resume.")
     c = load_campaign(campaign, _known_figure)
     engine = _store(ctx, store_url, write=True)
-    outcome = Runner(c, engine, err, tagged, note, reserve_s).run(resume=resume)
+    outcome = Runner(c, engine, err, tagged, note, reserve_timeout_s=reserve_s, jobs=jobs).run(resume=resume)
     if outcome.interrupted:
         err.print(f"Interrupted: run {outcome.run_id} is saved with every finished measurement; "
                   f"continue it with `{plain(resume_hint(_store_given(ctx, store_url), campaign))}`.")

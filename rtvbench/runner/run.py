@@ -5,7 +5,9 @@ For each measurement: start the load (in the environment its `where` names), rea
 as it arrives, read /proc/stat again, stop the load. Probe loads stream their own
 records into the store meanwhile. A failing measurement is recorded as an error and the
 campaign goes on; Ctrl-C (or SIGTERM) stops the probe and the load, records what
-was measured so far as interrupted, and leaves the run resumable.
+was measured so far as interrupted, and leaves the run resumable. With --jobs N the
+lanes of the plan (groups of machines no other lane touches) measure side by side,
+each in its own thread (runner/lanes.py).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from rtvbench.campaign.reader import Campaign
 from rtvbench.benchmarks.base import AFTER_END_S, WATCHDOG_FACTOR, WATCHDOG_MARGIN_S
 from rtvbench.errors import InputError, ProbeOutputError, StoreError, TargetError, TargetLost
 from rtvbench.loads.base import LoadContext, LoadError, LoadSite
-from rtvbench.campaign.plan import Planned, expected_seconds, plan
+from rtvbench.campaign.plan import Lane, Planned, expected_seconds, involved_environments, lanes, plan, wall_seconds
 from rtvbench.tomlloc import format_path
 from rtvbench.preflight import check as preflight_check, fingerprint_cpus, format_warnings, unusable_cpus
 from rtvbench.probe.stream import ProbeStream
 from rtvbench.runner.arrivals import ArrivingLines
 from rtvbench.runner.health import health_check
+from rtvbench.runner.lanes import Lanes
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
 from rtvbench.runner.thermal_sampler import ThermalSampler
 from rtvbench.store import RunRecorder, latest_unfinished_run
@@ -66,12 +69,6 @@ def _sigterm_as_interrupt():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _load_environments(load) -> set[str]:
-    """The other environments a load runs in (by name in `where`; a combination's parts too)."""
-    parts = getattr(load, "parts", None) or [load]
-    return {part.where for part in parts if part.where not in ("same", "neighbours")}
 
 
 def _exit_words(returncode: int) -> str:
@@ -132,9 +129,10 @@ class _Heartbeat:
 class Runner:
     def __init__(self, campaign: Campaign, engine: Engine, console: Console | None = None,
                  tags: dict[str, str] | None = None, note: str | None = None,
-                 reserve_timeout_s: float = RESERVE_TIMEOUT_S) -> None:
+                 reserve_timeout_s: float = RESERVE_TIMEOUT_S, jobs: int | None = None) -> None:
         self.campaign = campaign
         self.reserve_timeout_s = reserve_timeout_s
+        self.jobs = jobs or campaign.jobs       # lanes measuring at once; the command line's wins
         self.engine = engine
         self.tags, self.note = tags or {}, note     # stored with a new run (a resumed one keeps its own)
         self.console = console or Console(stderr=True)
@@ -169,6 +167,13 @@ class Runner:
         attempts = recorder.attempts()
         todo = [p for p in plan(c) if attempts.get(p.key, (0, ""))[1] != "ok"]
         what = "Resuming" if resume else "Running"
+        found = lanes(c, todo)
+        if self.jobs > 1 and len(found) > 1:
+            at_once = min(self.jobs, len(found))
+            self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
+                               f"{len(todo)} measurement(s) in {len(found)} lanes, {at_once} at once, about "
+                               f"{eta_text(wall_seconds(c, found, self.jobs))}.", highlight=False)
+            return self._to_the_end(recorder, lambda: self._measure_lanes(recorder, found, attempts))
         self.console.print(f"{what} campaign [bold]{plain(c.name)}[/] (run {recorder.id}): "
                            f"{len(todo)} measurement(s), about {eta_text(expected_seconds(c, todo))}.",
                            highlight=False)
@@ -335,39 +340,68 @@ class Runner:
 
     # -- measurements -------------------------------------------------------
 
-    def _measure_all(self, recorder: RunRecorder, todo: list[Planned], attempts: dict) -> None:
+    def _progress(self) -> Progress:
         columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-        with Progress(*columns, console=self.console, disable=not self.console.is_terminal,
-                      transient=True) as progress:
+        return Progress(*columns, console=self.console, disable=not self.console.is_terminal, transient=True)
+
+    def _measure_all(self, recorder: RunRecorder, todo: list[Planned], attempts: dict) -> None:
+        with self._progress() as progress:
             task = progress.add_task("", total=expected_seconds(self.campaign, todo) or 1)
-            done_s = 0.0
-            for i, p in enumerate(todo, start=1):
-                progress.update(task, description=f"{i}/{len(todo)} {p.label()}")
-                started = time.monotonic()
-                expected = expected_seconds(self.campaign, [p])
+            self._measure_in_turn(recorder, todo, attempts, progress, task, "", None, None)
 
-                def tick(done=done_s, started=started, expected=expected):
-                    progress.update(task, completed=done + min(time.monotonic() - started, expected))
-                attempt = attempts.get(p.key, (0, ""))[0] + 1
-                status, error = self._measure(recorder, p, attempt, tick)
-                if status == "lost":
-                    progress.console.print(f"[red]target lost[/] {plain(p.label())}: {plain(error)}; retrying.",
+    def _measure_lanes(self, recorder: RunRecorder, found: list[Lane], attempts: dict) -> None:
+        """Every lane in a thread of its own, at most self.jobs at once, each named by its machines
+        on its own progress line (and before each line it prints, where no progress line shows)."""
+        with self._progress() as progress:
+            def work(lane: Lane):
+                task = progress.add_task(f"{lane.name()}: waiting",
+                                         total=expected_seconds(self.campaign, lane.planned) or 1)
+
+                def measure(stopping) -> None:
+                    self._measure_in_turn(recorder, lane.planned, attempts, progress, task,
+                                          f"{lane.name()}: ", lane.environments, stopping)
+                    progress.console.print(f"{plain(lane.name())}: done, {len(lane.planned)} measurement(s).",
                                            highlight=False)
-                    self._reconnect()
-                    status, error = self._measure(recorder, p, attempt + 1, tick)
-                    if status == "lost":
-                        self._reconnect()       # for the measurements that follow
-                done_s += expected
-                progress.update(task, completed=done_s)
-                if status != "ok":
-                    progress.console.print(f"[red]{status}[/] {plain(p.label())}: {plain(error)}", highlight=False)
+                return measure
+            Lanes(self.jobs).run([work(lane) for lane in found])
 
-    def _focus(self, involved: set[str]) -> None:
+    def _measure_in_turn(self, recorder: RunRecorder, todo: list[Planned], attempts: dict, progress: Progress,
+                         task, prefix: str, among: tuple[str, ...] | None, stopping) -> None:
+        """Measure `todo` one after another, on one progress line. `among`: the environments of the
+        lane (None: all), the only ones paused, resumed or reached again here; `stopping`: an Event that
+        ends the lane between two measurements."""
+        done_s = 0.0
+        for i, p in enumerate(todo, start=1):
+            if stopping is not None and stopping.is_set():
+                return
+            progress.update(task, description=f"{plain(prefix)}{i}/{len(todo)} {p.label()}")
+            started = time.monotonic()
+            expected = expected_seconds(self.campaign, [p])
+
+            def tick(done=done_s, started=started, expected=expected):
+                progress.update(task, completed=done + min(time.monotonic() - started, expected))
+            attempt = attempts.get(p.key, (0, ""))[0] + 1
+            status, error = self._measure(recorder, p, attempt, tick, among)
+            if status == "lost":
+                progress.console.print(f"{plain(prefix)}[red]target lost[/] {plain(p.label())}: {plain(error)}; "
+                                       "retrying.", highlight=False)
+                self._reconnect(among)
+                status, error = self._measure(recorder, p, attempt + 1, tick, among)
+                if status == "lost":
+                    self._reconnect(among)       # for the measurements that follow
+            done_s += expected
+            progress.update(task, completed=done_s)
+            if status != "ok":
+                progress.console.print(f"{plain(prefix)}[red]{status}[/] {plain(p.label())}: {plain(error)}",
+                                       highlight=False)
+
+    def _focus(self, involved: set[str], among: tuple[str, ...] | None = None) -> None:
         """Only the environments a measurement uses run: the guests of the others are paused (an
-        idle TCG guest still takes host CPU), theirs resumed."""
+        idle TCG guest still takes host CPU), theirs resumed. `among`: the environments of the
+        measurement's lane, the only ones it may pause (another lane's are measuring)."""
         for name, target in self.campaign.environments.items():
-            if name not in involved and isinstance(target, Pausing):
+            if name not in involved and (among is None or name in among) and isinstance(target, Pausing):
                 target.pause()
         for name in involved:
             target = self.campaign.environments[name]
@@ -380,10 +414,13 @@ class Runner:
         guests = getattr(self.campaign.environments[env], "neighbours", None) or []
         return [LoadSite(f"{env}#{i}", guest, guest.deploy_probe()) for i, guest in enumerate(guests, start=2)]
 
-    def _reconnect(self) -> None:
+    def _reconnect(self, among: tuple[str, ...] | None = None) -> None:
         """After a target went away: reach every environment again (a fresh boot of a crashed
-        guest, a new ssh connection). A TargetError here ends the run, resumable."""
+        guest, a new ssh connection), or every one of the lane `among` names. A TargetError here ends
+        the run, or that lane; the run stays resumable."""
         for name, target in self.campaign.environments.items():
+            if among is not None and name not in among:
+                continue
             try:
                 self.probes[name] = target.deploy_probe()
             except TargetError as e:
@@ -470,14 +507,16 @@ class Runner:
                    f"its expected {bench.expected_seconds():g} s{slower}, plus {WATCHDOG_MARGIN_S:g} s)")
         return f"{why}; rtvbench sent its process group SIGTERM{_then_kill(done.killed)}"
 
-    def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick) -> tuple[str, str | None]:
+    def _measure(self, recorder: RunRecorder, p: Planned, attempt: int, tick,
+                 among: tuple[str, ...] | None = None) -> tuple[str, str | None]:
         """Run one measurement; return (status, error). Status "lost": a target went away during
-        it (recorded as an error with the target's log); the caller reconnects and retries."""
+        it (recorded as an error with the target's log); the caller reconnects and retries.
+        `among`: the environments of its lane (None: every one)."""
         c = self.campaign
         target, load = c.environments[p.environment], c.loads[p.load]
         bench = c.benchmarks[p.benchmark]
         peer = bench.peer                       # where the server of a round trip runs (ipc)
-        self._focus({p.environment} | _load_environments(load) | ({peer} if peer else set()))
+        self._focus(involved_environments(c, p), among)
         sites = {name: LoadSite(name, t, self.probes[name]) for name, t in c.environments.items()}
         # A round trip's server starts first: the command stored and run names the port it chose.
         server, setup_error = None, None

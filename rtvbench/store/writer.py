@@ -7,6 +7,7 @@ Samples held for a measurement go in with its next one, and so do the probe's la
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,11 +25,18 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+#: One writer at a time in this process: the lanes of a run (`run --jobs`), their loads' reader
+#: threads and the heartbeat commit from threads of their own, and SQLite takes one writer anyway; a
+#: second that upgrades its transaction while another writes would fail "database is locked" at once.
+_WRITING = threading.RLock()
+
+
 def _guard(fn):
     """Turn a database failure in the middle of a run into one clear StoreError."""
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with _WRITING:
+                return fn(*args, **kwargs)
         except SQLAlchemyError as e:
             raise StoreError(f"writing to the store failed ({e.__class__.__name__}: "
                              f"{getattr(e, 'orig', e)}); check the disk and the --store database, "
