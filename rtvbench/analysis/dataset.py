@@ -129,7 +129,9 @@ class RunData:
                and (load is None or m.load == load)
                and (benchmark is None or m.benchmark == benchmark)
                and (statuses is None or m.status in statuses)]
-        return sorted(out, key=lambda m: (m.repetition, m.id))
+        # Within a repetition in the plan's order, as the run lists them (a stable sort): not by id,
+        # which follows whichever lane of a concurrent run started first.
+        return sorted(out, key=lambda m: m.repetition)
 
     def result(self, m: Measurement) -> Result:
         """The measurement decoded by its kind (empty for unknown kinds and for no results)."""
