@@ -1,4 +1,5 @@
-"""A private OpenSSH server on 127.0.0.1 for the ssh target's tests.
+"""A private OpenSSH server on 127.0.0.1 for the ssh target's tests, or at an address inside a
+network namespace (a board of a farm: `netns`, `address`).
 
 Everything lives in one directory: the server's host key and config, a client key that the
 server's authorized_keys accepts, a known_hosts file with the server's key, and an ssh config
@@ -79,9 +80,12 @@ def available() -> str | None:
 
 
 class Sshd:
-    def __init__(self, root: Path, extra_config: str = "") -> None:
+    def __init__(self, root: Path, extra_config: str = "", netns: str | None = None,
+                 address: str = "127.0.0.1") -> None:
         self.root = root
         self.extra_config = extra_config        # more sshd_config lines (e.g. a ForceCommand)
+        self.netns = netns                      # the network namespace it listens in (`ip netns`)
+        self.address = address                  # where it listens, reachable from this namespace
         self.port = _free_port()
         self.user = getpass.getuser()
         self.host_key = root / "host_ed25519"
@@ -97,9 +101,9 @@ class Sshd:
         _keygen(self.client_key, "rtvb-test-client")
         (self.root / "authorized_keys").write_text(Path(f"{self.client_key}.pub").read_text())
         host_pub = " ".join(Path(f"{self.host_key}.pub").read_text().split()[:2])
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_pub}\n")
+        self.known_hosts.write_text(f"[{self.address}]:{self.port} {host_pub}\n")
         (self.root / "sshd_config").write_text(
-            f"ListenAddress 127.0.0.1:{self.port}\n"
+            f"ListenAddress {self.address}:{self.port}\n"
             f"HostKey {self.host_key}\n"
             f"AuthorizedKeysFile {self.root / 'authorized_keys'}\n"
             f"PidFile {self.root / 'sshd.pid'}\n"
@@ -117,7 +121,8 @@ class Sshd:
     def launch(self) -> "Sshd":
         """Start the server process with the keys and config start() made (again after stop(): a
         board switched back on)."""
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+        inside = ["ip", "netns", "exec", self.netns] if self.netns else []     # which execs sshd itself
+        self.proc = subprocess.Popen([*inside, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log, "wb"), start_new_session=True)
         deadline = time.monotonic() + 60
@@ -125,7 +130,7 @@ class Sshd:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"sshd did not start: {self.log.read_text()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.address, self.port), timeout=1).close()
                 return self
             except OSError:
                 time.sleep(0.05)
@@ -135,7 +140,7 @@ class Sshd:
         """An ssh config naming this server `alias` (known_hosts: another file to verify with)."""
         path.write_text(
             f"Host {alias}\n"
-            "  HostName 127.0.0.1\n"
+            f"  HostName {self.address}\n"
             f"  Port {self.port}\n"
             f"  User {self.user}\n"
             f"  IdentityFile {self.client_key}\n"
