@@ -44,8 +44,10 @@ class Lanes:
         taking = threading.Lock()
         lost: list[TargetError] = []
         failed: list[BaseException] = []
+        count = min(self.jobs, len(work))
+        ended = [threading.Event() for _ in range(count)]
 
-        def worker() -> None:
+        def worker(i: int) -> None:
             try:
                 while not self.stopping.is_set():
                     with taking:
@@ -63,37 +65,43 @@ class Lanes:
                         self.stopping.set()
             except KeyboardInterrupt:
                 return                  # met between two lanes
+            finally:
+                ended[i].set()
 
-        threads = [threading.Thread(target=worker, name=f"rtvbench-lane-{i + 1}", daemon=True)
-                   for i in range(min(self.jobs, len(work)))]
+        threads = [threading.Thread(target=worker, args=(i,), name=f"rtvbench-lane-{i + 1}", daemon=True)
+                   for i in range(count)]
         for thread in threads:
             thread.start()
         try:
-            self._wait(threads)
+            self._wait(ended)
         except KeyboardInterrupt:
-            self._interrupt(threads)
+            self._interrupt(threads, ended)
             raise
         if failed:
             raise failed[0]
         if lost:
             raise lost[0]
 
-    def _interrupt(self, threads: list[threading.Thread]) -> None:
+    def _interrupt(self, threads: list[threading.Thread], ended: list[threading.Event]) -> None:
         """Stop every lane as one measurement stops on Ctrl-C, and wait until each has stored what it
         measured; a further Ctrl-C is handed on again (it cuts the grace of a command short)."""
         self.stopping.set()
-        for thread in threads:
-            _raise_in(thread, KeyboardInterrupt)
+        for thread, done in zip(threads, ended):
+            if not done.is_set():
+                _raise_in(thread, KeyboardInterrupt)
         while True:
             try:
-                self._wait(threads)
+                self._wait(ended)
                 return
             except KeyboardInterrupt:
-                for thread in threads:
-                    _raise_in(thread, KeyboardInterrupt)
+                for thread, done in zip(threads, ended):
+                    if not done.is_set():
+                        _raise_in(thread, KeyboardInterrupt)
 
     @staticmethod
-    def _wait(threads: list[threading.Thread]) -> None:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(_WAIT_S)
+    def _wait(ended: list[threading.Event]) -> None:
+        # Each lane's own event, not Thread.join: a join that Ctrl-C interrupts takes the thread for
+        # ended while it still runs (CPython before 3.13), and the run would close its targets under it.
+        for done in ended:
+            while not done.wait(_WAIT_S):
+                pass
