@@ -1,89 +1,33 @@
 """A farm of three boards measured at once (`rtvbench run --jobs`): three sshd instances, each in a
-network namespace of its own behind a veth pair (10.201.N.1 here, 10.201.N.2 the board). What ran
-at the same time is read from the store's measurement timestamps, never from the test's clocks."""
+network namespace of its own (tests/helpers/farm.py). What ran at the same time is read from the
+store's measurement timestamps, never from the test's clocks."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import sqlite3
-import subprocess
 from collections import Counter
 from datetime import datetime
 
 import pytest
 
-from helpers.sshd import Sshd, available
+from helpers.farm import farm, write_campaign
 from host_helpers import cli_env, run_cli, start_cli, wait_for
 from rtvbench.store import load_run, open_store
 
-BOARDS = (1, 2, 3)
 REPS = 2
 #: each measurement waits this long on its board: long against what a busy host adds around it
 WAIT_S = 3
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-
-def _why_not() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None:
-        return "iproute2's `ip` is not installed (apt-get install iproute2)"
-    in_use = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
-    if any(f" 10.201.{n}." in in_use for n in BOARDS):
-        return "10.201.1-3.0/24 are already in use on this machine"
-    return available()
-
-
 @pytest.fixture(scope="module")
-def boards(tmp_path_factory):
-    """The three boards' servers, board N at 10.201.N.2 in namespace rtvbfarmN-<pid>; all removed after."""
-    why = _why_not()
-    if why:
-        pytest.skip(why)
-    tag = os.getpid() % 100000
-    servers: list[Sshd] = []
-    spaces: list[str] = []
-    try:
-        for n in BOARDS:
-            ns, here, there = f"rtvbfarm{n}-{tag}", f"rvf{n}h{tag}", f"rvf{n}b{tag}"
-            _ip("netns", "add", ns)
-            spaces.append(ns)
-            _ip("link", "add", here, "type", "veth", "peer", "name", there)
-            _ip("link", "set", there, "netns", ns)
-            _ip("addr", "add", f"10.201.{n}.1/24", "dev", here)
-            _ip("link", "set", here, "up")
-            _ip("-n", ns, "addr", "add", f"10.201.{n}.2/24", "dev", there)
-            _ip("-n", ns, "link", "set", there, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-            servers.append(Sshd(tmp_path_factory.mktemp(f"board{n}"), netns=ns, address=f"10.201.{n}.2").start())
+def sshd_boards(tmp_path_factory):
+    with farm(tmp_path_factory.mktemp("farm")) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
-        for ns in spaces:
-            _ip("netns", "del", ns)         # with the namespace's end of the veth pair, and so the other
 
 
 def _campaign(tmp_path, servers, name: str, second_login: bool = False) -> None:
-    """Board N is environment bN, reached at its address (the ssh config names it so); with
-    second_login also environment b1again, a second login of board 1 (the same machine)."""
-    envs = []
-    for n, server in zip(BOARDS, servers):
-        server.write_client_config(tmp_path / f"b{n}.conf", alias=server.address)
-        envs.append(f'[environments.b{n}]\ntarget = "ssh"\nhost = "{server.address}"\nssh_config = "b{n}.conf"\n')
-    if second_login:
-        envs.append(f'[environments.b1again]\ntarget = "ssh"\nhost = "{servers[0].user}@{servers[0].address}"\n'
-                    'ssh_config = "b1.conf"\n')
-    (tmp_path / "c.toml").write_text(
-        f'name = "{name}"\nrepetitions = {REPS}\nseed = 3\n' + "\n".join(envs)
-        + f'\n[benchmarks.wait]\nkind = "command"\ncommand = "sh -c \'sleep {WAIT_S}; echo waited {WAIT_S}\'"\n'
-        f'format = "mapping"\nexpected_s = {WAIT_S}\n[[benchmarks.wait.figures]]\nname = "waited_s"\n'
-        'regex = "waited ([0-9]+)"\n')
+    write_campaign(tmp_path, servers, name, REPS, WAIT_S, second_login)
 
 
 def _spans(run) -> dict[str, list[tuple[datetime, datetime]]]:
@@ -103,8 +47,8 @@ def _seconds(spans) -> float:
     return sum((end - start).total_seconds() for start, end in spans)
 
 
-def test_three_boards_measure_at_once(boards, tmp_path, probe):
-    _campaign(tmp_path, boards, "farm")
+def test_three_boards_measure_at_once(sshd_boards, tmp_path, probe):
+    _campaign(tmp_path, sshd_boards, "farm")
     env = cli_env(probe)
     engine = open_store(f"sqlite:///{tmp_path}/s.db")
     walls, shares = [], []
@@ -125,8 +69,8 @@ def test_three_boards_measure_at_once(boards, tmp_path, probe):
     assert sequential >= 2 * concurrent, (walls, shares)
 
 
-def test_one_machine_never_overlaps_and_a_killed_run_resumes(boards, tmp_path, probe):
-    _campaign(tmp_path, boards, "farm-kill", second_login=True)
+def test_one_machine_never_overlaps_and_a_killed_run_resumes(sshd_boards, tmp_path, probe):
+    _campaign(tmp_path, sshd_boards, "farm-kill", second_login=True)
     env = cli_env(probe)
     db = tmp_path / "s.db"
 

@@ -195,3 +195,39 @@ def test_jobs_in_the_campaign_is_checked(tmp_path):
     with pytest.raises(CampaignError) as e:
         _campaign(tmp_path, '[environments.b]\ntarget = "ssh"\nhost = "b"\nmachine = " "\n')
     assert "machine" in str(e.value.issue_lines())
+
+
+def test_a_board_lost_for_good_stops_its_lane_only(tmp_path, monkeypatch):
+    """A board that went away is reached again and its measurement retried in its own lane; one that
+    cannot be reached again ends that lane, the others measure everything, and the run then fails as a
+    run of one lane does (TargetError)."""
+    from rtvbench.errors import TargetError
+    from rtvbench.runner import run as run_module
+    c = _campaign(tmp_path, BOARDS, head="jobs = 4\n")
+    measured: list[tuple] = []
+    reached: list[tuple] = []
+
+    def measure(self, recorder, p, attempt, tick, among=None):
+        measured.append((p.environment, p.repetition, attempt))
+        if p.environment == "b3" or (p.environment == "b1" and p.repetition == 0 and attempt == 1):
+            return "lost", "the board went away"
+        return "ok", None
+
+    def reconnect(self, among=None):
+        reached.append(among)
+        if "b3" in among:
+            raise TargetError("board b3 does not answer.")
+    monkeypatch.setattr(run_module.Runner, "_measure", measure)
+    monkeypatch.setattr(run_module.Runner, "_reconnect", reconnect)
+    runner = run_module.Runner(c, engine=None)
+    found = lanes(c, plan(c))
+    with pytest.raises(TargetError, match="board b3 does not answer"):
+        runner._measure_lanes(None, found, {})
+    # b1's lost measurement was retried as a second attempt after its lane alone was reached again.
+    assert ("b1", 0, 2) in measured and ("b1", "b1admin") in reached
+    assert all(among in {lane.environments for lane in found} for among in reached)
+    # b3's lane stopped at its first measurement; every other lane measured all of its own.
+    assert [m for m in measured if m[0] == "b3"] == [("b3", found[[lane.environments for lane in found]
+                                                                .index(("b3",))].planned[0].repetition, 1)]
+    for env in ("b1", "b1admin", "b2", "b2eth1", "place"):
+        assert {m[1] for m in measured if m[0] == env} == {0, 1, 2}
