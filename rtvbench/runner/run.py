@@ -359,10 +359,16 @@ class Runner:
                                          total=expected_seconds(self.campaign, lane.planned) or 1)
 
                 def measure(stopping) -> None:
-                    self._measure_in_turn(recorder, lane.planned, attempts, progress, task,
-                                          f"{lane.name()}: ", lane.environments, stopping)
-                    progress.console.print(f"{plain(lane.name())}: done, {len(lane.planned)} measurement(s).",
-                                           highlight=False)
+                    try:
+                        self._measure_in_turn(recorder, lane.planned, attempts, progress, task,
+                                              f"{lane.name()}: ", lane.environments, stopping)
+                    except TargetError as e:
+                        progress.console.print(f"{plain(lane.name())}: [red]stopped[/]: {plain(str(e))} The other "
+                                               "lanes go on.", highlight=False)
+                        raise
+                    if not stopping.is_set():
+                        progress.console.print(f"{plain(lane.name())}: done, {len(lane.planned)} measurement(s).",
+                                               highlight=False)
                 return measure
             Lanes(self.jobs).run([work(lane) for lane in found])
 
