@@ -9,9 +9,7 @@ import sqlite3
 from collections import Counter
 from datetime import datetime
 
-import pytest
-
-from helpers.farm import farm, write_campaign
+from helpers.farm import boards_fixture, write_campaign
 from host_helpers import cli_env, run_cli, start_cli, wait_for
 from rtvbench.store import load_run, open_store
 
@@ -19,11 +17,7 @@ REPS = 2
 #: each measurement waits this long on its board: long against what a busy host adds around it
 WAIT_S = 3
 
-
-@pytest.fixture(scope="module")
-def sshd_boards(tmp_path_factory):
-    with farm(tmp_path_factory.mktemp("farm")) as servers:
-        yield servers
+sshd_boards = boards_fixture()
 
 
 def _campaign(tmp_path, servers, name: str, second_login: bool = False) -> None:

@@ -65,6 +65,15 @@ def farm(root: Path) -> Iterator[list[Sshd]]:
             _ip("netns", "del", ns)         # with the namespace's end of the veth pair, and so the other
 
 
+def boards_fixture():
+    """A module's fixture of the farm: `sshd_boards = boards_fixture()` (its name marks the tests `ssh`)."""
+    @pytest.fixture(scope="module")
+    def sshd_boards(tmp_path_factory):
+        with farm(tmp_path_factory.mktemp("farm")) as servers:
+            yield servers
+    return sshd_boards
+
+
 def write_campaign(directory: Path, servers: list[Sshd], name: str, reps: int, wait_s: int,
                    second_login: bool = False) -> None:
     """c.toml: board N is environment bN, reached at its address (the ssh config names it so), and
