@@ -70,7 +70,7 @@ CASES = [
      'campaign.toml:15: benchmarks.wakeup.duration_sec: unknown key; did you mean "duration_s"?'),
     ("unknown top-level key", ("seed = 3", "seed = 3\ncolour = 3"),
      'campaign.toml:4: colour: unknown key; allowed: benchmarks, comparisons, conditions, environments, '
-     'equivalence_percent, loads, name, repetitions, requirements, seed'),
+     'equivalence_percent, jobs, loads, name, repetitions, requirements, seed'),
     ("literal", ('cpus = "0"', 'cpus = "0"\npolicy = "deadline"'),
      'campaign.toml:17: benchmarks.wakeup.policy: must be one of "fifo", "rr" or "other" (got "deadline")'),
     ("model-level rule, reported on the table", ("duration_s = 1\n", ""),

@@ -172,7 +172,7 @@ where = "board"
     assert spec.environments["guest"].params["memory_mb"] == 512
     assert spec.environments["board"].params == {"host": "root@board", "port": None,
                                                  "ssh_config": "gone/ssh_config", "options": [], "workdir": None,
-                                                 "reboot_command": None, "boot_timeout_s": None}
+                                                 "reboot_command": None, "machine": None, "boot_timeout_s": None}
     assert spec.loads["gone"].commands == ("no-such-program-anywhere --now",)
     assert spec.loads["idle"].is_idle
     assert spec.benchmarks["wakeup"].params["priority"] == 80
