@@ -231,3 +231,28 @@ def test_a_board_lost_for_good_stops_its_lane_only(tmp_path, monkeypatch):
                                                                 .index(("b3",))].planned[0].repetition, 1)]
     for env in ("b1", "b1admin", "b2", "b2eth1", "place"):
         assert {m[1] for m in measured if m[0] == env} == {0, 1, 2}
+
+
+def test_a_lane_pauses_only_its_own_guests(tmp_path):
+    """Pausing the guests a measurement does not use stays within its lane: an environment of another
+    lane may be measuring right then."""
+    from types import SimpleNamespace
+
+    from rtvbench.runner.run import Runner
+    from rtvbench.targets.capabilities import Pausing
+
+    class Guest(Pausing):
+        def __init__(self, name: str) -> None:
+            self.name, self.state = name, "running"
+
+        def pause(self) -> None:
+            self.state = "paused"
+
+        def resume(self) -> None:
+            self.state = "running"
+    guests = {name: Guest(name) for name in ("mine", "idle_mine", "theirs")}
+    runner = Runner(SimpleNamespace(environments=guests, jobs=2), engine=None)
+    runner._focus({"mine"}, ("mine", "idle_mine"))
+    assert {n: g.state for n, g in guests.items()} == {"mine": "running", "idle_mine": "paused", "theirs": "running"}
+    runner._focus({"mine"})                 # one lane (jobs = 1): every other guest is paused
+    assert {n: g.state for n, g in guests.items()} == {"mine": "running", "idle_mine": "paused", "theirs": "paused"}
