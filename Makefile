@@ -210,6 +210,7 @@ bench: $(BUILD)/bench-hist-record probe probe-cross
 	$(PY) bench/publish_speed.py
 	$(PY) bench/change_points.py
 	$(PY) bench/campaign_overhead.py
+	$(PY) bench/farm_speed.py
 	$(PY) bench/memlat_compare.py
 	$(PY) bench/lmbench_compare.py
 	$(PY) bench/network_vs_iperf3.py --udp-rate-bps 1000000000
