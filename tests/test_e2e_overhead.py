@@ -28,7 +28,10 @@ HOG = "chrt -f 90 stress-ng --cpu 1 --taskset 0 --cpu-load 50 --quiet"
 
 
 def stress_ng_pids() -> set[str]:
-    return set(subprocess.run(["pgrep", "-x", "stress-ng"], capture_output=True, text=True).stdout.split())
+    # This load's processes only, by their command line: a stress-ng someone else runs on the machine
+    # (a peer tool of another test, a load beside the suite) may come and go meanwhile.
+    return set(subprocess.run(["pgrep", "-f", HOG.removeprefix("chrt -f 90 ")], capture_output=True,
+                              text=True).stdout.split())
 
 
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng is installed by make setup")
