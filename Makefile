@@ -66,7 +66,7 @@ help:
 	@echo "make setup        install system packages, Python environment, build the probe"
 	@echo "make probe        build the native probe at $(BUILD)/rtvb-probe"
 	@echo "make probe-cross  build static probes for $(CROSS_ARCHES) at $(BUILD)/<arch>/rtvb-probe"
-	@echo "make baremetal    build the bare-metal image for QEMU's aarch64 virt at $(BM_OUT)/rtvb-probe.elf and .bin"
+	@echo "make baremetal    build the bare-metal images for QEMU's virt at build/baremetal/<arch>/rtvb-probe.elf and .bin ($(BM_ARCHES))"
 	@echo "make kernels      fetch Debian's x86_64 (also PREEMPT_RT) and aarch64 kernels into kernels/"
 
 probe: $(BUILD)/rtvb-probe
@@ -115,50 +115,60 @@ PROBE_TESTS := $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/
 probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tests/test_*.c))
 	@for t in $^; do echo "== $$t"; $$t || exit 1; done
 
-# The bare-metal image (docs/baremetal.md): the freestanding core and probe/baremetal/ for aarch64
-# at EL1, for QEMU's `virt` (-machine virt,gic-version=2) unless a board's -D's say otherwise
-# (probe/baremetal/board.h). The MMU stays off, so all memory is Device memory: -mstrict-align.
-# What an interrupt runs is built -mgeneral-regs-only (the vectors save no FP/SIMD registers);
+# The bare-metal images (docs/baremetal.md): the freestanding core, probe/baremetal/ and its
+# probe/baremetal/<arch>/ (start-up, interrupts, UART, board.h, link.ld.S), for QEMU's `virt` unless a
+# board's -D's say otherwise: aarch64 at EL1 (-machine virt,gic-version=2), riscv64 in S-mode under
+# OpenSBI. aarch64's MMU stays off, so all memory is Device memory: -mstrict-align; what its
+# interrupts run is built -mgeneral-regs-only (its vectors save no FP/SIMD registers; riscv64's trap
+# entry saves the FP temporaries instead, as GCC has no such option there).
 # -fno-tree-loop-distribute-patterns keeps GCC from turning mem.c's loops into calls to themselves.
-BM_CC      := aarch64-linux-gnu-gcc
-BM_OUT     := build/baremetal/aarch64
+BM_ARCHES  := aarch64
 BM_DIR     := probe/baremetal
-BM_INC     := -I$(BM_DIR) -I$(BM_DIR)/aarch64 -Iprobe/core
-BM_CFLAGS  := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
-              -isystem $(shell $(BM_CC) -print-file-name=include 2>/dev/null) $(BM_INC) \
-              -mcpu=cortex-a53 -mstrict-align -fno-pie -fno-stack-protector -ffunction-sections \
+BM_CC_aarch64    := aarch64-linux-gnu-gcc
+BM_CC_riscv64    := riscv64-linux-gnu-gcc
+BM_ARCH_aarch64  := -mcpu=cortex-a53 -mstrict-align
+BM_ARCH_riscv64  := -march=rv64imafdc -mabi=lp64d -mcmodel=medany
+BM_IRQ_aarch64   := -mgeneral-regs-only
+BM_IRQ_SRC := $(BM_DIR)/irqlat_handler.c $(wildcard $(BM_DIR)/aarch64/*.c)
+BM_HDR     := $(wildcard $(BM_DIR)/*.h) $(CORE_HDR)
+
+baremetal: $(foreach a,$(BM_ARCHES),build/baremetal/$(a)/rtvb-probe.elf build/baremetal/$(a)/rtvb-probe.bin)
+
+# One image per architecture: objects under build/baremetal/<arch>/obj/ keep their source's path.
+define BM_IMAGE
+BM_OUT_$(1) := build/baremetal/$(1)
+BM_INC_$(1) := -I$(BM_DIR) -I$(BM_DIR)/$(1) -Iprobe/core
+BM_CFLAGS_$(1) := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
+              -isystem $$(shell $(BM_CC_$(1)) -print-file-name=include 2>/dev/null) $$(BM_INC_$(1)) \
+              $(BM_ARCH_$(1)) -fno-pie -fno-stack-protector -ffunction-sections \
               -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables \
               -fno-tree-loop-distribute-patterns
-BM_IRQ_SRC := $(addprefix $(BM_DIR)/,irq.c irqlat_handler.c gic.c pl011.c)
-BM_SRC     := $(filter-out $(BM_IRQ_SRC),$(wildcard $(BM_DIR)/*.c)) $(CORE_SRC)
-BM_HDR     := $(wildcard $(BM_DIR)/*.h $(BM_DIR)/aarch64/*.h) $(CORE_HDR)
-BM_OBJ     := $(patsubst %.c,$(BM_OUT)/obj/%.o,$(notdir $(BM_SRC) $(BM_IRQ_SRC))) \
-              $(BM_OUT)/obj/start.o $(BM_OUT)/obj/vectors.o
+BM_SRC_$(1) := $(filter-out %/link.ld.S,$(wildcard $(BM_DIR)/*.c $(BM_DIR)/$(1)/*.c $(BM_DIR)/$(1)/*.S)) $(CORE_SRC)
+BM_OBJ_$(1) := $$(patsubst %,build/baremetal/$(1)/obj/%.o,$$(basename $$(BM_SRC_$(1))))
+BM_DEP_$(1) := $(BM_HDR) $(wildcard $(BM_DIR)/$(1)/*.h) Makefile
 
-baremetal: $(BM_OUT)/rtvb-probe.elf $(BM_OUT)/rtvb-probe.bin
+build/baremetal/$(1)/obj/%.o: %.c $$(BM_DEP_$(1))
+	@mkdir -p $$(@D)
+	$(BM_CC_$(1)) $$(BM_CFLAGS_$(1)) $$(if $$(filter $$<,$(BM_IRQ_SRC)),$(BM_IRQ_$(1))) -c -o $$@ $$<
 
-vpath %.c $(BM_DIR) probe/core
-vpath %.S $(BM_DIR)/aarch64
+build/baremetal/$(1)/obj/%.o: %.S $$(BM_DEP_$(1))
+	@mkdir -p $$(@D)
+	$(BM_CC_$(1)) $$(BM_INC_$(1)) $(BM_ARCH_$(1)) -c -o $$@ $$<
 
-$(BM_OUT)/obj/%.o: %.c $(BM_HDR) Makefile
-	@mkdir -p $(@D)
-	$(BM_CC) $(BM_CFLAGS) $(if $(filter $(BM_IRQ_SRC),$(BM_DIR)/$*.c),-mgeneral-regs-only) -c -o $@ $<
+build/baremetal/$(1)/link.ld: $(BM_DIR)/$(1)/link.ld.S $(BM_DIR)/$(1)/board.h Makefile
+	@mkdir -p $$(@D)
+	$(BM_CC_$(1)) -E -P -x c $$(BM_INC_$(1)) -o $$@ $$<
 
-$(BM_OUT)/obj/%.o: %.S $(BM_HDR) Makefile
-	@mkdir -p $(@D)
-	$(BM_CC) $(BM_INC) -c -o $@ $<
+build/baremetal/$(1)/rtvb-probe.elf: $$(BM_OBJ_$(1)) build/baremetal/$(1)/link.ld
+	$(BM_CC_$(1)) $(BM_ARCH_$(1)) -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--no-warn-rwx-segments \
+	    -Wl,--build-id=none -Wl,-T,build/baremetal/$(1)/link.ld -o $$@.tmp $$(BM_OBJ_$(1)) -lgcc
+	mv -f $$@.tmp $$@
 
-$(BM_OUT)/link.ld: $(BM_DIR)/aarch64/link.ld.S $(BM_DIR)/board.h Makefile
-	@mkdir -p $(@D)
-	$(BM_CC) -E -P -x c $(BM_INC) -o $@ $<
-
-$(BM_OUT)/rtvb-probe.elf: $(BM_OBJ) $(BM_OUT)/link.ld
-	$(BM_CC) -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=none -Wl,-T,$(BM_OUT)/link.ld -o $@.tmp $(BM_OBJ) -lgcc
-	mv -f $@.tmp $@
-
-$(BM_OUT)/rtvb-probe.bin: $(BM_OUT)/rtvb-probe.elf
-	aarch64-linux-gnu-objcopy -O binary $< $@.tmp
-	mv -f $@.tmp $@
+build/baremetal/$(1)/rtvb-probe.bin: build/baremetal/$(1)/rtvb-probe.elf
+	$(1)-linux-gnu-objcopy -O binary $$< $$@.tmp
+	mv -f $$@.tmp $$@
+endef
+$(foreach a,$(BM_ARCHES),$(eval $(call BM_IMAGE,$(a))))
 
 setup:
 	./scripts/setup.sh
@@ -182,7 +192,7 @@ kernels: setup
 # passed only then. The probe's C unit tests run as tests of their own (tests/test_probe_c_units.py).
 test: setup kernels
 	@$(MAKE) -q probe-cross || { echo "test: building the probes for $(CROSS_ARCHES)"; $(MAKE) -s probe-cross; }
-	@$(MAKE) -q baremetal || { echo "test: building the bare-metal image"; $(MAKE) -s baremetal; }
+	@$(MAKE) -q baremetal || { echo "test: building the bare-metal images"; $(MAKE) -s baremetal; }
 	$(PY) tests/phases.py
 
 # Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.

@@ -13,96 +13,32 @@ was 6.2 ms, a third of that bound."""
 
 from __future__ import annotations
 
-import json
-import queue
-import shutil
-import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from baremetal_console import REPO, Console, build_images
 
-REPO = Path(__file__).resolve().parent.parent
 IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.elf"
-BOOT_TIMEOUT_S = 30
 
 pytestmark = pytest.mark.qemu     # every test boots the image, also those without the module's QEMU
 STALL_US = 40000
 
 
-class Console:
-    """The image's UART on QEMU's stdio: lines in a queue, requests written as lines."""
-
-    def __init__(self, image: Path, machine: str = "virt,gic-version=2") -> None:
-        self.proc = subprocess.Popen(
-            ["qemu-system-aarch64", "-machine", machine, "-cpu", "cortex-a53", "-m", "128M",
-             "-nographic", "-monitor", "none", "-serial", "stdio", "-kernel", str(image)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 1
-
-    def _read(self) -> None:
-        for raw in self.proc.stdout:
-            self.lines.put(raw.decode(errors="replace").rstrip("\r\n"))
-        self.lines.put(None)
-
-    def line(self, deadline: float) -> str:
-        """The next line but ticks; fails the test at the deadline or when QEMU ends."""
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail("the image said nothing more before the deadline")
-            assert line is not None, "QEMU ended"
-            if not line.startswith("tick "):
-                return line
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def run(self, *args: str, timeout_s: float = 30) -> tuple[list[dict], list[str], int]:
-        """A command's records, its err lines and its exit status."""
-        cid = str(self.next_id)
-        self.next_id += 1
-        self.send(f"run {cid} " + " ".join(a.encode().hex() or "-" for a in args))
-        records, errors = [], []
-        deadline = time.monotonic() + timeout_s
-        while True:
-            line = self.line(deadline)
-            ident, _, rest = line.partition(" ")
-            assert ident == cid, line
-            kind, _, text = rest.partition(" ")
-            if kind == "out":
-                records.append(json.loads(text))
-            elif kind == "err":
-                errors.append(text)
-            else:
-                assert kind == "exit", line
-                return records, errors, int(text)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
 def _build() -> None:
-    for tool in ("qemu-system-aarch64", "aarch64-linux-gnu-gcc"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} is not installed (scripts/setup.sh installs it)")
-    subprocess.run(["make", "-s", "-C", str(REPO), "baremetal"], check=True)
+    build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc")
+
+
+def _qemu(image: Path, machine: str = "virt,gic-version=2") -> Console:
+    return Console(["qemu-system-aarch64", "-machine", machine, "-cpu", "cortex-a53", "-m", "128M",
+                    "-nographic", "-monitor", "none", "-serial", "stdio", "-kernel", str(image)])
 
 
 @pytest.fixture(scope="module")
 def qemu_console():
     _build()
-    console = Console(IMAGE)
-    start = time.monotonic()
-    console.ready = console.line(start + BOOT_TIMEOUT_S)
-    console.boot_s = time.monotonic() - start
+    console = _qemu(IMAGE)
+    console.ready = console.wait_ready()
     yield console
     console.close()
 
@@ -202,9 +138,9 @@ def test_poweroff_ends_qemu(qemu_console):
 ])
 def test_the_bin_and_an_el2_entry_serve_too(image, machine, entered_el):
     _build()
-    qemu = Console(image, machine)
+    qemu = _qemu(image, machine)
     try:
-        assert qemu.line(time.monotonic() + BOOT_TIMEOUT_S).startswith("ready ")
+        assert qemu.wait_ready().startswith("ready ")
         records, errors, status = qemu.run("latency", "--loops", "50")
         assert (status, errors) == (0, [])
         assert records[0]["entered_el"] == entered_el

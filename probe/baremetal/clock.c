@@ -1,6 +1,6 @@
 #include "clock.h"
 
-#include "cpu.h"
+#include "arch.h"
 
 #define NS_PER_S 1000000000ull
 

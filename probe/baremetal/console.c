@@ -5,7 +5,7 @@
 
 #include "jsonw.h"
 #include "numfmt.h"
-#include "pl011.h"
+#include "arch.h"
 #include "version.h"
 
 #define ID_MAX 24
@@ -87,6 +87,29 @@ void console_exit(int status)
 {
     put_prefix(" exit ");
     put_uint((uint64_t)status);
+    put_str("\n");
+}
+
+static void put_hex(uint64_t v)
+{
+    char b[19] = "0x";
+    for (int i = 0; i < 16; i++)
+        b[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 15];
+    b[18] = '\0';
+    put_str(b);
+}
+
+void console_fatal(const char *n1, uint64_t v1, const char *n2, uint64_t v2, const char *n3, uint64_t v3)
+{
+    const char *name[3] = {n1, n2, n3};
+    uint64_t value[3] = {v1, v2, v3};
+    put_str("\nlog fatal exception:");
+    for (int i = 0; i < 3; i++) {
+        put_str(" ");
+        put_str(name[i]);
+        put_str(" ");
+        put_hex(value[i]);
+    }
     put_str("\n");
 }
 

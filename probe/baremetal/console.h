@@ -19,5 +19,8 @@ void console_log(const char *part, ...);
 void console_command(const char *id);
 void console_err(const char *part, ...);
 void console_exit(int status);
+/* A bug of the image: `log fatal exception: <name> <hex value>...` for the
+ * three registers an architecture names, before it stops. */
+void console_fatal(const char *n1, uint64_t v1, const char *n2, uint64_t v2, const char *n3, uint64_t v3);
 
 #endif

@@ -3,12 +3,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "board.h"
 #include "clock.h"
 #include "console.h"
-#include "cpu.h"
+#include "arch.h"
+#include "board.h"
 #include "hist.h"
-#include "irq.h"
 #include "jsonw.h"
 #include "numfmt.h"
 #include "parse.h"
@@ -89,11 +88,11 @@ static void print_meta(int argc, char **argv, const struct irqlat_options *o)
     jw_int(&w, "schema", RTVB_SCHEMA_VERSION);
     jw_str(&w, "probe_version", RTVB_PROBE_VERSION);
     jw_str(&w, "subcommand", "latency");
-    jw_str(&w, "arch", "aarch64");
+    jw_str(&w, "arch", ARCH_NAME);
     jw_str(&w, "platform", "baremetal");
     jw_str(&w, "board", BOARD_NAME);
     jw_uint(&w, "counter_hz", counter_hz());
-    jw_uint(&w, "entered_el", boot_el);
+    arch_write_meta(&w);
     jw_arr(&w, "argv");
     for (int i = 0; i < argc; i++)
         jw_str(&w, NULL, argv[i]);
@@ -220,7 +219,7 @@ int irqlat_command(int argc, char **argv)
     uint64_t start = counter_now(), stall_ticks = ns_to_ticks(o.stall_ns), next_tick = clock_ns() + TICK_NS;
     bool stalled = o.stall_at == NO_STALL;
     irqlat.deadline = start + irqlat.interval;
-    vtimer_arm(irqlat.deadline);
+    timer_arm(irqlat.deadline);
     for (;;) {
         drain(&o, &f);
         if (irqlat.done)

@@ -1,6 +1,6 @@
 #include "irqlat.h"
 
-#include "cpu.h"
+#include "arch.h"
 
 volatile struct irqlat_state irqlat;
 
@@ -26,11 +26,11 @@ void irqlat_on_timer(uint64_t now)
     s->missed += skipped;
     index += skipped + 1;
     if (index >= s->activations) {
-        vtimer_off();
+        timer_off();
         s->done = 1;
         return;
     }
     s->index = index;
     s->deadline = deadline + (skipped + 1) * s->interval;
-    vtimer_arm(s->deadline);
+    timer_arm(s->deadline);
 }

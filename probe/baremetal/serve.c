@@ -14,11 +14,9 @@
 
 #include "clock.h"
 #include "console.h"
-#include "cpu.h"
-#include "irq.h"
+#include "arch.h"
 #include "irqlat.h"
 #include "parse.h"
-#include "pl011.h"
 
 #define LINE_MAX 1024
 #define MAX_ARGS 32
@@ -26,12 +24,10 @@
 #define POLL_NS 1000000ull      /* how often a waiting image looks at the UART: its FIFO holds 16 bytes */
 #define TICK_NS 1000000000ull
 
-unsigned boot_el;
-
 static void wake_only(uint64_t now)
 {
     (void)now;
-    vtimer_off();
+    timer_off();
 }
 
 enum line_state { LINE_OK, LINE_TOO_LONG, LINE_HAS_NUL };
@@ -66,7 +62,7 @@ static enum line_state read_line(char *line, size_t cap)
             next_tick = now + TICK_NS;
         }
         irq_mask();
-        vtimer_arm(counter_now() + ns_to_ticks(POLL_NS));
+        timer_arm(counter_now() + ns_to_ticks(POLL_NS));
         wait_for_interrupt();
         irq_unmask();
     }
@@ -175,7 +171,7 @@ static void serve(char *line)
             bad_request(copy, "poweroff takes no field");
             return;
         }
-        psci_system_off(boot_el == 2);
+        system_off();
         {
         bad_request(copy, "power off refused by the firmware");
         return;

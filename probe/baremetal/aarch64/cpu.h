@@ -1,7 +1,7 @@
 /*
  * The aarch64 registers the image uses: the generic timer's virtual counter
  * and EL1 virtual timer (CNTVCT, CNTFRQ, CNTV_CVAL, CNTV_CTL), interrupt
- * masking, and PSCI's SYSTEM_OFF for `poweroff`.
+ * masking: the inline part of arch.h's interface.
  */
 #ifndef RTVB_BM_CPU_H
 #define RTVB_BM_CPU_H
@@ -10,6 +10,8 @@
 
 /* The exception level start.S was entered at: 1, or 2 when it dropped to EL1. */
 extern unsigned boot_el;
+
+#define ARCH_NAME "aarch64"
 
 #define CNTV_CTL_ENABLE 1u
 #define CNTV_CTL_IMASK 2u
@@ -31,13 +33,13 @@ static inline uint64_t counter_hz(void)
 
 /* Fires when the virtual counter reaches `deadline` (a level interrupt:
  * it stays pending until the deadline moves on or the timer is off). */
-static inline void vtimer_arm(uint64_t deadline)
+static inline void timer_arm(uint64_t deadline)
 {
     __asm__ volatile("msr cntv_cval_el0, %0\n\tmsr cntv_ctl_el0, %1\n\tisb"
                      ::"r"(deadline), "r"((uint64_t)CNTV_CTL_ENABLE) : "memory");
 }
 
-static inline void vtimer_off(void)
+static inline void timer_off(void)
 {
     __asm__ volatile("msr cntv_ctl_el0, %0\n\tisb" ::"r"((uint64_t)0) : "memory");
 }
@@ -47,16 +49,5 @@ static inline void irq_unmask(void) { __asm__ volatile("msr daifclr, #2" ::: "me
 /* Waits for an interrupt even while IRQs are masked: masked, check, wait,
  * unmask leaves no window where a wake-up is lost. */
 static inline void wait_for_interrupt(void) { __asm__ volatile("wfi" ::: "memory"); }
-
-/* PSCI SYSTEM_OFF, by HVC from EL1 (QEMU's `virt` answers it itself) or
- * SMC when the image was entered at EL2 (QEMU then has it at EL3). */
-static inline void psci_system_off(int smc)
-{
-    register uint64_t x0 __asm__("x0") = 0x84000008u;
-    if (smc)
-        __asm__ volatile("smc #0" : "+r"(x0)::"memory");
-    else
-        __asm__ volatile("hvc #0" : "+r"(x0)::"memory");
-}
 
 #endif

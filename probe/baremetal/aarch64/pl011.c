@@ -1,7 +1,5 @@
-#include "pl011.h"
-
-#include <stdint.h>
-
+/* The PL011 UART at BOARD_UART_BASE, with its FIFOs turned on. */
+#include "arch.h"
 #include "board.h"
 
 #define UART_DR 0x000
@@ -28,14 +26,6 @@ void uart_write(const char *s, size_t n)
             ;
         *reg(UART_DR) = (unsigned char)s[i];
     }
-}
-
-void uart_puts(const char *s)
-{
-    size_t n = 0;
-    while (s[n])
-        n++;
-    uart_write(s, n);
 }
 
 int uart_getc(void)

@@ -1,9 +1,10 @@
-#include "irq.h"
-
+#include "arch.h"
 #include "board.h"
-#include "cpu.h"
+#include "console.h"
 #include "gic.h"
-#include "pl011.h"
+#include "jsonw.h"
+
+unsigned boot_el;   /* set by start.S */
 
 static timer_handler on_timer;
 
@@ -27,18 +28,9 @@ void irq_handle(void)
         if (on_timer)
             on_timer(now);
         else
-            vtimer_off();   /* nobody waits for it: a level interrupt would fire forever */
+            timer_off();   /* nobody waits for it: a level interrupt would fire forever */
     }
     gic_end(iar);
-}
-
-static void put_hex(uint64_t v)
-{
-    char b[19] = "0x";
-    for (int i = 0; i < 16; i++)
-        b[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 15];
-    b[18] = '\0';
-    uart_puts(b);
 }
 
 /* A bug of the image: say which exception, where, and stop serving (the
@@ -46,13 +38,20 @@ static void put_hex(uint64_t v)
 void exception_fatal(uint64_t kind, uint64_t esr, uint64_t elr);   /* called by vectors.S */
 void exception_fatal(uint64_t kind, uint64_t esr, uint64_t elr)
 {
-    uart_puts("\nlog fatal exception: vector ");
-    put_hex(kind);
-    uart_puts(" esr ");
-    put_hex(esr);
-    uart_puts(" elr ");
-    put_hex(elr);
-    uart_puts("\n");
+    console_fatal("vector", kind, "esr", esr, "elr", elr);
     for (;;)
         wait_for_interrupt();
 }
+
+/* PSCI SYSTEM_OFF, by HVC from EL1 (QEMU's `virt` answers it itself) or
+ * SMC when the image was entered at EL2 (QEMU then has it at EL3). */
+void system_off(void)
+{
+    register uint64_t x0 __asm__("x0") = 0x84000008u;
+    if (boot_el == 2)
+        __asm__ volatile("smc #0" : "+r"(x0)::"memory");
+    else
+        __asm__ volatile("hvc #0" : "+r"(x0)::"memory");
+}
+
+void arch_write_meta(struct jw *w) { jw_uint(w, "entered_el", boot_el); }
