@@ -122,7 +122,7 @@ probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tes
 # interrupts run is built -mgeneral-regs-only (its vectors save no FP/SIMD registers; riscv64's trap
 # entry saves the FP temporaries instead, as GCC has no such option there).
 # -fno-tree-loop-distribute-patterns keeps GCC from turning mem.c's loops into calls to themselves.
-BM_ARCHES  := aarch64
+BM_ARCHES  := aarch64 riscv64
 BM_DIR     := probe/baremetal
 BM_CC_aarch64    := aarch64-linux-gnu-gcc
 BM_CC_riscv64    := riscv64-linux-gnu-gcc

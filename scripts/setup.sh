@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Peer tools (rt-tests, stress-ng, sysbench) are measured against; qemu-user
-# runs the cross-built probes; qemu-system boots the guests of qemu environments;
+# runs the cross-built probes; qemu-system boots the guests of qemu environments
+# and the bare-metal images (qemu-system-misc for riscv64);
 # openssh-client is the ssh target (the tests start their own sshd, and run the
 # remote wrapper under busybox sh as on a board; the labgrid tests start labgrid's
 # coordinator and exporter, which the test extra installs); chromium
@@ -22,7 +23,7 @@ PACKAGES=(
   rt-tests stress-ng sysbench util-linux procps iproute2 openssl hyperfine iperf3
   qemu-user-static gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu
   libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-riscv64-cross
-  qemu-system-x86 qemu-system-arm openssh-client openssh-server busybox
+  qemu-system-x86 qemu-system-arm qemu-system-misc openssh-client openssh-server busybox
   chromium poppler-utils postgresql jq groff-base man-db
 )
 

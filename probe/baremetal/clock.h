@@ -1,6 +1,6 @@
 /*
- * Counter ticks and nanoseconds: the generic timer counts at CNTFRQ
- * (62.5 MHz on QEMU's `virt`, 16 ns a tick), the records speak ns.
+ * Counter ticks and nanoseconds: the counter counts at counter_hz()
+ * (62.5 MHz on aarch64's `virt`, 10 MHz on riscv64's), the records speak ns.
  */
 #ifndef RTVB_BM_CLOCK_H
 #define RTVB_BM_CLOCK_H

@@ -1,0 +1,37 @@
+/*
+ * What the riscv64 image must know of the machine it runs on, in one place:
+ * QEMU's `virt` machine with its default OpenSBI firmware by default. A
+ * board description overrides these with -D at build time; nothing else in
+ * the image names an address.
+ *
+ *   BOARD_NAME         a name for the records ("qemu-virt")
+ *   BOARD_RAM_BASE     start of RAM                          0x80000000
+ *   BOARD_LOAD_ADDR    where the image is linked and loaded  0x80200000
+ *                      (the first 2 MiB past the firmware, where OpenSBI
+ *                      jumps and QEMU puts a raw -kernel)
+ *   BOARD_UART_BASE    NS16550A UART, byte-wide registers    0x10000000
+ *   BOARD_TIMEBASE_HZ  the `time` counter's frequency when   10000000
+ *                      the device tree does not give it
+ *
+ * The linker script includes this file too, so it holds macros only.
+ */
+#ifndef RTVB_BOARD_H
+#define RTVB_BOARD_H
+
+#ifndef BOARD_NAME
+#define BOARD_NAME "qemu-virt"
+#endif
+#ifndef BOARD_RAM_BASE
+#define BOARD_RAM_BASE 0x80000000
+#endif
+#ifndef BOARD_LOAD_ADDR
+#define BOARD_LOAD_ADDR 0x80200000
+#endif
+#ifndef BOARD_UART_BASE
+#define BOARD_UART_BASE 0x10000000
+#endif
+#ifndef BOARD_TIMEBASE_HZ
+#define BOARD_TIMEBASE_HZ 10000000
+#endif
+
+#endif
