@@ -85,3 +85,58 @@ class Console:
         """The image's `ready` line, sent once it has booted."""
         return self.line(time.monotonic() + BOOT_TIMEOUT_S)
 
+
+
+def check_ready(line: str) -> None:
+    """`ready <probe-version> <boot-ns>`, the boot time read from the image's counter."""
+    word, version, boot_ns = line.split(" ")
+    assert (word, version) == ("ready", "0.1.0")
+    assert int(boot_ns) > 0
+
+
+def latency_result(records: list[dict], **entry) -> dict:
+    """The framing every `latency` run has, and its one CPU's result (the same figures as the "all" one);
+    `entry` holds the meta record's keys of how the image was entered."""
+    assert [r["type"] for r in records] == ["meta", "result", "result", "end"], records
+    meta = records[0]
+    assert meta["platform"] == "baremetal" and meta["subcommand"] == "latency"
+    assert {k: meta[k] for k in entry} == entry
+    assert records[-1]["status"] == "ok"
+    one, everything = records[1], records[2]
+    assert (one["cpu"], everything["cpu"]) == (0, "all")
+    assert {k: v for k, v in one.items() if k != "cpu"} == {k: v for k, v in everything.items() if k != "cpu"}
+    return one
+
+
+def check_one_second_of_1ms_deadlines(records: list[dict], r: dict) -> None:
+    """Every activation counted, and the host's latency decoder reads the image's result as it reads the
+    Linux probe's."""
+    assert r["activations"] == 1000
+    assert r["count"] + r["missed"] == r["activations"]
+    assert r["count"] == sum(b[2] for b in r["histogram"]["buckets"]) > 0
+    assert r["min_ns"] <= r["p50_ns"] <= r["p99_ns"] <= r["max_ns"]
+    assert records[-1]["elapsed_ns"] >= 1_000_000_000
+    from rtvbench.analysis.histogram import result_histogram
+    from rtvbench.kinds.latency.decode import LatencyKind
+    figures = LatencyKind()._result_figures(records[2])
+    assert (figures["count"], figures["missed"], figures["max_us"]) == (r["count"], r["missed"], r["max_ns"] / 1000)
+    assert result_histogram(records[2]).total == r["count"]
+
+
+STALL_US = 40000
+STALL_RUN = ("latency", "--interval-us", "1000", "--loops", "600", "--stall-us", str(STALL_US), "--stall-at", "300",
+             "--threshold-us", str(STALL_US // 2))
+
+
+def check_stall(r: dict) -> None:
+    """The result of STALL_RUN: the stalled activation is the late one."""
+    stall = r["stall"]
+    assert stall["at"] == 300 and stall["index"] >= 300 and stall["ns"] == STALL_US * 1000
+    # Interrupts were masked STALL_US past that deadline: a lower bound whatever the host does.
+    assert stall["latency_ns"] >= STALL_US * 1000
+    assert r["max_index"] == stall["index"] and r["max_ns"] == stall["latency_ns"]
+    # Every other activation came in under half the stall: only the stalled one is over it.
+    assert r["over"] == {str(STALL_US // 2 * 1000): 1}
+    # The deadlines inside the stall were missed, not measured.
+    assert r["missed"] >= STALL_US // 1000 - 1
+    assert r["count"] + r["missed"] == r["activations"] == 600

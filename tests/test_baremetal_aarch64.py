@@ -17,16 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
-from baremetal_console import REPO, Console, build_images
+from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
+                               check_ready, check_stall, latency_result)
 
 IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.elf"
 
 pytestmark = pytest.mark.qemu     # every test boots the image, also those without the module's QEMU
-STALL_US = 40000
 
 
 def _build() -> None:
-    build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc")
+    build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc")
 
 
 def _qemu(image: Path, machine: str = "virt,gic-version=2") -> Console:
@@ -44,58 +44,25 @@ def qemu_console():
 
 
 def _results(records: list[dict]) -> dict:
-    """The framing every run has, and its one CPU's result (the same figures as the "all" one)."""
-    assert [r["type"] for r in records] == ["meta", "result", "result", "end"], records
-    assert records[0]["platform"] == "baremetal" and records[0]["subcommand"] == "latency"
-    assert records[0]["entered_el"] == 1
-    assert records[-1]["status"] == "ok"
-    one, everything = records[1], records[2]
-    assert (one["cpu"], everything["cpu"]) == (0, "all")
-    assert {k: v for k, v in one.items() if k != "cpu"} == {k: v for k, v in everything.items() if k != "cpu"}
-    return one
+    return latency_result(records, arch="aarch64", entered_el=1)
 
 
 @pytest.mark.functional
 def test_boots_and_says_ready(qemu_console):
-    word, version, boot_ns = qemu_console.ready.split(" ")
-    assert (word, version) == ("ready", "0.1.0")
-    assert int(boot_ns) > 0
+    check_ready(qemu_console.ready)
 
 
 @pytest.mark.functional
 def test_latency_counts_every_activation(qemu_console):
     records, errors, status = qemu_console.run("latency", "--interval-us", "1000", "--duration-s", "1")
     assert (status, errors) == (0, [])
-    r = _results(records)
-    assert r["activations"] == 1000                  # 1 s of 1 ms deadlines
-    assert r["count"] + r["missed"] == r["activations"]
-    assert r["count"] == sum(b[2] for b in r["histogram"]["buckets"]) > 0
-    assert r["min_ns"] <= r["p50_ns"] <= r["p99_ns"] <= r["max_ns"]
-    assert records[-1]["elapsed_ns"] >= 1_000_000_000
-    # The host's latency decoder reads the image's result as it reads the Linux probe's.
-    from rtvbench.analysis.histogram import result_histogram
-    from rtvbench.kinds.latency.decode import LatencyKind
-    figures = LatencyKind()._result_figures(records[2])
-    assert (figures["count"], figures["missed"], figures["max_us"]) == (r["count"], r["missed"], r["max_ns"] / 1000)
-    assert result_histogram(records[2]).total == r["count"]
+    check_one_second_of_1ms_deadlines(records, _results(records))
 
 
 def test_stalled_activation_is_the_late_one(qemu_console):
-    records, _, status = qemu_console.run(
-        "latency", "--interval-us", "1000", "--loops", "600", "--stall-us", str(STALL_US), "--stall-at", "300",
-        "--threshold-us", str(STALL_US // 2))
+    records, _, status = qemu_console.run(*STALL_RUN)
     assert status == 0
-    r = _results(records)
-    stall = r["stall"]
-    assert stall["at"] == 300 and stall["index"] >= 300 and stall["ns"] == STALL_US * 1000
-    # Interrupts were masked STALL_US past that deadline: a lower bound whatever the host does.
-    assert stall["latency_ns"] >= STALL_US * 1000
-    assert r["max_index"] == stall["index"] and r["max_ns"] == stall["latency_ns"]
-    # Every other activation came in under half the stall: only the stalled one is over it.
-    assert r["over"] == {str(STALL_US // 2 * 1000): 1}
-    # The deadlines inside the stall were missed, not measured.
-    assert r["missed"] >= STALL_US // 1000 - 1
-    assert r["count"] + r["missed"] == r["activations"] == 600
+    check_stall(_results(records))
 
 
 @pytest.mark.functional
