@@ -43,7 +43,6 @@ enum op { OP_READ, OP_WRITE, OP_RMW, OP_MEMCPY, OP_MEMSET, OP_COPYLOOP, OP_RAND_
 static const char *const op_names[OP_COUNT] = {"read", "write", "rmw", "memcpy", "memset", "copyloop",
                                                "rand_rd", "rand_wr"};
 #define IS_RANDOM(op) ((op) == OP_RAND_RD || (op) == OP_RAND_WR)
-#define LINE_WORDS 8     /* 64-bit words per 64-byte line, the unit of the random order */
 
 struct bw_opts {
     uint64_t sizes[MEM_MAX_SIZES];
@@ -131,81 +130,6 @@ static int parse_options(int argc, char **argv, struct bw_opts *o)
     return 0;
 }
 
-/* The kernels. Each is one pass over `size` bytes (a multiple of 64) as
- * 64-bit words, eight per iteration; the compiler may vectorise them, which
- * is what plain C code gets on this target. */
-
-static uint64_t k_read(const uint64_t *p, size_t words)
-{
-    /* Four independent sums, so the adds are not the bottleneck. */
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i < words; i += 8) {
-        a += p[i] ^ p[i + 4];
-        b += p[i + 1] ^ p[i + 5];
-        c += p[i + 2] ^ p[i + 6];
-        d += p[i + 3] ^ p[i + 7];
-    }
-    return a + b + c + d;
-}
-
-static void k_write(uint64_t *p, size_t words, uint64_t v)
-{
-    /* v changes every pass, so the loop cannot become a memset. */
-    for (size_t i = 0; i < words; i += 8) {
-        p[i] = v; p[i + 1] = v; p[i + 2] = v; p[i + 3] = v;
-        p[i + 4] = v; p[i + 5] = v; p[i + 6] = v; p[i + 7] = v;
-    }
-}
-
-static void k_rmw(uint64_t *p, size_t words, uint64_t v)
-{
-    for (size_t i = 0; i < words; i += 8) {
-        p[i] += v; p[i + 1] += v; p[i + 2] += v; p[i + 3] += v;
-        p[i + 4] += v; p[i + 5] += v; p[i + 6] += v; p[i + 7] += v;
-    }
-}
-
-static void k_copyloop(uint64_t *restrict d, const uint64_t *restrict s, size_t words)
-{
-    for (size_t i = 0; i < words; i += 8) {
-        uint64_t a = s[i], b = s[i + 1], c = s[i + 2], e = s[i + 3];
-        uint64_t f = s[i + 4], g = s[i + 5], h = s[i + 6], k = s[i + 7];
-        d[i] = a; d[i + 1] = b; d[i + 2] = c; d[i + 3] = e;
-        d[i + 4] = f; d[i + 5] = g; d[i + 6] = h; d[i + 7] = k;
-        /* Without this the compiler recognises the loop and calls memcpy. */
-        __asm__ volatile("" ::: "memory");
-    }
-}
-
-/* The random-order kernels: the lines in the order of `order`, each line
- * whole. The line indices are read sequentially (4 bytes per 64-byte line,
- * prefetched, not counted); the lines' loads do not depend on one another,
- * so the processor overlaps as many misses as it can, which is what a
- * random-access bandwidth is. rand_rd sums as k_read does, word j of a line
- * into the same sum as k_read's word j, so a pass that visits every line
- * once gives k_read's result exactly. */
-static uint64_t k_rand_read(const uint64_t *p, const uint32_t *order, size_t lines)
-{
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i < lines; i++) {
-        const uint64_t *q = p + (size_t)order[i] * LINE_WORDS;
-        a += q[0] ^ q[4];
-        b += q[1] ^ q[5];
-        c += q[2] ^ q[6];
-        d += q[3] ^ q[7];
-    }
-    return a + b + c + d;
-}
-
-static void k_rand_write(uint64_t *p, const uint32_t *order, size_t lines, uint64_t v)
-{
-    for (size_t i = 0; i < lines; i++) {
-        uint64_t *q = p + (size_t)order[i] * LINE_WORDS;
-        q[0] = v; q[1] = v; q[2] = v; q[3] = v;
-        q[4] = v; q[5] = v; q[6] = v; q[7] = v;
-    }
-}
-
 /* One pass of the current job's operation. */
 static void one_pass(struct bw_worker *w)
 {
@@ -213,14 +137,14 @@ static void one_pass(struct bw_worker *w)
     uint64_t *s = (uint64_t *)(void *)w->src.p, *d = (uint64_t *)(void *)w->dst.p;
     uint64_t v = ++w->pass;
     switch (job.op) {
-    case OP_READ: sink = k_read(s, words); break;
-    case OP_WRITE: k_write(s, words, v); break;
-    case OP_RMW: k_rmw(s, words, v); break;
+    case OP_READ: sink = mem_k_read(s, words); break;
+    case OP_WRITE: mem_k_write(s, words, v); break;
+    case OP_RMW: mem_k_rmw(s, words, v); break;
     case OP_MEMCPY: memcpy(d, s, size); break;
     case OP_MEMSET: memset(s, (int)(v & 0xff), size); break;
-    case OP_COPYLOOP: k_copyloop(d, s, words); break;
-    case OP_RAND_RD: sink = k_rand_read(s, w->order, words / LINE_WORDS); break;
-    case OP_RAND_WR: k_rand_write(s, w->order, words / LINE_WORDS, v); break;
+    case OP_COPYLOOP: mem_k_copyloop(d, s, words); break;
+    case OP_RAND_RD: sink = mem_k_rand_read(s, w->order, words / MEM_LINE_WORDS); break;
+    case OP_RAND_WR: mem_k_rand_write(s, w->order, words / MEM_LINE_WORDS, v); break;
     case OP_COUNT: break;
     }
     /* Passes stay distinct: nothing is hoisted or merged across them. */
@@ -255,34 +179,26 @@ static int make_buffer(struct mem_buf *b, uint64_t size, int fill)
  * word unwritten: a line visited twice or never would show. 0 or -1. */
 static int make_order(struct bw_worker *w, enum op op)
 {
-    size_t lines = (size_t)(w->size / 64), words = lines * LINE_WORDS;
+    size_t lines = (size_t)(w->size / 64), words = lines * MEM_LINE_WORDS;
     if (w->order_size != w->size) {
         free(w->order);
         w->order_size = 0;
         w->order = malloc(lines * sizeof *w->order);
         if (!w->order)
             return -1;
-        for (size_t i = 0; i < lines; i++)
-            w->order[i] = (uint32_t)i;
-        struct mem_rng rng = {w->size};
-        for (size_t i = lines - 1; i > 0; i--) {
-            size_t j = mem_rng_below(&rng, (uint32_t)(i + 1));
-            uint32_t t = w->order[i];
-            w->order[i] = w->order[j];
-            w->order[j] = t;
-        }
+        mem_line_order(w->order, lines, w->size);
         w->order_size = w->size;
     }
     uint64_t *p = (uint64_t *)(void *)w->src.p;
     struct mem_rng fill = {0};
     for (size_t i = 0; i < words; i++)
         p[i] = mem_rng_next(&fill);
-    w->seq_sum = k_read(p, words);
-    w->rand_sum = k_rand_read(p, w->order, lines);
+    w->seq_sum = mem_k_read(p, words);
+    w->rand_sum = mem_k_rand_read(p, w->order, lines);
     w->unwritten = 0;
     if (op == OP_RAND_WR) {
         uint64_t v = 0x5a5a5a5a5a5a5a5aull;   /* no word of the fill is likely to hold it */
-        k_rand_write(p, w->order, lines, v);
+        mem_k_rand_write(p, w->order, lines, v);
         for (size_t i = 0; i < words; i++)
             w->unwritten += p[i] != v;
     }

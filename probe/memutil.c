@@ -249,53 +249,14 @@ int64_t mem_buf_huge_bytes(const struct mem_buf *b)
     return total;
 }
 
-static inline char *slot_addr(char *base, const struct mem_chain_layout *l, uint32_t i)
-{
-    return base + (size_t)i * l->step + (size_t)(i % l->wrap) * l->skew;
-}
-
 void *mem_chain_build(char *base, uint32_t n, const struct mem_chain_layout *l, int random, uint64_t seed)
 {
-    if (!random || n < 2) {
-        for (uint32_t i = 0; i < n; i++)
-            *(void **)slot_addr(base, l, i) = slot_addr(base, l, i + 1 < n ? i + 1 : 0);
-        return base;
-    }
-    /* Sattolo's shuffle of the identity gives a permutation made of a single
-     * cycle: next[i] is the slot visited after slot i. Linking in slot order
-     * then writes the buffer sequentially, which is fast even for 256 MiB. */
-    uint32_t *next = malloc((size_t)n * sizeof *next);
-    if (!next)
+    uint32_t *scratch = NULL;
+    if (random && n >= 2 && !(scratch = malloc((size_t)n * sizeof *scratch)))
         return NULL;
-    struct mem_rng r = {seed};
-    for (uint32_t i = 0; i < n; i++)
-        next[i] = i;
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = mem_rng_below(&r, i);   /* j < i: never a fixed point */
-        uint32_t t = next[i];
-        next[i] = next[j];
-        next[j] = t;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        *(void **)slot_addr(base, l, i) = slot_addr(base, l, next[i]);
-    free(next);
-    return base;
-}
-
-#define LOAD1 q = (void **)*q;
-#define LOAD4 LOAD1 LOAD1 LOAD1 LOAD1
-#define LOAD16 LOAD4 LOAD4 LOAD4 LOAD4
-
-void *mem_chase(void *p, uint64_t blocks)
-{
-    void **q = p;
-    /* CHASE_UNROLL dependent loads per iteration: the counter and branch
-     * run in the shadow of the loads and are in any case 1/32 of the work
-     * (and subtracted by the harness). */
-    while (blocks--) {
-        LOAD16 LOAD16
-    }
-    return q;
+    void *first = mem_chain_link(base, n, l, random, seed, scratch);
+    free(scratch);
+    return first;
 }
 
 void mem_chase_op(void *arg, uint64_t n)

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memloops.h"
+
 #define MEM_MAX_SIZES 128
 #define MEM_MAX_REPS 1000
 
@@ -56,23 +58,6 @@ void mem_timing(struct timing_opts *t, int quick);
  * than max_n. */
 int mem_parse_size_list(const char *s, uint64_t min, uint64_t max, uint64_t *out, int max_n);
 
-/* splitmix64: small, fast, good enough to shuffle a chain; seeded so a run
- * is reproducible. */
-struct mem_rng { uint64_t s; };
-static inline uint64_t mem_rng_next(struct mem_rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-/* In [0, bound), bound > 0, by multiply-shift of 32 random bits: a bias of
- * at most bound / 2^32 between values, immaterial for shuffling a chain. */
-static inline uint32_t mem_rng_below(struct mem_rng *r, uint32_t bound)
-{
-    return (uint32_t)(((mem_rng_next(r) >> 32) * (uint64_t)bound) >> 32);
-}
-
 /* Page kind of a buffer. */
 enum hugepages { HP_OFF, HP_THP, HP_HUGETLB };
 extern const char *const mem_hugepage_names[];   /* "off", "thp", "hugetlb" */
@@ -102,26 +87,10 @@ int64_t mem_buf_huge_bytes(const struct mem_buf *b);
 const char *mem_thp_mode(char *buf, size_t len);
 long mem_hugetlb_free_pages(void);
 
-/* Pointer-chase chains. Slot i of a chain lives at
- *     base + i * step + (i % wrap) * skew
- * and holds the address of the next slot. Sequential chains go
- * 0 -> 1 -> ... -> n-1 -> 0; random ones follow a random cyclic permutation
- * (Sattolo's algorithm), so they visit every slot once per lap and the
- * order defeats stride prefetchers. */
-struct mem_chain_layout {
-    size_t step;
-    size_t skew;
-    uint32_t wrap;      /* >= 1 */
-};
-/* Builds the chain and returns its first slot; NULL if the temporary
- * permutation could not be allocated. */
+/* mem_chain_link with a scratch array of its own; NULL if that could not
+ * be allocated. */
 void *mem_chain_build(char *base, uint32_t n, const struct mem_chain_layout *l, int random, uint64_t seed);
 
-/* One timed operation of a chase is CHASE_UNROLL dependent loads. */
-#define CHASE_UNROLL 32
-/* Follow the chain for blocks * CHASE_UNROLL loads; returns where it ended,
- * so the next call continues (and the loads cannot be optimised away). */
-void *mem_chase(void *p, uint64_t blocks);
 /* timed_fn for the harness; arg is a `void *` holding the current slot. */
 void mem_chase_op(void *arg, uint64_t n);
 
