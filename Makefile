@@ -118,15 +118,15 @@ probe-test: $(patsubst probe/tests/test_%.c,$(BUILD)/test-%,$(wildcard probe/tes
 # The bare-metal images (docs/baremetal.md): the freestanding core, probe/baremetal/ and its
 # probe/baremetal/<arch>/ (start-up, interrupts, UART, board.h, link.ld.S), for QEMU's `virt` unless a
 # board's -D's say otherwise: aarch64 at EL1 (-machine virt,gic-version=2), riscv64 in S-mode under
-# OpenSBI. aarch64's MMU stays off, so all memory is Device memory: -mstrict-align; what its
-# interrupts run is built -mgeneral-regs-only (its vectors save no FP/SIMD registers; riscv64's trap
+# OpenSBI. aarch64's start-up turns the MMU on (RAM normal cacheable memory, where unaligned
+# accesses are allowed) before any C code but the table's set-up runs; what its interrupts run is built -mgeneral-regs-only (its vectors save no FP/SIMD registers; riscv64's trap
 # entry saves the FP temporaries instead, as GCC has no such option there).
 # -fno-tree-loop-distribute-patterns keeps GCC from turning mem.c's loops into calls to themselves.
 BM_ARCHES  := aarch64 riscv64
 BM_DIR     := probe/baremetal
 BM_CC_aarch64    := aarch64-linux-gnu-gcc
 BM_CC_riscv64    := riscv64-linux-gnu-gcc
-BM_ARCH_aarch64  := -mcpu=cortex-a53 -mstrict-align
+BM_ARCH_aarch64  := -mcpu=cortex-a53
 BM_ARCH_riscv64  := -march=rv64imafdc -mabi=lp64d -mcmodel=medany
 BM_IRQ_aarch64   := -mgeneral-regs-only
 BM_IRQ_SRC := $(BM_DIR)/irqlat_handler.c $(wildcard $(BM_DIR)/aarch64/*.c)

@@ -44,7 +44,7 @@ def qemu_console():
 
 
 def _results(records: list[dict]) -> dict:
-    return latency_result(records, arch="aarch64", entered_el=1)
+    return latency_result(records, arch="aarch64", entered_el=1, caches_on=True)
 
 
 @pytest.mark.functional

@@ -1,9 +1,9 @@
 /*
  * The few C library functions the compiler calls even in freestanding code
  * (structure copies and clears, __builtin_strlen and __builtin_strcmp of
- * strings it does not know). Byte
- * loops: with the MMU off all memory is Device memory, where an unaligned
- * access faults, and nothing the image copies is large.
+ * strings it does not know). Byte loops: nothing the image copies is
+ * large, and they run wherever the image is (mem-bw measures its own
+ * kernels, not these).
  */
 #include <stddef.h>
 

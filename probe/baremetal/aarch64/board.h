@@ -6,6 +6,8 @@
  *
  *   BOARD_NAME        a name for the records ("qemu-virt")
  *   BOARD_RAM_BASE    start of RAM                          0x40000000
+ *   BOARD_RAM_SIZE    bytes of RAM (QEMU's -m up to 1G)     0x40000000
+ *                     the 1 GiB blocks over them are mapped cacheable (mmu.c)
  *   BOARD_LOAD_ADDR   where the image is linked and loaded  0x40080000
  *                     (RAM + 0x80000, where QEMU puts an arm64 Image)
  *   BOARD_UART_BASE   PL011 UART                            0x09000000
@@ -23,6 +25,9 @@
 #endif
 #ifndef BOARD_RAM_BASE
 #define BOARD_RAM_BASE 0x40000000
+#endif
+#ifndef BOARD_RAM_SIZE
+#define BOARD_RAM_SIZE 0x40000000
 #endif
 #ifndef BOARD_LOAD_ADDR
 #define BOARD_LOAD_ADDR 0x40080000

@@ -54,4 +54,12 @@ void system_off(void)
         __asm__ volatile("hvc #0" : "+r"(x0)::"memory");
 }
 
-void arch_write_meta(struct jw *w) { jw_uint(w, "entered_el", boot_el); }
+/* `caches_on`: read back from SCTLR_EL1, the MMU (M) and data cache (C)
+ * bits that start.S set (mmu.c), so a record says its memory was cacheable. */
+void arch_write_meta(struct jw *w)
+{
+    uint64_t sctlr;
+    __asm__ volatile("mrs %0, sctlr_el1" : "=r"(sctlr));
+    jw_uint(w, "entered_el", boot_el);
+    jw_bool(w, "caches_on", (sctlr & 5u) == 5u);
+}

@@ -1,7 +1,8 @@
 /*
  * Entry of the bare-metal image on aarch64: an arm64 Image header (so QEMU
  * and boot loaders load the .bin where the .elf is linked), then EL1 with a
- * stack, zeroed BSS, FP/SIMD enabled and the exception vectors in place.
+ * stack, zeroed BSS, FP/SIMD enabled, the MMU on with RAM cacheable, and
+ * the exception vectors in place.
  *
  * QEMU's `virt` without virtualization=on enters at EL1; at EL2 (with
  * virtualization=on, or on a board whose firmware leaves EL2) the image
@@ -50,7 +51,8 @@ at_el1:
     b.hs    2f
     stp     xzr, xzr, [x0], #16
     b       1b
-2:  ldr     x0, =vectors
+2:  bl      mmu_on                      /* RAM cacheable from here on (mmu.c) */
+    ldr     x0, =vectors
     msr     vbar_el1, x0
     isb
     ldr     x0, =boot_el
