@@ -6,12 +6,11 @@
 #include "clock.h"
 #include "console.h"
 #include "arch.h"
-#include "board.h"
 #include "hist.h"
 #include "jsonw.h"
 #include "numfmt.h"
 #include "parse.h"
-#include "version.h"
+#include "records.h"
 
 #define MAX_THRESHOLDS 16
 #define TICK_NS 1000000000ull
@@ -38,8 +37,7 @@ static struct hist total;   /* 59 KiB: in BSS, not on the 64 KiB stack */
 
 static int usage(const char *what, const char *arg, const char *fix)
 {
-    console_err("rtvb-probe latency: ", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", "; ", fix, NULL);
-    return 2;
+    return record_usage("latency", what, arg, fix);
 }
 
 static int parse_options(int argc, char **argv, struct irqlat_options *o)
@@ -47,10 +45,9 @@ static int parse_options(int argc, char **argv, struct irqlat_options *o)
     *o = (struct irqlat_options){.interval_ns = 1000000, .stall_at = NO_STALL};
     bool stall_us = false;
     for (int i = 1; i < argc; i++) {
-        const char *name = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!arg)
-            return usage("option without a value", name, "options are --name value pairs.");
-        i++;
+        const char *name, *arg;
+        if (record_option("latency", argc, argv, &i, &name, &arg))
+            return 2;
         int bad;
         if (!__builtin_strcmp(name, "--interval-us"))
             bad = parse_scaled(arg, 1000, 1000, 3600000000000ull, &o->interval_ns);
@@ -84,19 +81,7 @@ static int parse_options(int argc, char **argv, struct irqlat_options *o)
 static void print_meta(int argc, char **argv, const struct irqlat_options *o)
 {
     struct jw w = {0};
-    jw_record(&w, "meta");
-    jw_int(&w, "schema", RTVB_SCHEMA_VERSION);
-    jw_str(&w, "probe_version", RTVB_PROBE_VERSION);
-    jw_str(&w, "subcommand", "latency");
-    jw_str(&w, "arch", ARCH_NAME);
-    jw_str(&w, "platform", "baremetal");
-    jw_str(&w, "board", BOARD_NAME);
-    jw_uint(&w, "counter_hz", counter_hz());
-    arch_write_meta(&w);
-    jw_arr(&w, "argv");
-    for (int i = 0; i < argc; i++)
-        jw_str(&w, NULL, argv[i]);
-    jw_end(&w);
+    record_meta_begin(&w, "latency", argc, argv);
     jw_obj(&w, "params");
     jw_uint(&w, "interval_ns", o->interval_ns);
     jw_uint(&w, "loops", o->loops);
@@ -183,16 +168,6 @@ static void print_result(const struct irqlat_options *o, const struct irqlat_fig
     jw_free(&w);
 }
 
-static void print_end(uint64_t elapsed_ns)
-{
-    struct jw w = {0};
-    jw_record(&w, "end");
-    jw_str(&w, "status", "ok");
-    jw_uint(&w, "elapsed_ns", elapsed_ns);
-    jw_emit(&w);
-    jw_free(&w);
-}
-
 int irqlat_command(int argc, char **argv)
 {
     struct irqlat_options o;
@@ -231,11 +206,7 @@ int irqlat_command(int argc, char **argv)
         }
         wait_for_interrupt();
         irq_unmask();   /* the pending interrupt is taken here */
-        uint64_t now = clock_ns();
-        if (now >= next_tick) {
-            console_tick(now);
-            next_tick = now + TICK_NS;
-        }
+        record_tick_due(&next_tick);
         irq_mask();
     }
     irq_set_timer_handler(NULL);
@@ -252,6 +223,6 @@ int irqlat_command(int argc, char **argv)
         jw_emit(&w);
         jw_free(&w);
     }
-    print_end(elapsed);
+    record_end(elapsed);
     return 0;
 }

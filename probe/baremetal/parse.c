@@ -44,6 +44,47 @@ int parse_scaled(const char *s, uint64_t scale, uint64_t min, uint64_t max, uint
     return 0;
 }
 
+int parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+    char digits[24];
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9' && n + 1 < sizeof digits) {
+        digits[n] = s[n];
+        n++;
+    }
+    digits[n] = '\0';
+    unsigned shift = 0;
+    if (s[n] == 'K' || s[n] == 'M' || s[n] == 'G')
+        shift = s[n] == 'K' ? 10 : s[n] == 'M' ? 20 : 30;
+    if (s[n + (shift != 0)] != '\0')
+        return -1;
+    uint64_t v;
+    if (parse_u64(digits, max >> shift, &v) || !v)
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
+int parse_size_list(const char *s, uint64_t max, uint64_t *out, int max_n)
+{
+    char item[24];
+    int count = 0;
+    for (;;) {
+        size_t n = 0;
+        while (*s && *s != ',') {
+            if (n + 1 >= sizeof item)
+                return -1;
+            item[n++] = *s++;
+        }
+        item[n] = '\0';
+        if (count == max_n || parse_size(item, max, &out[count]))
+            return -1;
+        count++;
+        if (!*s++)
+            return count;
+    }
+}
+
 static int hex_digit(char c)
 {
     if (c >= '0' && c <= '9')

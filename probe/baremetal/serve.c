@@ -5,7 +5,7 @@
  *
  * Requests are the agent protocol's (docs/probe/init.md): `run <id>
  * <arg-hex>...` whose first argument names the command (the image has no
- * programs: `latency`), `signal` (no command runs while requests are read,
+ * programs: `latency`, `mem-lat`, `mem-bw`), `signal` (no command runs while requests are read,
  * so it always names none), `read` (the image has no files) and `poweroff`.
  */
 #include <stdbool.h>
@@ -16,6 +16,8 @@
 #include "console.h"
 #include "arch.h"
 #include "irqlat.h"
+#include "membw.h"
+#include "memlat.h"
 #include "parse.h"
 
 #define LINE_MAX 1024
@@ -70,6 +72,11 @@ static enum line_state read_line(char *line, size_t cap)
 
 static char args_buf[MAX_ARGS][ARG_MAX];
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {{"latency", irqlat_command}, {"mem-lat", memlat_command}, {"mem-bw", membw_command}};
+
 static void bad_request(const char *line, const char *why)
 {
     console_log("bad request line '", line, "': ", why, "; ignored.", NULL);
@@ -104,12 +111,13 @@ static void run(const char *line, char **field, int nfield)
         argv[i] = args_buf[i];
     }
     console_command(field[1]);
-    if (__builtin_strcmp(argv[0], "latency")) {
-        console_err("no command '", argv[0], "' on the bare-metal image; it has: latency", NULL);
-        console_exit(127);
-        return;
-    }
-    console_exit(irqlat_command(argc, argv));
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+        if (!__builtin_strcmp(argv[0], commands[k].name)) {
+            console_exit(commands[k].run(argc, argv));
+            return;
+        }
+    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw", NULL);
+    console_exit(127);
 }
 
 /* Fields separated by exactly one space, as the protocol has them. */

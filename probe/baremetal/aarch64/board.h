@@ -14,6 +14,8 @@
  *   BOARD_GICD_BASE   GICv2 distributor                     0x08000000
  *   BOARD_GICC_BASE   GICv2 CPU interface                   0x08010000
  *   BOARD_TIMER_IRQ   the EL1 virtual timer's PPI (INTID)   27
+ *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
+ *                     mem-bw measure in (96 MiB)
  *
  * The linker script includes this file too, so it holds macros only.
  */
@@ -43,6 +45,10 @@
 #endif
 #ifndef BOARD_TIMER_IRQ
 #define BOARD_TIMER_IRQ 27
+#endif
+
+#ifndef BOARD_MEM_AREA_BYTES
+#define BOARD_MEM_AREA_BYTES 0x6000000
 #endif
 
 #endif

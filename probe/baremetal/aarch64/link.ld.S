@@ -20,6 +20,8 @@ SECTIONS
     __bss_end = .;
     . = . + 0x10000;
     __stack_top = .;
+    /* Not zeroed at boot: mem-lat and mem-bw write it before they read it. */
+    .memarea (NOLOAD) : ALIGN(4096) { *(.memarea) }
     __image_end = .;
     __image_size = __image_end - __image_start;
     /DISCARD/ : { *(.comment) *(.note .note.*) *(.eh_frame) }

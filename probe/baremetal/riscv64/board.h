@@ -12,6 +12,8 @@
  *   BOARD_UART_BASE    NS16550A UART, byte-wide registers    0x10000000
  *   BOARD_TIMEBASE_HZ  the `time` counter's frequency when   10000000
  *                      the device tree does not give it
+ *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
+ *                     mem-bw measure in (96 MiB)
  *
  * The linker script includes this file too, so it holds macros only.
  */
@@ -32,6 +34,10 @@
 #endif
 #ifndef BOARD_TIMEBASE_HZ
 #define BOARD_TIMEBASE_HZ 10000000
+#endif
+
+#ifndef BOARD_MEM_AREA_BYTES
+#define BOARD_MEM_AREA_BYTES 0x6000000
 #endif
 
 #endif
