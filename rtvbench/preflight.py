@@ -184,9 +184,17 @@ def _environment_warnings(env: _Env, benches: list[BenchmarkSpec], loads: list[_
         out.append(PreflightWarning(e, code, message))
 
     if d.get("emulated"):       # a target that says so: a QEMU guest under TCG
-        warn("tcg", f"`{e}` is a QEMU guest under TCG (software emulation, no KVM): its figures measure an "
-                    "emulator, not the hypervisor, and are no estimate of a KVM guest or a board; run it on a "
-                    "host with /dev/kvm for hypervisor figures.")
+        # The target's own word for what runs in the guest (a bare-metal image), where it has one.
+        system = d.get("system")
+        if isinstance(system, str) and system:
+            warn("tcg", f"`{e}` is a {system} in a QEMU guest under TCG (software emulation, no KVM): its "
+                        "latencies are mostly how soon QEMU's thread took the emulated interrupt on this busy "
+                        "machine, not what the partition's CPU does; run it on hardware or under KVM for the "
+                        "partition's own figures.")
+        else:
+            warn("tcg", f"`{e}` is a QEMU guest under TCG (software emulation, no KVM): its figures measure an "
+                        "emulator, not the hypervisor, and are no estimate of a KVM guest or a board; run it on "
+                        "a host with /dev/kvm for hypervisor figures.")
 
     rt_wanted = [b.name for b in benches if b.placement.rt_priority is not None] + \
                 [ld.name for ld in loads if ld.rt_priority is not None and _runs_in(ld, e)]

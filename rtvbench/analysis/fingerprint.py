@@ -70,7 +70,9 @@ def _size(n: Any) -> str:
 
 def _target(p: _Print) -> str:
     t, host = p.describe.get("target"), p.describe.get("host")
-    return f"{_text(t)} ({_text(host)})" if host else _text(t)
+    # What runs there, where the target says it is no Linux (a bare-metal image).
+    where = host or p.describe.get("system")
+    return f"{_text(t)} ({_text(where)})" if where else _text(t)
 
 
 def _accel(p: _Print) -> str:
@@ -241,7 +243,7 @@ def _boot(p: _Print) -> str:
 
 # (label, summary, raw fields the summary stands for: left out of the other fields)
 KEY_FACTS: list[tuple[str, Callable[[_Print], str], tuple[str, ...]]] = [
-    ("Target", _target, ("target.target", "target.host")),
+    ("Target", _target, ("target.target", "target.host", "target.system")),
     ("Accelerator", _accel, ("target.accel",)),
     ("Boot time", _boot, ("target.boot_s", "target.guest_boottime_ns")),
     ("Architecture", _arch, ("machine", "target.arch")),

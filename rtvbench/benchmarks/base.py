@@ -41,6 +41,9 @@ class Benchmark(ABC):
     #: kind also has the classmethods import_keys(fmt, record) (its campaign keys, from the parsed record) and
     #: parse_import(fmt, text) (the stored `result` record), which runner/importer.py calls
     import_formats: ClassVar[tuple[str, ...]] = ()
+    #: the probe option each campaign key becomes, so that an environment whose probe takes only some
+    #: options (capabilities.ProbeSubset) can name the keys it cannot honour
+    key_options: ClassVar[dict[str, str]] = {}
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name

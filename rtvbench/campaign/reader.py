@@ -447,6 +447,7 @@ class _Validator:
         self._check_shm_sizes(envs)
         self._check_peers(envs, bench_tables, benches)
         self._check_with_campaign(envs, loads, benches)
+        self._check_probe_subsets(envs, loads, benches)
         requirements = self._requirements(envs, loads, benches)
         comparisons = self._comparisons(envs, loads, benches)
 
@@ -620,6 +621,40 @@ class _Validator:
                              f'"{env}" is {problem}, which rtvbench cannot {cap.verb}; measure it in {cap.advice}')
             for path, message in bench.campaign_problems(envs, loads):
                 self.add(path, message)
+
+    def _check_probe_subsets(self, envs: dict, loads: dict, benches: dict) -> None:
+        """What an environment that runs only some of the probe (capabilities.ProbeSubset) cannot run: a
+        benchmark kind it lacks, a key it cannot honour, a load in it. Every environment measures every
+        benchmark under every load, so one such thing refuses the campaign."""
+        for env, target in envs.items():
+            if not isinstance(target, capabilities.ProbeSubset):
+                continue
+            what, offer = target.describe_self(), target.offer()
+            runs = " and ".join(f'"{kind}"' for kind in offer)
+            for name, bench in benches.items():
+                if bench is None:
+                    continue
+                accepted = offer.get(bench.kind) if bench.runs_probe else None
+                if accepted is None:
+                    self.add(("benchmarks", name, "kind"),
+                             f'"{bench.kind}" cannot run in environment "{env}", {what}, which runs only {runs}; '
+                             "measure it in a campaign without that environment")
+                    continue
+                honoured = [k for k, option in bench.key_options.items() if option in accepted]
+                table = self.data.get("benchmarks", {}).get(name, {})
+                for key in table:
+                    if key != "kind" and key not in honoured:
+                        self.add(("benchmarks", name, key),
+                                 f'cannot be honoured in environment "{env}", {what}, whose "{bench.kind}" takes '
+                                 f"only {', '.join(honoured)}; drop {key} or measure environment \"{env}\" in a "
+                                 "campaign of its own")
+            for name, load in loads.items():
+                parts = load.parts if isinstance(load, CombinedLoad) else [load]
+                # A load that runs nothing (idle) runs nowhere.
+                if any(part is not None and part.commands() and part.where in ("same", env) for part in parts):
+                    self.add(("loads", name, "where"),
+                             f'environment "{env}" is {what}, which runs no loads (only {runs}); run the load in '
+                             "another environment of the campaign, beside it")
 
     def _combine(self, name: str, load: CombinedLoad, loads: dict) -> None:
         """Resolve the parts of a combined load: defined, not itself, not combinations."""

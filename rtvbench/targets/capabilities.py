@@ -11,6 +11,11 @@ never by the target's kind:
   Pausing         stop taking this machine's CPU while other environments are measured
   OwnedKernel     take over what is the whole machine's elsewhere (the top-level tracing instance)
 
+One interface says the opposite, what an environment lacks that every other has:
+
+  ProbeSubset     it runs only some of the probe's benchmark kinds, with some of their options, and
+                  no program, file read or load of its own (a bare-metal image)
+
 A benchmark kind or a load names what it needs in `requires`, and the campaign check refuses an
 environment that lacks it (missing()), in the capability's own words, before anything runs.
 """
@@ -86,6 +91,19 @@ class OwnedKernel(Capability):
     other machine is its users' tracing session."""
     verb = "take over the kernel's tracing of"
     advice = "qemu environments"
+
+
+class ProbeSubset(ABC):
+    """An environment whose probe is all there is: no OS under it to run programs, read files or carry
+    loads. The campaign check refuses what it cannot run, in the words of describe_self() and offer()."""
+
+    @abstractmethod
+    def describe_self(self) -> str:
+        """What the environment is, as a sentence names it ("a bare-metal image")."""
+
+    @abstractmethod
+    def offer(self) -> dict[str, tuple[str, ...]]:
+        """The benchmark kinds it runs, each with the probe options it accepts."""
 
 
 def missing(target: Any, capability: type[Capability]) -> str | None:

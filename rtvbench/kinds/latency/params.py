@@ -14,6 +14,11 @@ from rtvbench.spec import Placement
 class LatencyBenchmark(Benchmark):
     kind = "latency"
     Params = LatencyParams
+    key_options = {"interval_us": "--interval-us", "duration_s": "--duration-s", "loops": "--loops",
+                   "policy": "--policy", "priority": "--priority", "cpus": "--cpus",
+                   "thresholds_us": "--threshold-us", "window_s": "--window-s", "mode": "--mode",
+                   "work_us": "--work-us", "trace_threshold_us": "--trace-threshold-us",
+                   "trace_breaches": "--trace-breaches", "trace_history_ms": "--trace-history-ms"}
 
     def figure_problem(self, figure: str) -> str | None:
         p: LatencyParams = self.params

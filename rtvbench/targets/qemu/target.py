@@ -23,7 +23,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
-from pydantic import ValidationInfo, field_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from rtvbench.probe import binary as probe_mod
 from rtvbench.errors import InputError, TargetError, TargetLost
@@ -122,7 +122,8 @@ def _not_an_image(path: Path) -> str | None:
 
 class QemuParams(StrictModel):
     arch: Literal["x86_64", "aarch64"]
-    kernel: str                                  # resolved to an absolute path
+    kernel: Optional[str] = None                 # resolved to an absolute path
+    image: Optional[str] = None                  # a bare-metal image instead of a Linux guest (partition.py)
     modules: Optional[str] = None                # default: <kernel dir>/modules when it exists
     cpus: int_range(1, MAX_VCPUS) = 1
     count: int_range(1, MAX_GUESTS) = 1     # before pin_vcpus, whose check needs it
@@ -162,6 +163,28 @@ class QemuParams(StrictModel):
             raise ValueError(f"kernel {p} is an {arch} kernel, not {wanted}; use a kernel of the "
                              "guest's arch or change arch")
         return str(p)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return None
+        from rtvbench.targets.qemu.partition import image_path     # only for a campaign that names one
+        return image_path(v, info.data.get("arch"), (info.context or {}).get("base_dir"))
+
+    @model_validator(mode="after")
+    def _kernel_or_image(self):
+        if self.kernel is None and self.image is None:
+            raise ValueError('needs `kernel` (a Linux guest\'s kernel image) or `image = "bare-metal"` (the '
+                             "probe's bare-metal image, docs/baremetal.md)")
+        if self.kernel is not None and self.image is not None:
+            raise ValueError("boots a Linux `kernel` or a bare-metal `image`, not both; drop one of the two")
+        if self.image is not None:
+            from rtvbench.targets.qemu.partition import keys_problem
+            problem = keys_problem(self)
+            if problem:
+                raise ValueError(problem)
+        return self
 
     @field_validator("cmdline")
     @classmethod
@@ -419,6 +442,13 @@ class ChannelTarget(Target):
 class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing, OwnedKernel):
     kind = "qemu"
     Params = QemuParams
+
+    def __new__(cls, name: str, params: QemuParams):
+        # An environment with a bare-metal `image` is a partition, booted and driven as one.
+        if cls is QemuTarget and params.image is not None:
+            from rtvbench.targets.qemu.partition import BareMetalPartition
+            return BareMetalPartition(name, params)
+        return super().__new__(cls)
 
     def __init__(self, name: str, params: QemuParams) -> None:
         super().__init__(name, params)

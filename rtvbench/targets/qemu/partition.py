@@ -1,0 +1,307 @@
+"""A qemu environment that boots the probe's bare-metal image (docs/baremetal.md) instead of a Linux
+guest: a real-time partition measured with the Linux probe's method, beside the campaign's other
+environments.
+
+The image serves the agent protocol's subset on its PL011 UART, which QEMU connects to its stdio: the
+pipes are the serial port of serial_line.SerialLine, so commands, the heartbeat and losing the image
+are the serial-line client's. The image has no OS under it: no files, no processes, no loads, and one
+benchmark kind with four options. It says so through capabilities.ProbeSubset, and the campaign check
+refuses the rest at validate; run() gives the image the part of a probe command line it takes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import termios
+from pathlib import Path
+from typing import Any, Callable
+
+from rtvbench.errors import TargetError, TargetLost
+from rtvbench.probe import binary as probe_mod
+from rtvbench.probe.stream import SCHEMA
+from rtvbench.targets.base import Background, Completed, Deadline
+from rtvbench.targets.capabilities import ProbeSubset
+from rtvbench.targets.local import _die_with_parent
+from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
+                                          ChannelTarget, _qemu_version)
+from rtvbench.targets.serial_line import SerialLine
+
+#: what `image` names instead of a path: the image `make baremetal` builds, per arch
+BUILT_IMAGE = "bare-metal"
+BUILT_IMAGE_DIR = probe_mod.BUILD_DIR.parent / "baremetal"
+#: QEMU's machine as the image's board header describes it: virt with the GICv2 it drives
+MACHINE = {"aarch64": ("virt,gic-version=2", "cortex-a53")}
+MEMORY_MB = 128                 # the image takes less than 1 MiB; QEMU's virt wants some RAM
+#: what the image's probe is called in a command line: the runner's argv[0], never a path
+PROBE_NAME = "rtvb-probe"
+#: the image's commands and the options each takes (probe/baremetal/irqlat.c)
+OFFER = {"latency": ("--interval-us", "--duration-s", "--loops", "--threshold-us")}
+#: the campaign keys a partition takes; the others describe a Linux guest
+PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s"}
+POWEROFF_TIMEOUT_S = 5.0
+MAX_IMAGE_BYTES = 64 << 20
+
+_live: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _kill_all() -> None:
+    # An exit path that skips close() still leaves no image running.
+    for proc in list(_live):
+        proc.kill()
+
+
+def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
+    """The image file `image` names: "bare-metal" (the built one of `arch`) or a path; ValueError why not."""
+    if value == BUILT_IMAGE:
+        if arch not in MACHINE:
+            raise ValueError(f'"{BUILT_IMAGE}" is built for {", ".join(MACHINE)} only, not {arch}; set '
+                             'arch = "aarch64"')
+        path = BUILT_IMAGE_DIR / arch / "rtvb-probe.bin"
+        if not path.is_file():
+            raise ValueError(f"the bare-metal image {path} is not built; build it with `make baremetal`")
+        return str(path)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path(base_dir or Path.cwd()) / path
+    if not path.is_file():
+        raise ValueError(f'{path} is not a file; name "{BUILT_IMAGE}" (the image `make baremetal` builds) or '
+                         "the path of an image built the same way (relative to the campaign file)")
+    size = path.stat().st_size
+    if not 0 < size <= MAX_IMAGE_BYTES:
+        raise ValueError(f"{path} is {size:,} bytes, not a bare-metal image (1 byte to {MAX_IMAGE_BYTES:,}); "
+                         f'name "{BUILT_IMAGE}" or an image built as `make baremetal` builds it')
+    return str(path)
+
+
+def keys_problem(params: Any) -> str | None:
+    """Why the keys of a qemu environment with `image` do not describe a bare-metal partition, or None."""
+    if params.arch not in MACHINE:
+        return f'a bare-metal image runs on {", ".join(MACHINE)} only, not {params.arch}; set arch = "aarch64"'
+    linux = sorted(k for k in params.model_fields_set - PARTITION_KEYS)
+    if linux:
+        return (f"{', '.join(linux)} {'describes' if len(linux) == 1 else 'describe'} a Linux guest, not a "
+                f"bare-metal image (which takes {', '.join(sorted(PARTITION_KEYS))}); drop "
+                f"{'it' if len(linux) == 1 else 'them'}")
+    if params.accel == "kvm":
+        return 'a bare-metal image runs under TCG here; use accel = "auto" or "tcg"'
+    return None
+
+
+class ImagePort:
+    """QEMU's stdio, which carries the image's UART, as the pyserial-like port SerialLine reads: read
+    with a timeout, write, in_waiting. Opening it starts QEMU; closing it ends QEMU."""
+
+    def __init__(self, argv: list[str], label: str, boot_timeout_s: float) -> None:
+        self.timeout: float | None = None
+        self.label = label
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                         preexec_fn=_die_with_parent)
+        except OSError as e:
+            self._stderr.close()
+            raise TargetError(f"cannot start QEMU for {label} ({e.strerror or e}).") from None
+        _live.add(self.proc)
+        # The image's first line (`ready`) opens the heartbeat's wait: QEMU's own start-up, slow on a
+        # busy machine, is not the image's.
+        ready, _, _ = select.select([self.proc.stdout], [], [], boot_timeout_s)
+        if not ready:
+            why = self.ended()
+            self.close()
+            raise TargetError(f"{label} said nothing within {boot_timeout_s:g} s of QEMU's start ({why}).")
+
+    def ended(self) -> str:
+        """How QEMU ended (with the end of its stderr), or that it still runs."""
+        if self.proc.poll() is None:
+            return "QEMU still runs"
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+        return f"QEMU exited with status {self.proc.returncode}" + (f": {' '.join(tail)}" if tail else "")
+
+    @property
+    def in_waiting(self) -> int:
+        buf = bytearray(4)
+        fcntl.ioctl(self.proc.stdout.fileno(), termios.FIONREAD, buf)
+        return int.from_bytes(buf, "little")
+
+    def read(self, size: int) -> bytes:
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], self.timeout)
+        if not ready:
+            return b""
+        data = os.read(fd, size)
+        if not data:
+            raise EOFError("QEMU closed the image's serial line")
+        return data
+
+    def write(self, data: bytes) -> None:
+        fd, view = self.proc.stdin.fileno(), memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        _live.discard(self.proc)
+        for f in (self.proc.stdin, self.proc.stdout, self._stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class BareMetalPartition(ChannelTarget, ProbeSubset):
+    """A qemu environment whose `image` is a bare-metal image: QEMU's virt machine under TCG, the image
+    on its one CPU, its UART the agent protocol's line."""
+
+    kind = "qemu"
+
+    def __init__(self, name: str, params: Any) -> None:
+        super().__init__(name, params)
+        self.label = f"the bare-metal image of environment {name}"
+        self.line = SerialLine(self.label, self._open_port, self._close_port,
+                               params.hang_timeout_s or HANG_TIMEOUT_S["tcg"])
+        self._port: ImagePort | None = None
+        self._qemu_version: str | None = None
+
+    # -- the QEMU process, as the serial line's port --------------------------
+
+    def _qemu_argv(self) -> list[str]:
+        p = self.params
+        qemu = shutil.which(QEMU_BINARY[p.arch])
+        if qemu is None:
+            raise TargetError(f"{QEMU_BINARY[p.arch]} is not installed, so environment {self.name} cannot boot; "
+                              f"install it (apt-get install {QEMU_PACKAGE[p.arch]}).")
+        self._qemu_version = _qemu_version(qemu)
+        machine, cpu = MACHINE[p.arch]
+        memory = p.memory_mb if "memory_mb" in p.model_fields_set else MEMORY_MB
+        return [qemu, "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(memory),
+                "-nodefaults", "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
+                "-kernel", p.image]
+
+    def _open_port(self) -> ImagePort:
+        self._port = ImagePort(self._qemu_argv(), self.label, self.params.boot_timeout_s or BOOT_TIMEOUT_S["tcg"])
+        return self._port
+
+    def _close_port(self) -> None:
+        port, self._port = self._port, None
+        if port is not None:
+            port.close()
+
+    def _guest(self) -> SerialLine:
+        if self.line.problem() is not None:
+            try:
+                self.line.connect()
+            except TargetError as e:
+                why = self._port.ended() if self._port is not None else str(e)
+                self.line.drop()
+                raise TargetLost(f"{self.label} did not say `ready` ({why}); check that it is an image "
+                                 "`make baremetal` builds.") from None
+        return self.line
+
+    def _guest_record(self) -> SerialLine:
+        return self.line
+
+    # -- Target ---------------------------------------------------------------
+
+    def deploy_probe(self) -> str:
+        try:
+            self._guest()
+        except TargetLost as e:
+            raise TargetError(str(e)) from None
+        return PROBE_NAME
+
+    def run(self, argv: list[str], on_line: Callable[[str], None],
+            deadline: Deadline | None = None) -> Completed:
+        args = argv[1:] if argv[:1] == [PROBE_NAME] else argv
+        if args == ["sysinfo"]:
+            return self._sysinfo(on_line)
+        return super().run(image_args(args), on_line, deadline)
+
+    def _sysinfo(self, on_line: Callable[[str], None]) -> Completed:
+        # The image has no sysinfo: what there is to say of it, the target says from its `ready`.
+        version = self._guest().channel.version
+        for record in ({"type": "meta", "schema": SCHEMA, "probe_version": version, "subcommand": "sysinfo",
+                        "platform": "baremetal"},
+                       {"type": "sysinfo", "platform": "baremetal", "machine": self.params.arch,
+                        "cpus_online": "0", "cpus_allowed": "0"},
+                       {"type": "end", "status": "ok"}):
+            on_line(json.dumps(record))
+        return Completed(0, "")
+
+    def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
+                         alone: bool = False) -> Background:
+        raise TargetError(f"{self.label} runs one command at a time and nothing in the background.")
+
+    def read_file(self, path: str) -> str:
+        raise TargetError(f"{self.label} has no files, so {path} cannot be read there.")
+
+    def read_regular_file(self, path: str, max_bytes: int) -> str | None:
+        raise TargetError(f"{self.label} has no files, so {path} cannot be read there.")
+
+    def remove_dir(self, path: str) -> None:
+        pass                            # no files: nothing was left behind
+
+    def check_program(self, program: str) -> str | None:
+        return (f'program "{program}" cannot run in environment {self.name}, a bare-metal image, which runs '
+                "only the probe's latency")
+
+    def known_cpus(self) -> list[int] | None:
+        return [0]
+
+    def slowdown(self) -> float:
+        return SLOWDOWN["tcg"]
+
+    def describe_self(self) -> str:
+        return "a bare-metal image"
+
+    def offer(self) -> dict[str, tuple[str, ...]]:
+        return OFFER
+
+    def describe(self) -> dict[str, Any]:
+        p = self.params
+        machine, cpu = MACHINE[p.arch]
+        channel = self.line.channel
+        return {"target": "qemu", "system": "bare-metal image", "arch": p.arch, "accel": "tcg",
+                # TCG emulates the CPU and follows the host's clock: a latency is mostly how soon
+                # QEMU's thread got to the emulated interrupt.
+                "emulated": True, "image": p.image, "machine": machine, "cpu": cpu, "cpus": 1,
+                "probe_version": channel.version if channel is not None else None,
+                "runs": {kind: list(options) for kind, options in OFFER.items()},
+                "qemu": self._qemu_version}
+
+    def close(self) -> None:
+        channel, port = self.line.channel, self._port
+        if channel is not None and port is not None:
+            try:
+                channel.poweroff()
+                port.proc.wait(POWEROFF_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - closed or slow alike: the port's close kills QEMU
+                pass
+        self.line.drop()
+        self._close_port()
+
+
+def image_args(args: list[str]) -> list[str]:
+    """A probe command line as the image takes it: its command and the options it accepts, each with
+    its value. The campaign check has refused every key the image cannot honour, so what is left out
+    is a default (the Linux probe's policy, priority and mode)."""
+    if not args or args[0] not in OFFER:
+        return args
+    accepted, out = OFFER[args[0]], [args[0]]
+    i = 1
+    while i < len(args):
+        if args[i] in accepted and i + 1 < len(args):
+            out += args[i:i + 2]
+        i += 2
+    return out
+
