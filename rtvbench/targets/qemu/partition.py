@@ -183,10 +183,13 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                               f"install it (apt-get install {QEMU_PACKAGE[p.arch]}).")
         self._qemu_version = _qemu_version(qemu)
         machine, cpu = MACHINE[p.arch]
-        memory = p.memory_mb if "memory_mb" in p.model_fields_set else MEMORY_MB
-        return [qemu, "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(memory),
+        return [qemu, "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()),
                 "-nodefaults", "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
                 "-kernel", p.image]
+
+    def _memory_mb(self) -> int:
+        p = self.params
+        return p.memory_mb if "memory_mb" in p.model_fields_set else MEMORY_MB
 
     def _open_port(self) -> ImagePort:
         self._port = ImagePort(self._qemu_argv(), self.label, self.params.boot_timeout_s or BOOT_TIMEOUT_S["tcg"])
@@ -275,6 +278,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                 # TCG emulates the CPU and follows the host's clock: a latency is mostly how soon
                 # QEMU's thread got to the emulated interrupt.
                 "emulated": True, "image": p.image, "machine": machine, "cpu": cpu, "cpus": 1,
+                "memory_mb": self._memory_mb(),
                 "probe_version": channel.version if channel is not None else None,
                 "runs": {kind: list(options) for kind, options in OFFER.items()},
                 "qemu": self._qemu_version}
