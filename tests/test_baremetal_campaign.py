@@ -1,0 +1,171 @@
+"""The bare-metal image as a campaign's environment (`target = "qemu"`, `image = "bare-metal"`): validate
+takes the example of a partition beside a Linux guest and refuses, in one sentence naming the environment
+and what it runs, what the image cannot run; a campaign boots the image beside this machine under a
+neighbour's load, stores its latency records whole and compares the two; SIGTERM keeps what was stored
+and leaves no QEMU behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers.stored_so_far import stored_records
+from host_helpers import cli_env, kill_all, processes_with, run_cli, start_cli, wait_for
+from rtvbench.analysis.histogram import result_histogram
+from rtvbench.store import load_run, open_store
+
+REPO = Path(__file__).resolve().parent.parent
+IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.bin"
+
+pytestmark = [pytest.mark.qemu, pytest.mark.functional]
+
+
+@pytest.fixture(scope="module")
+def image() -> Path:
+    for tool in ("qemu-system-aarch64", "aarch64-linux-gnu-gcc"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed (scripts/setup.sh installs it)")
+    subprocess.run(["make", "-s", "-C", str(REPO), "baremetal"], check=True)
+    return IMAGE
+
+
+def _campaign(benchmark: str = "", load: str = "", environment: str = "", image: str = "bare-metal",
+              duration_s: float = 1, repetitions: int = 1) -> str:
+    return f"""
+name = "partition"
+repetitions = {repetitions}
+seed = 1
+
+[environments.bm]
+target = "qemu"
+arch = "aarch64"
+image = "{image}"
+{environment}
+[loads.idle]
+{load}
+[benchmarks.irq]
+kind = "latency"
+interval_us = 1000
+duration_s = {duration_s}
+thresholds_us = [500]
+{benchmark}
+"""
+
+
+def test_validate_accepts_the_partition_beside_a_linux_guest(image):
+    if not (REPO / "kernels" / "aarch64" / "vmlinuz").is_file():
+        pytest.skip("no aarch64 kernel: rtvbench kernel fetch --arch aarch64")
+    r = run_cli("validate", "examples/partition-vs-guest.toml", cwd=REPO, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    assert "2 environment(s) x 2 load(s) x 1 benchmark(s)" in r.stdout
+
+
+REFUSED = {
+    "a priority": ("", "priority = 80", "", "benchmarks.irq.priority: cannot be honoured in environment \"bm\", "
+                   'a bare-metal image, whose "latency" takes only interval_us, duration_s, loops, thresholds_us; '
+                   'drop priority or measure environment "bm" in a campaign of its own'),
+    "pinned CPUs": ("", 'cpus = "0"', "", "benchmarks.irq.cpus: cannot be honoured in environment \"bm\""),
+    "a work budget": ("", "work_us = 100", "", "benchmarks.irq.work_us: cannot be honoured in environment \"bm\""),
+    "another kind": ("", '[benchmarks.os]\nkind = "os"\ntests = ["null"]', "",
+                     'benchmarks.os.kind: "os" cannot run in environment "bm", a bare-metal image, which runs only '
+                     '"latency"; measure it in a campaign without that environment'),
+    "a load in it": ('[loads.hog]\nkind = "cpu"', "", "",
+                     'loads.hog.where: environment "bm" is a bare-metal image, which runs no loads (only '
+                     '"latency"); run the load in another environment of the campaign, beside it'),
+    "a Linux key": ("", "", 'cmdline = "quiet"', "environments.bm: cmdline describes a Linux guest, not a bare-metal "
+                    "image (which takes accel, arch, boot_timeout_s, hang_timeout_s, image, memory_mb); drop it"),
+    "no such image": ("", "", "", "environments.bm.image:"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
+def test_validate_refuses_what_the_image_cannot_run(image, tmp_path, case):
+    load, benchmark, environment, said = REFUSED[case]
+    (tmp_path / "c.toml").write_text(_campaign(benchmark, load, environment,
+                                               image="missing.bin" if case == "no such image" else "bare-metal"))
+    r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
+    assert r.returncode == 2, r.stderr
+    assert said in r.stderr
+    assert "rtvbench: 1 problem in c.toml" in r.stderr and "Traceback" not in r.stderr
+
+
+def _json_report(tmp_path: Path) -> dict:
+    r = run_cli("report", "--store", "sqlite:///s.db", "--format", "json", "-o", "-", cwd=tmp_path, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+#: the environment beside the partition: where the neighbour's load runs, and the comparison's candidate
+BESIDE = {
+    "native": '[environments.native]\ntarget = "local"',
+    "linux": ('[environments.linux]\ntarget = "qemu"\narch = "aarch64"\nkernel = "{kernel}"\ncpus = 2\n'
+              "boot_timeout_s = 600\nhang_timeout_s = 120"),
+}
+
+
+@pytest.mark.parametrize("beside", BESIDE)
+@pytest.mark.timeout(600)           # a hang guard: twelve 1 s runs (and a guest's boot) under TCG
+def test_a_campaign_measures_the_partition_beside_another_environment_under_a_neighbours_load(
+        image, probe, cross_probes, tmp_path, beside):
+    kernel = REPO / "kernels" / "aarch64" / "vmlinuz"
+    if beside == "linux" and not kernel.is_file():
+        pytest.skip("no aarch64 kernel: rtvbench kernel fetch --arch aarch64")
+    load = f'[loads.neighbour]\nkind = "cpu"\nwhere = "{beside}"\npercent = 50\ncpus = [1]'
+    comparison = f'[[comparisons]]\nbaseline = "bm"\ncandidate = "{beside}"\nloads = ["neighbour"]'
+    text = _campaign(comparison, load, repetitions=3)
+    (tmp_path / "c.toml").write_text(text.replace(
+        "\n[environments.bm]", "\n" + BESIDE[beside].format(kernel=kernel) + "\n[environments.bm]", 1))
+    r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env(probe), timeout=540)
+    assert r.returncode == 0, r.stderr
+    assert "12 of 12 measurements ok" in r.stdout
+    assert "`bm` is a bare-metal image in a QEMU guest under TCG" in r.stdout + r.stderr
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    described = run.targets["bm"]
+    assert (described["system"], described["arch"], described["accel"], described["emulated"]) == \
+        ("bare-metal image", "aarch64", "tcg", True)
+    assert described["probe_version"] and run.fingerprints["bm"]["platform"] == "baremetal"
+    partition = [m for m in run.measurements if m.environment == "bm"]
+    assert len(partition) == 6
+    for m in partition:
+        assert m.status == "ok", m.error
+        # The Linux probe's command line as stored; the image got the part of it it takes.
+        assert m.command[:2] == ["rtvb-probe", "latency"]
+        one, everything = (next(r for r in m.results if r["cpu"] == cpu) for cpu in (0, "all"))
+        assert everything["activations"] == 1000                 # 1 s of 1 ms deadlines
+        assert everything["count"] + everything["missed"] == everything["activations"]
+        assert result_histogram(everything).total == everything["count"] == one["count"]
+    assert all(m.status == "ok" for m in run.measurements if m.environment == beside)
+    rows = [c for c in _json_report(tmp_path)["comparisons"]
+            if (c["baseline"], c["candidate"]) == ({"environment": "bm", "load": "neighbour"},
+                                                   {"environment": beside, "load": "neighbour"})]
+    assert {c["figure"] for c in rows} >= {"avg_us", "p99_us", "max_us"}, rows
+    assert all(c["benchmark"] == "irq" and c["verdict"] for c in rows), rows
+
+
+@pytest.mark.timeout(600)           # a hang guard: one image's boot and a 3 s run under TCG
+def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
+    # The image under a name of its own: QEMU's command line names it, so the test finds its QEMU only.
+    mine = tmp_path / f"image-{uuid.uuid4().hex}.bin"
+    shutil.copyfile(image, mine)
+    (tmp_path / "c.toml").write_text(_campaign(image=mine.name, duration_s=3, repetitions=5))
+    cli = start_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env())
+    try:
+        wait_for(lambda: stored_records(tmp_path / "s.db") > 0, timeout=300, what="the partition's first record")
+        assert processes_with(mine.name)
+        cli.send_signal(signal.SIGTERM)
+        out, err = cli.communicate(timeout=300)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        kill_all(mine.name)
+    assert cli.returncode == 130, err
+    assert "Traceback" not in err
+    assert not processes_with(mine.name)
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    assert run.measurements and run.measurements[0].results
