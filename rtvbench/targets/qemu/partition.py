@@ -30,7 +30,7 @@ from rtvbench.targets.base import Background, Completed, Deadline
 from rtvbench.targets.capabilities import ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
-                                          ChannelTarget, _qemu_version)
+                                          ChannelTarget, _kernel_arch, _qemu_version)
 from rtvbench.targets.serial_line import SerialLine
 
 #: what `image` names instead of a path: the image `make baremetal` builds, per arch
@@ -78,6 +78,12 @@ def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
     if not 0 < size <= MAX_IMAGE_BYTES:
         raise ValueError(f"{path} is {size:,} bytes, not a bare-metal image (1 byte to {MAX_IMAGE_BYTES:,}); "
                          f'name "{BUILT_IMAGE}" or an image built as `make baremetal` builds it')
+    # The image's header says its arch, as an arm64 Image's or an ELF's does.
+    found = _kernel_arch(path)
+    if found != arch:
+        raise ValueError(f"{path} is not an {arch} image (its header says "
+                         f"{found or 'no arch an image has'}); name an image built for arch {arch} as "
+                         "`make baremetal` builds it")
     return str(path)
 
 
@@ -228,7 +234,15 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
         args = argv[1:] if argv[:1] == [PROBE_NAME] else argv
         if args == ["sysinfo"]:
             return self._sysinfo(on_line)
+        if args == ["--version"]:
+            return self._version(on_line)
         return super().run(image_args(args), on_line, deadline)
+
+    def _version(self, on_line: Callable[[str], None]) -> Completed:
+        # What a soak's health check asks: the image answers when its heartbeat is fresh (the line
+        # is connected afresh, booting the image again, when it was lost).
+        on_line(f"{PROBE_NAME} {self._guest().channel.version} (bare-metal image)")
+        return Completed(0, "")
 
     def _sysinfo(self, on_line: Callable[[str], None]) -> Completed:
         # The image has no sysinfo: what there is to say of it, the target says from its `ready`.
