@@ -18,6 +18,9 @@ import pytest
 from helpers.stored_so_far import stored_records
 from host_helpers import cli_env, kill_all, processes_with, run_cli, start_cli, wait_for
 from rtvbench.analysis.histogram import result_histogram
+from rtvbench.errors import TargetError
+from rtvbench.runner.health import health_check
+from rtvbench.targets.qemu import QemuParams, QemuTarget
 from rtvbench.store import load_run, open_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,15 +83,18 @@ REFUSED = {
                      '"latency"); run the load in another environment of the campaign, beside it'),
     "a Linux key": ("", "", 'cmdline = "quiet"', "environments.bm: cmdline describes a Linux guest, not a bare-metal "
                     "image (which takes accel, arch, boot_timeout_s, hang_timeout_s, image, memory_mb); drop it"),
-    "no such image": ("", "", "", "environments.bm.image:"),
+    "no such image": ("", "", "", "environments.bm.image: "),
+    "not an image": ("", "", "", "notes.bin is not an aarch64 image (its header says no arch an image has); name "
+                     "an image built for arch aarch64 as `make baremetal` builds it"),
 }
+IMAGE_OF = {"no such image": "missing.bin", "not an image": "notes.bin"}
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
 def test_validate_refuses_what_the_image_cannot_run(image, tmp_path, case):
     load, benchmark, environment, said = REFUSED[case]
-    (tmp_path / "c.toml").write_text(_campaign(benchmark, load, environment,
-                                               image="missing.bin" if case == "no such image" else "bare-metal"))
+    (tmp_path / "notes.bin").write_text("not an image\n")
+    (tmp_path / "c.toml").write_text(_campaign(benchmark, load, environment, image=IMAGE_OF.get(case, "bare-metal")))
     r = run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env())
     assert r.returncode == 2, r.stderr
     assert said in r.stderr
@@ -169,3 +175,28 @@ def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
     assert not processes_with(mine.name)
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     assert run.measurements and run.measurements[0].results
+
+
+@pytest.mark.timeout(300)           # a hang guard: one image's boot under TCG
+def test_the_target_answers_for_the_image_and_refuses_what_it_has_not(image, tmp_path):
+    mine = tmp_path / f"image-{uuid.uuid4().hex}.bin"
+    shutil.copyfile(image, mine)
+    params = QemuParams.model_validate({"arch": "aarch64", "image": mine.name},
+                                       context={"base_dir": str(tmp_path)})
+    target = QemuTarget("bm", params)
+    try:
+        probe = target.deploy_probe()
+        assert processes_with(mine.name)
+        # A soak's health check: the image answers while its heartbeat is fresh.
+        check = health_check(target, probe)
+        assert check["probe_ok"] is True, check
+        with pytest.raises(TargetError, match="has no files, so /proc/stat cannot be read there"):
+            target.read_file("/proc/stat")
+        with pytest.raises(TargetError, match="nothing in the background"):
+            target.start_background([probe, "sample"])
+        # A command the image does not have is its own answer: exit 127, one err line.
+        done = target.run([probe, "noise"], lambda line: None)
+        assert done.returncode == 127 and "it has: latency" in done.stderr
+    finally:
+        target.close()
+    assert not processes_with(mine.name)
