@@ -29,6 +29,7 @@ from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Completed, Deadline
 from rtvbench.targets.capabilities import ProbeSubset
 from rtvbench.targets.local import _die_with_parent
+from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
                                           ChannelTarget, _kernel_arch, _qemu_version)
 from rtvbench.targets.serial_line import SerialLine
@@ -178,6 +179,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                                params.hang_timeout_s or HANG_TIMEOUT_S["tcg"])
         self._port: ImagePort | None = None
         self._qemu_version: str | None = None
+        self._signalled: set[int] = set()      # the signals the running command was sent
 
     # -- the QEMU process, as the serial line's port --------------------------
 
@@ -236,7 +238,31 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
             return self._sysinfo(on_line)
         if args == ["--version"]:
             return self._version(on_line)
-        return super().run(image_args(args), on_line, deadline)
+        self._signalled = set()
+        try:
+            return super().run(image_args(args), on_line, deadline)
+        except TargetLost:
+            if 9 not in self._signalled:
+                raise
+            # Ended by us (see _start): stopped as a killed command is, not lost.
+            return Completed(-9, "the image could not stop its run, so QEMU was ended",
+                             interrupted=2 in self._signalled, overdue=15 in self._signalled, killed=True)
+
+    def _start(self, guest: SerialLine, argv: list[str]) -> Command:
+        cmd = super()._start(guest, argv)
+        # The image reads no request while a command runs, so a signal never reaches it. SIGINT and
+        # SIGTERM (Ctrl-C, the watchdog) are sent anyway and the run goes on; SIGKILL, which follows
+        # them after a grace, ends QEMU, as killing a process ends it. The next command boots afresh.
+        send = cmd.signal
+
+        def signal(signum: int) -> None:
+            self._signalled.add(signum)
+            if signum == 9 and self._port is not None:
+                self._port.proc.kill()
+            else:
+                send(signum)
+        cmd.signal = signal
+        return cmd
 
     def _version(self, on_line: Callable[[str], None]) -> Completed:
         # What a soak's health check asks: the image answers when its heartbeat is fresh (the line
