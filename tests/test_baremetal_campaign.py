@@ -20,7 +20,7 @@ from host_helpers import cli_env, kill_all, processes_with, run_cli, start_cli, 
 from rtvbench.analysis.histogram import result_histogram
 from rtvbench.errors import TargetError
 from rtvbench.runner.health import health_check
-from rtvbench.targets.qemu import QemuParams, QemuTarget
+from rtvbench.targets.qemu import QemuEnvironment, QemuParams
 from rtvbench.store import load_run, open_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,7 +188,7 @@ def test_the_target_answers_for_the_image_and_refuses_what_it_has_not(image, tmp
     shutil.copyfile(image, mine)
     params = QemuParams.model_validate({"arch": "aarch64", "image": mine.name},
                                        context={"base_dir": str(tmp_path)})
-    target = QemuTarget("bm", params)
+    target = QemuEnvironment("bm", params)
     try:
         probe = target.deploy_probe()
         assert processes_with(mine.name)

@@ -13,7 +13,7 @@ from typing import ClassVar
 from rtvbench.params import StrictModel
 from rtvbench.registry import Registry
 from rtvbench.spec import Placement
-from rtvbench.targets.capabilities import Capability
+from rtvbench.targets.capabilities import Capability, ProbeSubset
 
 #: The probe's watchdog: a measurement still running WATCHDOG_FACTOR times its expected_seconds()
 #: (times its target's slowdown(): an emulated guest) plus WATCHDOG_MARGIN_S after it started is
@@ -41,9 +41,12 @@ class Benchmark(ABC):
     #: kind also has the classmethods import_keys(fmt, record) (its campaign keys, from the parsed record) and
     #: parse_import(fmt, text) (the stored `result` record), which runner/importer.py calls
     import_formats: ClassVar[tuple[str, ...]] = ()
-    #: the probe option each campaign key becomes, so that an environment whose probe takes only some
-    #: options (capabilities.ProbeSubset) can name the keys it cannot honour
+    #: the probe option each campaign key becomes, so that validate can name the keys an environment
+    #: whose probe takes only some options (capabilities.ProbeSubset) cannot honour
     key_options: ClassVar[dict[str, str]] = {}
+    #: the options of this kind that the freestanding probe (probe/core/ without an OS: the bare-metal
+    #: image) takes, or None where it does not run the kind
+    freestanding_options: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, name: str, params: StrictModel) -> None:
         self.name = name
@@ -79,7 +82,21 @@ class Benchmark(ABC):
         """Run one measurement in `target` (the probe command `argv`), each output line to on_line,
         stopped at `deadline` (a targets.base.Deadline) if it still runs then; a targets.base.Completed.
         Kinds that measure more than a probe command override it."""
+        if isinstance(target, ProbeSubset):
+            argv = self.freestanding_argv(argv)
         return target.run(argv, on_line, deadline)
+
+    def freestanding_argv(self, argv: list[str]) -> list[str]:
+        """The probe command `argv` as the freestanding probe takes it: the probe, the subcommand, and the
+        options of freestanding_options, each with its value. Validate has refused every key it cannot
+        honour, so what is left out is a default of the Linux probe's (a policy, a priority, a mode)."""
+        accepted = self.freestanding_options or ()
+        out, i = argv[:2], 2
+        while i < len(argv):
+            if argv[i] in accepted and i + 1 < len(argv):
+                out += argv[i:i + 2]
+            i += 2
+        return out
 
     def deadline_s(self, slowdown: float = 1.0) -> float:
         """How long after its start a measurement is stopped by the watchdog, in a target that runs

@@ -623,18 +623,20 @@ class _Validator:
                 self.add(path, message)
 
     def _check_probe_subsets(self, envs: dict, loads: dict, benches: dict) -> None:
-        """What an environment that runs only some of the probe (capabilities.ProbeSubset) cannot run: a
-        benchmark kind it lacks, a key it cannot honour, a load in it. Every environment measures every
-        benchmark under every load, so one such thing refuses the campaign."""
-        for env, target in envs.items():
-            if not isinstance(target, capabilities.ProbeSubset):
-                continue
-            what, offer = target.describe_self(), target.offer()
-            runs = " and ".join(f'"{kind}"' for kind in offer)
+        """What an environment that is its probe alone (capabilities.ProbeSubset) cannot run: a benchmark
+        kind the freestanding probe lacks, a key it cannot honour, a load in it. Every environment measures
+        every benchmark under every load, so one such thing refuses the campaign."""
+        subsets = {env: target.describe_self() for env, target in envs.items()
+                   if isinstance(target, capabilities.ProbeSubset)}
+        if not subsets:
+            return
+        served = [n for n in BENCHMARKS.names() if BENCHMARKS.get(n).freestanding_options is not None]
+        runs = " and ".join(f'"{kind}"' for kind in served) or "no benchmark kind"
+        for env, what in subsets.items():
             for name, bench in benches.items():
                 if bench is None:
                     continue
-                accepted = offer.get(bench.kind) if bench.runs_probe else None
+                accepted = bench.freestanding_options if bench.runs_probe else None
                 if accepted is None:
                     self.add(("benchmarks", name, "kind"),
                              f'"{bench.kind}" cannot run in environment "{env}", {what}, which runs only {runs}; '

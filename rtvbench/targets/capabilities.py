@@ -13,8 +13,8 @@ never by the target's kind:
 
 One interface says the opposite, what an environment lacks that every other has:
 
-  ProbeSubset     it runs only some of the probe's benchmark kinds, with some of their options, and
-                  no program, file read or load of its own (a bare-metal image)
+  ProbeSubset     it runs only the benchmark kinds the freestanding probe serves, with their options
+                  that it takes, and no program, file read or load of its own (a bare-metal image)
 
 A benchmark kind or a load names what it needs in `requires`, and the campaign check refuses an
 environment that lacks it (missing()), in the capability's own words, before anything runs.
@@ -94,16 +94,14 @@ class OwnedKernel(Capability):
 
 
 class ProbeSubset(ABC):
-    """An environment whose probe is all there is: no OS under it to run programs, read files or carry
-    loads. The campaign check refuses what it cannot run, in the words of describe_self() and offer()."""
+    """An environment whose probe is all there is (the bare-metal image, probe/core/ without an OS): no
+    programs, files or loads. Of the benchmark kinds it runs those whose `freestanding_options` name the
+    options it takes, and gets only those (Benchmark.execute); the campaign check refuses the rest in
+    the words of describe_self()."""
 
     @abstractmethod
     def describe_self(self) -> str:
         """What the environment is, as a sentence names it ("a bare-metal image")."""
-
-    @abstractmethod
-    def offer(self) -> dict[str, tuple[str, ...]]:
-        """The benchmark kinds it runs, each with the probe options it accepts."""
 
 
 def missing(target: Any, capability: type[Capability]) -> str | None:

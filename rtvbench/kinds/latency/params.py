@@ -19,6 +19,8 @@ class LatencyBenchmark(Benchmark):
                    "thresholds_us": "--threshold-us", "window_s": "--window-s", "mode": "--mode",
                    "work_us": "--work-us", "trace_threshold_us": "--trace-threshold-us",
                    "trace_breaches": "--trace-breaches", "trace_history_ms": "--trace-history-ms"}
+    # The bare-metal image's timer interrupt latency (probe/baremetal/irqlat.c).
+    freestanding_options = ("--interval-us", "--duration-s", "--loops", "--threshold-us")
 
     def figure_problem(self, figure: str) -> str | None:
         p: LatencyParams = self.params

@@ -4,9 +4,10 @@ environments.
 
 The image serves the agent protocol's subset on its PL011 UART, which QEMU connects to its stdio: the
 pipes are the serial port of serial_line.SerialLine, so commands, the heartbeat and losing the image
-are the serial-line client's. The image has no OS under it: no files, no processes, no loads, and one
-benchmark kind with four options. It says so through capabilities.ProbeSubset, and the campaign check
-refuses the rest at validate; run() gives the image the part of a probe command line it takes.
+are the serial-line client's. The image has no OS under it: no files, no processes, no loads, and of the
+benchmark kinds those whose `freestanding_options` say so. It says so through capabilities.ProbeSubset:
+the campaign check refuses the rest at validate, and a kind gives it the part of its command line it
+takes (Benchmark.execute).
 """
 
 from __future__ import annotations
@@ -20,32 +21,22 @@ import shutil
 import subprocess
 import tempfile
 import termios
-from pathlib import Path
 from typing import Any, Callable
 
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.probe import binary as probe_mod
 from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Completed, Deadline
 from rtvbench.targets.capabilities import ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
+from rtvbench.targets.qemu.image import MACHINE
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
-                                          ChannelTarget, _kernel_arch, _qemu_version)
+                                          ChannelTarget, _qemu_version)
 from rtvbench.targets.serial_line import SerialLine
 
-#: what `image` names instead of a path: the image `make baremetal` builds, per arch
-BUILT_IMAGE = "bare-metal"
-BUILT_IMAGE_DIR = probe_mod.BUILD_DIR.parent / "baremetal"
-#: QEMU's machine as the image's board header describes it: virt with the GICv2 it drives
-MACHINE = {"aarch64": ("virt,gic-version=2", "cortex-a53")}
 MEMORY_MB = 128                 # the image takes less than 1 MiB; QEMU's virt wants some RAM
 #: what the image's probe is called in a command line: the runner's argv[0], never a path
 PROBE_NAME = "rtvb-probe"
-#: the image's commands and the options each takes (probe/baremetal/irqlat.c)
-OFFER = {"latency": ("--interval-us", "--duration-s", "--loops", "--threshold-us")}
-#: the campaign keys a partition takes; the others describe a Linux guest
-PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s"}
 POWEROFF_TIMEOUT_S = 5.0
 MAX_IMAGE_BYTES = 64 << 20
 
@@ -57,49 +48,6 @@ def _kill_all() -> None:
     # An exit path that skips close() still leaves no image running.
     for proc in list(_live):
         proc.kill()
-
-
-def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
-    """The image file `image` names: "bare-metal" (the built one of `arch`) or a path; ValueError why not."""
-    if value == BUILT_IMAGE:
-        if arch not in MACHINE:
-            raise ValueError(f'"{BUILT_IMAGE}" is built for {", ".join(MACHINE)} only, not {arch}; set '
-                             'arch = "aarch64"')
-        path = BUILT_IMAGE_DIR / arch / "rtvb-probe.bin"
-        if not path.is_file():
-            raise ValueError(f"the bare-metal image {path} is not built; build it with `make baremetal`")
-        return str(path)
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = Path(base_dir or Path.cwd()) / path
-    if not path.is_file():
-        raise ValueError(f'{path} is not a file; name "{BUILT_IMAGE}" (the image `make baremetal` builds) or '
-                         "the path of an image built the same way (relative to the campaign file)")
-    size = path.stat().st_size
-    if not 0 < size <= MAX_IMAGE_BYTES:
-        raise ValueError(f"{path} is {size:,} bytes, not a bare-metal image (1 byte to {MAX_IMAGE_BYTES:,}); "
-                         f'name "{BUILT_IMAGE}" or an image built as `make baremetal` builds it')
-    # The image's header says its arch, as an arm64 Image's or an ELF's does.
-    found = _kernel_arch(path)
-    if found != arch:
-        raise ValueError(f"{path} is not an {arch} image (its header says "
-                         f"{found or 'no arch an image has'}); name an image built for arch {arch} as "
-                         "`make baremetal` builds it")
-    return str(path)
-
-
-def keys_problem(params: Any) -> str | None:
-    """Why the keys of a qemu environment with `image` do not describe a bare-metal partition, or None."""
-    if params.arch not in MACHINE:
-        return f'a bare-metal image runs on {", ".join(MACHINE)} only, not {params.arch}; set arch = "aarch64"'
-    linux = sorted(k for k in params.model_fields_set - PARTITION_KEYS)
-    if linux:
-        return (f"{', '.join(linux)} {'describes' if len(linux) == 1 else 'describe'} a Linux guest, not a "
-                f"bare-metal image (which takes {', '.join(sorted(PARTITION_KEYS))}); drop "
-                f"{'it' if len(linux) == 1 else 'them'}")
-    if params.accel == "kvm":
-        return 'a bare-metal image runs under TCG here; use accel = "auto" or "tcg"'
-    return None
 
 
 class ImagePort:
@@ -240,7 +188,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
             return self._version(on_line)
         self._signalled = set()
         try:
-            return super().run(image_args(args), on_line, deadline)
+            return super().run(args, on_line, deadline)
         except TargetLost:
             if 9 not in self._signalled:
                 raise
@@ -296,7 +244,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
 
     def check_program(self, program: str) -> str | None:
         return (f'program "{program}" cannot run in environment {self.name}, a bare-metal image, which runs '
-                "only the probe's latency")
+                "nothing but the probe's own measurements it serves")
 
     def known_cpus(self) -> list[int] | None:
         return [0]
@@ -306,9 +254,6 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
 
     def describe_self(self) -> str:
         return "a bare-metal image"
-
-    def offer(self) -> dict[str, tuple[str, ...]]:
-        return OFFER
 
     def describe(self) -> dict[str, Any]:
         p = self.params
@@ -320,7 +265,6 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                 "emulated": True, "image": p.image, "machine": machine, "cpu": cpu, "cpus": 1,
                 "memory_mb": self._memory_mb(),
                 "probe_version": channel.version if channel is not None else None,
-                "runs": {kind: list(options) for kind, options in OFFER.items()},
                 "qemu": self._qemu_version}
 
     def close(self) -> None:
@@ -333,19 +277,4 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                 pass
         self.line.drop()
         self._close_port()
-
-
-def image_args(args: list[str]) -> list[str]:
-    """A probe command line as the image takes it: its command and the options it accepts, each with
-    its value. The campaign check has refused every key the image cannot honour, so what is left out
-    is a default (the Linux probe's policy, priority and mode)."""
-    if not args or args[0] not in OFFER:
-        return args
-    accepted, out = OFFER[args[0]], [args[0]]
-    i = 1
-    while i < len(args):
-        if args[i] in accepted and i + 1 < len(args):
-            out += args[i:i + 2]
-        i += 2
-    return out
 

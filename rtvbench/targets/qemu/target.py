@@ -33,12 +33,13 @@ from rtvbench.targets.qemu.initramfs import (NET_MODULES, WANTED_MODULES, build_
 from rtvbench.cpulist import MAX_CPUS
 from rtvbench.params import Name, StrictModel, WaitS, int_range
 from rtvbench.targets import shm as shm_regions
-from rtvbench.targets.base import TARGETS, Background, Completed, Deadline, Target, Watch, drain_or_stop
+from rtvbench.targets.base import Background, Completed, Deadline, Target, Watch, drain_or_stop
 from rtvbench.targets.capabilities import HostCost, OwnedKernel, Pausing, PowerCycling
 from rtvbench.targets.qemu.channel import ChannelClosed, Command
 from rtvbench.targets.qemu.guest import (CONSOLE, GuestConfig, QemuGuest, machine_args,
                                          pvh_kernel)
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
+from rtvbench.targets.qemu.image import image_arch, image_path, keys_problem
 from rtvbench.procstat import parse_meminfo
 from rtvbench.targets.qemu.kvm import kvm_problem
 
@@ -78,22 +79,6 @@ def _path(v: str, info: ValidationInfo) -> Path:
     if not p.is_absolute():
         p = Path((info.context or {}).get("base_dir") or Path.cwd()) / p
     return p
-
-
-def _kernel_arch(path: Path) -> str | None:
-    """The architecture a kernel image is for, when its header says so."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(0x240)
-    except OSError:
-        return None
-    if head[0x202:0x206] == b"HdrS":
-        return "x86_64"
-    if head[0x38:0x3C] == b"ARM\x64":
-        return "aarch64"
-    if head[:4] == b"\x7fELF" and len(head) > 0x14:
-        return {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(head[0x12:0x14], "little"))
-    return None                      # gzip'd or EFI zboot: cannot tell without unpacking
 
 
 #: file systems whose files are the running kernel's own, never an image: /proc/self/mem reads this process
@@ -158,7 +143,7 @@ class QemuParams(StrictModel):
         if problem:
             raise ValueError(f"kernel {p} {problem}; give the path of a kernel image file or get one with "
                              "`rtvbench kernel fetch`")
-        arch, wanted = _kernel_arch(p), info.data.get("arch")
+        arch, wanted = image_arch(p), info.data.get("arch")
         if arch is not None and wanted is not None and arch != wanted:
             raise ValueError(f"kernel {p} is an {arch} kernel, not {wanted}; use a kernel of the "
                              "guest's arch or change arch")
@@ -169,7 +154,6 @@ class QemuParams(StrictModel):
     def _image(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is None:
             return None
-        from rtvbench.targets.qemu.partition import image_path     # only for a campaign that names one
         return image_path(v, info.data.get("arch"), (info.context or {}).get("base_dir"))
 
     @model_validator(mode="after")
@@ -180,7 +164,6 @@ class QemuParams(StrictModel):
         if self.kernel is not None and self.image is not None:
             raise ValueError("boots a Linux `kernel` or a bare-metal `image`, not both; drop one of the two")
         if self.image is not None:
-            from rtvbench.targets.qemu.partition import keys_problem
             problem = keys_problem(self)
             if problem:
                 raise ValueError(problem)
@@ -438,17 +421,9 @@ class ChannelTarget(Target):
                 "probe loads (kind = \"cpu\", \"mem\", ...)")
 
 
-@TARGETS.register("qemu")
 class QemuTarget(ChannelTarget, PowerCycling, HostCost, Pausing, OwnedKernel):
     kind = "qemu"
     Params = QemuParams
-
-    def __new__(cls, name: str, params: QemuParams):
-        # An environment with a bare-metal `image` is a partition, booted and driven as one.
-        if cls is QemuTarget and params.image is not None:
-            from rtvbench.targets.qemu.partition import BareMetalPartition
-            return BareMetalPartition(name, params)
-        return super().__new__(cls)
 
     def __init__(self, name: str, params: QemuParams) -> None:
         super().__init__(name, params)

@@ -1,0 +1,79 @@
+"""What a qemu environment's image is: the arch a kernel's or a bare-metal image's header says, and the
+campaign keys of an environment that boots the probe's bare-metal image (`image`) instead of a kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rtvbench.probe import binary as probe_mod
+
+#: what `image` names instead of a path: the image `make baremetal` builds, per arch
+BUILT_IMAGE = "bare-metal"
+BUILT_IMAGE_DIR = probe_mod.BUILD_DIR.parent / "baremetal"
+#: QEMU's machine as the image's board header describes it: virt with the GICv2 it drives
+MACHINE = {"aarch64": ("virt,gic-version=2", "cortex-a53")}
+#: the campaign keys a partition takes; the others describe a Linux guest
+PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s"}
+MAX_IMAGE_BYTES = 64 << 20
+
+
+def image_arch(path: Path) -> str | None:
+    """The architecture a kernel image or a bare-metal image is for, when its header says so."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x240)
+    except OSError:
+        return None
+    if head[0x202:0x206] == b"HdrS":
+        return "x86_64"
+    if head[0x38:0x3C] == b"ARM\x64":
+        return "aarch64"
+    if head[:4] == b"\x7fELF" and len(head) > 0x14:
+        return {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(head[0x12:0x14], "little"))
+    return None                      # gzip'd or EFI zboot: cannot tell without unpacking
+
+
+def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
+    """The image file `image` names: "bare-metal" (the built one of `arch`) or a path; ValueError why not."""
+    if value == BUILT_IMAGE:
+        if arch not in MACHINE:
+            raise ValueError(f'"{BUILT_IMAGE}" is built for {", ".join(MACHINE)} only, not {arch}; set '
+                             'arch = "aarch64"')
+        path = BUILT_IMAGE_DIR / arch / "rtvb-probe.bin"
+        if not path.is_file():
+            raise ValueError(f"the bare-metal image {path} is not built; build it with `make baremetal`")
+        return str(path)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path(base_dir or Path.cwd()) / path
+    if not path.is_file():
+        raise ValueError(f'{path} is not a file; name "{BUILT_IMAGE}" (the image `make baremetal` builds) or '
+                         "the path of an image built the same way (relative to the campaign file)")
+    size = path.stat().st_size
+    if not 0 < size <= MAX_IMAGE_BYTES:
+        raise ValueError(f"{path} is {size:,} bytes, not a bare-metal image (1 byte to {MAX_IMAGE_BYTES:,}); "
+                         f'name "{BUILT_IMAGE}" or an image built as `make baremetal` builds it')
+    # The image's header says its arch, as an arm64 Image's or an ELF's does.
+    found = image_arch(path)
+    if found != arch:
+        raise ValueError(f"{path} is not an {arch} image (its header says "
+                         f"{found or 'no arch an image has'}); name an image built for arch {arch} as "
+                         "`make baremetal` builds it")
+    return str(path)
+
+
+def keys_problem(params: Any) -> str | None:
+    """Why the keys of a qemu environment with `image` do not describe a bare-metal partition, or None."""
+    if params.arch not in MACHINE:
+        return f'a bare-metal image runs on {", ".join(MACHINE)} only, not {params.arch}; set arch = "aarch64"'
+    linux = sorted(k for k in params.model_fields_set - PARTITION_KEYS)
+    if linux:
+        return (f"{', '.join(linux)} {'describes' if len(linux) == 1 else 'describe'} a Linux guest, not a "
+                f"bare-metal image (which takes {', '.join(sorted(PARTITION_KEYS))}); drop "
+                f"{'it' if len(linux) == 1 else 'them'}")
+    if params.accel == "kvm":
+        return 'a bare-metal image runs under TCG here; use accel = "auto" or "tcg"'
+    return None
+
+
