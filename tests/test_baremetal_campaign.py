@@ -7,6 +7,7 @@ and leaves no QEMU behind."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -26,7 +27,7 @@ from rtvbench.store import load_run, open_store
 REPO = Path(__file__).resolve().parent.parent
 IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.bin"
 
-pytestmark = [pytest.mark.qemu, pytest.mark.functional]
+pytestmark = pytest.mark.qemu
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,7 @@ thresholds_us = [500]
 """
 
 
+@pytest.mark.functional
 def test_validate_accepts_the_partition_beside_a_linux_guest(image):
     if not (REPO / "kernels" / "aarch64" / "vmlinuz").is_file():
         pytest.skip("no aarch64 kernel: rtvbench kernel fetch --arch aarch64")
@@ -90,6 +92,7 @@ REFUSED = {
 IMAGE_OF = {"no such image": "missing.bin", "not an image": "notes.bin"}
 
 
+@pytest.mark.functional
 @pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
 def test_validate_refuses_what_the_image_cannot_run(image, tmp_path, case):
     load, benchmark, environment, said = REFUSED[case]
@@ -115,6 +118,7 @@ BESIDE = {
 }
 
 
+@pytest.mark.functional
 @pytest.mark.parametrize("beside", BESIDE)
 @pytest.mark.timeout(600)           # a hang guard: twelve 1 s runs (and a guest's boot) under TCG
 def test_a_campaign_measures_the_partition_beside_another_environment_under_a_neighbours_load(
@@ -154,6 +158,7 @@ def test_a_campaign_measures_the_partition_beside_another_environment_under_a_ne
     assert all(c["benchmark"] == "irq" and c["verdict"] for c in rows), rows
 
 
+@pytest.mark.functional
 @pytest.mark.timeout(600)           # a hang guard: one image's boot under TCG
 def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
     """The image cannot stop its run early: after the probe's grace, QEMU is ended as a killed probe is.
@@ -182,6 +187,7 @@ def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
     assert m.meta["platform"] == "baremetal" and m.results == [] and m.end is None
 
 
+@pytest.mark.functional
 @pytest.mark.timeout(300)           # a hang guard: one image's boot under TCG
 def test_the_target_answers_for_the_image_and_refuses_what_it_has_not(image, tmp_path):
     mine = tmp_path / f"image-{uuid.uuid4().hex}.bin"
@@ -204,4 +210,31 @@ def test_the_target_answers_for_the_image_and_refuses_what_it_has_not(image, tmp
         assert done.returncode == 127 and "it has: latency" in done.stderr
     finally:
         target.close()
+    assert not processes_with(mine.name)
+
+
+# Not functional: the kill must land within the 4 s the image measures (see the guest's own test in
+# test_qemu_target.py).
+@pytest.mark.timeout(600)           # a hang guard: two boots of the image and two 4 s runs under TCG
+def test_a_partition_lost_mid_run_is_recorded_booted_afresh_and_measured_again(image, tmp_path):
+    mine = tmp_path / f"image-{uuid.uuid4().hex}.bin"
+    shutil.copyfile(image, mine)
+    (tmp_path / "c.toml").write_text(_campaign(image=mine.name, duration_s=4, repetitions=2))
+    cli = start_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path, env=cli_env())
+    try:
+        wait_for(lambda: stored_records(tmp_path / "s.db") > 0, timeout=300, what="the partition's first record")
+        [qemu] = processes_with(mine.name)
+        os.kill(qemu, signal.SIGKILL)
+        out, err = cli.communicate(timeout=300)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        kill_all(mine.name)
+    assert cli.returncode == 0, err
+    assert "2 of 2 measurements ok" in out
+    run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
+    [lost] = run.failed_attempts
+    assert lost.attempt == 1 and "the bare-metal image of environment bm was lost during" in lost.error, lost.error
+    assert sorted(m.attempt for m in run.measurements) == [1, 2]
+    assert all(m.status == "ok" and m.result() is not None for m in run.measurements)
     assert not processes_with(mine.name)
