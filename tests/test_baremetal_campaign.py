@@ -201,6 +201,9 @@ def test_the_target_answers_for_the_image_and_refuses_what_it_has_not(image, tmp
         # A soak's health check: the image answers while its heartbeat is fresh.
         check = health_check(target, probe)
         assert check["probe_ok"] is True, check
+        # What the image's QEMU costs this machine: its one vCPU thread, found by name, and its memory.
+        [usage] = target.host_usage()["guests"]
+        assert usage["vcpus"] == 1 and usage["rss_kib"] > 0 and check["qemu"][0]["pid"] == usage["pid"]
         with pytest.raises(TargetError, match="has no files, so /proc/stat cannot be read there"):
             target.read_file("/proc/stat")
         with pytest.raises(TargetError, match="nothing in the background"):

@@ -21,14 +21,17 @@ import shutil
 import subprocess
 import tempfile
 import termios
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Completed, Deadline
-from rtvbench.targets.capabilities import ProbeSubset
+from rtvbench.targets.capabilities import HostCost, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
+from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
 from rtvbench.targets.qemu.image import MACHINE
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
                                           ChannelTarget, _qemu_version)
@@ -114,7 +117,27 @@ class ImagePort:
                 pass
 
 
-class BareMetalPartition(ChannelTarget, ProbeSubset):
+@dataclass
+class _Running:
+    """The running image as host_usage.sample() reads a guest."""
+    proc: subprocess.Popen
+    vcpu_threads: list[int]
+    up: bool = True
+
+
+def _vcpu_threads(pid: int) -> list[int]:
+    """QEMU's vCPU threads, by the names debug-threads gives them."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "comm").read_text().startswith("CPU "):
+                found.append(int(task.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
     """A qemu environment whose `image` is a bare-metal image: QEMU's virt machine under TCG, the image
     on its one CPU, its UART the agent protocol's line."""
 
@@ -139,7 +162,8 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
                               f"install it (apt-get install {QEMU_PACKAGE[p.arch]}).")
         self._qemu_version = _qemu_version(qemu)
         machine, cpu = MACHINE[p.arch]
-        return [qemu, "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()),
+        # debug-threads names the vCPU thread ("CPU 0/TCG"), which host_usage() tells from QEMU's others.
+        return [qemu, "-name", f"{PROBE_NAME},debug-threads=on", "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()),
                 "-nodefaults", "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
                 "-kernel", p.image]
 
@@ -248,6 +272,16 @@ class BareMetalPartition(ChannelTarget, ProbeSubset):
 
     def known_cpus(self) -> list[int] | None:
         return [0]
+
+    def host_usage(self) -> dict[str, Any] | None:
+        port = self._port
+        if port is None or port.proc.poll() is not None:
+            return None
+        try:
+            threads = _vcpu_threads(port.proc.pid)
+        except OSError:
+            return None                 # QEMU ended meanwhile
+        return sample_host_usage([_Running(port.proc, threads)])
 
     def slowdown(self) -> float:
         return SLOWDOWN["tcg"]
