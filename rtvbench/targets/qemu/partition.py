@@ -41,7 +41,6 @@ MEMORY_MB = 128                 # the image takes less than 1 MiB; QEMU's virt w
 #: what the image's probe is called in a command line: the runner's argv[0], never a path
 PROBE_NAME = "rtvb-probe"
 POWEROFF_TIMEOUT_S = 5.0
-MAX_IMAGE_BYTES = 64 << 20
 
 _live: set[subprocess.Popen] = set()
 
@@ -163,9 +162,9 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
         self._qemu_version = _qemu_version(qemu)
         machine, cpu = MACHINE[p.arch]
         # debug-threads names the vCPU thread ("CPU 0/TCG"), which host_usage() tells from QEMU's others.
-        return [qemu, "-name", f"{PROBE_NAME},debug-threads=on", "-accel", "tcg", "-machine", machine, "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()),
-                "-nodefaults", "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
-                "-kernel", p.image]
+        return [qemu, "-name", f"{PROBE_NAME},debug-threads=on", "-accel", "tcg", "-machine", machine,
+                "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()), "-nodefaults", "-nographic", "-no-reboot",
+                "-monitor", "none", "-serial", "stdio", "-kernel", p.image]
 
     def _memory_mb(self) -> int:
         p = self.params
