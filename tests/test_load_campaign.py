@@ -1,4 +1,4 @@
-"""Campaign keys of issue 5: probe load kinds, `combine`, `where`, the latency `work_us` —
+"""Campaign keys of the probe's loads: probe load kinds, `combine`, `where`, the latency `work_us` —
 every mistake reported as FILE:LINE: KEY: message, and good keys mapped to the exact probe
 command line. Also: `where` starts the load through the target of the environment it names."""
 

@@ -86,7 +86,7 @@ def _enter_and_die_with_parent(netns: int) -> None:
 
 def machine_args(arch: str, accel: str) -> list[str]:
     """-M and -cpu. q35 boots about twice as fast as pc under TCG (no ISA probing); -cpu max is
-    the fastest x86 model under TCG. The aarch64 CPU is the one the issue names."""
+    the fastest x86 model under TCG; on aarch64 a Cortex-A72, a common core of embedded Arm SoCs."""
     if arch == "x86_64":
         return ["-M", "q35", "-cpu", "host" if accel == "kvm" else "max"]
     return ["-M", "virt", "-cpu", "host" if accel == "kvm" else "cortex-a72"]
