@@ -35,7 +35,8 @@ from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
 from rtvbench.targets.qemu.image import MACHINE
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
                                           ChannelTarget, _qemu_version)
-from rtvbench.targets.serial_line import SerialLine
+# The module, not the class: serial_line imports this package (its channel), which imports this module.
+from rtvbench.targets import serial_line
 
 MEMORY_MB = 128                 # the image takes less than 1 MiB; QEMU's virt wants some RAM
 #: what the image's probe is called in a command line: the runner's argv[0], never a path
@@ -145,7 +146,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
     def __init__(self, name: str, params: Any) -> None:
         super().__init__(name, params)
         self.label = f"the bare-metal image of environment {name}"
-        self.line = SerialLine(self.label, self._open_port, self._close_port,
+        self.line = serial_line.SerialLine(self.label, self._open_port, self._close_port,
                                params.hang_timeout_s or HANG_TIMEOUT_S["tcg"])
         self._port: ImagePort | None = None
         self._qemu_version: str | None = None
@@ -179,7 +180,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
         if port is not None:
             port.close()
 
-    def _guest(self) -> SerialLine:
+    def _guest(self) -> serial_line.SerialLine:
         if self.line.problem() is not None:
             try:
                 self.line.connect()
@@ -190,7 +191,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
                                  "`make baremetal` builds.") from None
         return self.line
 
-    def _guest_record(self) -> SerialLine:
+    def _guest_record(self) -> serial_line.SerialLine:
         return self.line
 
     # -- Target ---------------------------------------------------------------
@@ -219,7 +220,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
             return Completed(-9, "the image could not stop its run, so QEMU was ended",
                              interrupted=2 in self._signalled, overdue=15 in self._signalled, killed=True)
 
-    def _start(self, guest: SerialLine, argv: list[str]) -> Command:
+    def _start(self, guest: serial_line.SerialLine, argv: list[str]) -> Command:
         cmd = super()._start(guest, argv)
         # The image reads no request while a command runs, so a signal never reaches it. SIGINT and
         # SIGTERM (Ctrl-C, the watchdog) are sent anyway and the run goes on; SIGKILL, which follows
