@@ -195,7 +195,7 @@ test: setup kernels
 	@$(MAKE) -q baremetal || { echo "test: building the bare-metal images"; $(MAKE) -s baremetal; }
 	$(PY) tests/phases.py
 
-# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres.
+# Markers come from what a test needs (tests/conftest.py): unit, probe, qemu, ssh, browser, postgres, peer.
 test-fast: setup
 	$(PY) -m pytest -q -m unit -n auto
 
