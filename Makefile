@@ -8,8 +8,12 @@ OPT       := -O2
 # compiled freestanding for the bare-metal image too (baremetal/).
 CORE_SRC  := $(wildcard probe/core/*.c)
 CORE_HDR  := $(wildcard probe/core/*.h)
-PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c)) $(CORE_SRC)
-PROBE_HDR := $(wildcard probe/*.h probe/work/*.h) $(CORE_HDR)
+# probe/port/: the porting layer (port.h), the measurements written against it and its Linux
+# implementation (linux/); the image takes its bare-metal one (baremetal/).
+PORT_SRC  := $(wildcard probe/port/*.c)
+PORT_HDR  := $(wildcard probe/port/*.h)
+PROBE_SRC := $(filter-out probe/main.c,$(wildcard probe/*.c probe/work/*.c probe/port/linux/*.c)) $(CORE_SRC) $(PORT_SRC)
+PROBE_HDR := $(wildcard probe/*.h probe/work/*.h probe/port/linux/*.h) $(CORE_HDR) $(PORT_HDR)
 BUILD     := build/probe
 PY        := .venv/bin/python
 
@@ -46,7 +50,8 @@ PY        := .venv/bin/python
 # fragile); musl (the probe would be 371 KB), because mem-bw measures libc's
 # memcpy and memset and mem-alloc glibc's malloc, which it would replace.
 PROBE_CFLAGS  := $(CSTD) $(WARN) $(OPT) -pthread -ffunction-sections -fdata-sections \
-                 -fno-asynchronous-unwind-tables -fno-unwind-tables -Iprobe/core
+                 -fno-asynchronous-unwind-tables -fno-unwind-tables -Iprobe/core -Iprobe \
+                 -Iprobe/port -Iprobe/port/linux
 PROBE_LDFLAGS := -static -pthread -lm -Wl,--gc-sections
 
 # Debian's cross compilers; `probe-cross` builds one static binary each. x86_64's is there for

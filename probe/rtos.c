@@ -20,6 +20,10 @@
 
 #include "hist.h"
 #include "opts.h"
+#include "port.h"
+#include "port_linux.h"
+#include "port_records.h"
+#include "port_tests.h"
 #include "probe.h"
 #include "rtos.h"
 #include "rtsched.h"
@@ -38,7 +42,9 @@
 struct rtos_options {
     int policy, priority;
     uint64_t count;
-    unsigned tests;            /* bit i: rtos_test_names[i] */
+    unsigned tests;            /* bit i: rtos_test_names[i], or port_test_names[i] with port */
+    const char *tests_list;
+    int port;                  /* the tests written against the porting layer */
     int cpus[1];
     int ncpus;
 };
@@ -57,14 +63,33 @@ void rtos_fatal(const char *why)
     _exit(EXIT_ENV);
 }
 
-static int parse_tests(const struct opt *o, const char *s)
+/* --tests names the port's tests with --port, else the subcommand's own. */
+static int resolve_tests(struct rtos_options *o)
 {
-    unsigned *mask = o->field;
-    if (!strcmp(s, "all")) {
-        *mask = (1u << RTOS_NTESTS) - 1;
+    const char *const *names = o->port ? port_test_names : rtos_test_names;
+    int n = o->port ? PORT_NTESTS : RTOS_NTESTS;
+    if (!o->tests_list || !strcmp(o->tests_list, "all")) {
+        o->tests = (1u << n) - 1;
         return 0;
     }
-    return parse_names(s, rtos_test_names, RTOS_NTESTS, mask) < 0 ? -1 : 0;
+    if (parse_names(o->tests_list, names, n, &o->tests) < 0)
+        return usage_error(SUB, "--tests must be all or a comma-separated list of %s, got '%s'.",
+                           o->port ? "task_activate, sem_wake, sem_pingpong, irq_task (with --port)"
+                                   : "futex_wake, sem_wake, mutex, mutex_handover, sem, sem_pingpong, mq, signal, "
+                                     "yield, timer",
+                           o->tests_list);
+    return 0;
+}
+
+/* The port's tasks take priorities base + 1 .. base + PORT_PRIO_MAX, its
+ * timer thread base + PORT_PRIO_MAX + 1, with the activated task at P. */
+static int check_port_priority(const struct rtos_options *o)
+{
+    int lo = PORT_PRIO_HIGH, hi = 99 - (PORT_PRIO_MAX + 1 - PORT_PRIO_HIGH);
+    if (o->port && o->policy != SCHED_OTHER && (o->priority < lo || o->priority > hi))
+        return usage_error(SUB, "--priority must be from %d to %d with --port: the port's tasks and timer thread "
+                                "run from P - %d to P + %d.", lo, hi, PORT_PRIO_HIGH - 1, PORT_PRIO_MAX + 1 - PORT_PRIO_HIGH);
+    return 0;
 }
 
 /* The CPU the tests run on when none is given: the last this process may use,
@@ -80,7 +105,6 @@ static int parse_options(int argc, char **argv, struct rtos_options *o)
 {
     *o = (struct rtos_options){
         .policy = SCHED_FIFO, .priority = DEFAULT_PRIORITY, .count = DEFAULT_COUNT,
-        .tests = (1u << RTOS_NTESTS) - 1,
     };
     struct opt table[] = {
         {OPT_E("policy", &o->policy, sched_policy_names, sched_policy_values, SCHED_RT_OR_OTHER,
@@ -90,11 +114,13 @@ static int parse_options(int argc, char **argv, struct rtos_options *o)
                "the activating thread runs at P - 1")},
         {OPT_I("count", &o->count, 1, MAX_COUNT, "N",
                "operations measured per test, each timed on its own (default " RTVB_STR(DEFAULT_COUNT) ")")},
-        {OPT_C("tests", parse_tests, &o->tests, "LIST",
-               "all or a comma-separated list of futex_wake, sem_wake, mutex, mutex_handover, sem, sem_pingpong, mq, "
-               "signal, yield, timer",
+        {OPT_S("tests", &o->tests_list, "LIST",
                "tests to run, comma separated, or all (default all):\n"
-               "futex_wake sem_wake mutex mutex_handover sem sem_pingpong mq signal yield timer")},
+               "futex_wake sem_wake mutex mutex_handover sem sem_pingpong mq signal yield timer;\n"
+               "with --port: task_activate sem_wake sem_pingpong irq_task")},
+        {OPT_F("port", &o->port, 1,
+               "run the tests written against the porting layer (docs/porting.md), as the bare-metal image\n"
+               "runs them, instead of the subcommand's own")},
         {OPT_CPU_LIST("cpus", o->cpus, &o->ncpus,
                       "the one CPU every test thread is pinned to (default: the last allowed)"),
          .meta = "CPU", .expect = "one CPU number such as 1"},
@@ -106,6 +132,8 @@ static int parse_options(int argc, char **argv, struct rtos_options *o)
     if (rc)
         return rc;
     if (sched_check_priority(SUB, o->policy, &o->priority, opts_seen(table, "priority")))
+        return EXIT_USAGE;
+    if (resolve_tests(o) || check_port_priority(o))
         return EXIT_USAGE;
     if (o->policy != SCHED_OTHER && o->priority < 2)
         return usage_error(SUB, "--priority must be from 2 to 99 under --policy %s: the activating thread "
@@ -152,10 +180,11 @@ static void print_meta(int argc, char **argv, const struct rtos_options *o, cons
     jw_str(&w, "policy", sched_policy_name(o->policy));
     jw_int(&w, "priority", o->priority);
     jw_uint(&w, "count", o->count);
+    jw_bool(&w, "port", o->port);
     jw_arr(&w, "tests");
-    for (int i = 0; i < RTOS_NTESTS; i++)
+    for (int i = 0; i < (o->port ? PORT_NTESTS : RTOS_NTESTS); i++)
         if (o->tests & (1u << i))
-            jw_str(&w, NULL, rtos_test_names[i]);
+            jw_str(&w, NULL, (o->port ? port_test_names : rtos_test_names)[i]);
     jw_end(&w);
     jw_arr(&w, "cpus");
     jw_int(&w, NULL, o->cpus[0]);
@@ -187,20 +216,6 @@ static uint64_t clock_read_ns(void)
     return best;
 }
 
-/* Half of a round-trip statistic: what one direction costs when both are alike. */
-static void write_half(struct jw *w, const struct hist *h)
-{
-    jw_obj(w, "half_round_trip");
-    if (h->count) {
-        jw_double(w, "min_ns", (double)h->min / 2);
-        jw_double(w, "avg_ns", hist_mean(h) / 2);
-        jw_double(w, "p50_ns", (double)hist_percentile(h, 50) / 2);
-        jw_double(w, "p99_ns", (double)hist_percentile(h, 99) / 2);
-        jw_double(w, "max_ns", (double)h->max / 2);
-    }
-    jw_end(w);
-}
-
 static void print_result(enum rtos_test t, const struct rtos_options *o, const struct rtos_privileges *p,
                          const struct rtos_run *r, uint64_t clock_ns)
 {
@@ -217,13 +232,7 @@ static void print_result(enum rtos_test t, const struct rtos_options *o, const s
     jw_uint(&w, "attempted", r->h->count + r->missed);
     jw_uint(&w, "clock_read_ns", clock_ns);
     if (t == RTOS_SEM_PINGPONG) {
-        write_half(&w, r->h);
-        jw_obj(&w, "forward");
-        hist_write_stats(r->fwd, &w);
-        jw_end(&w);
-        jw_obj(&w, "back");
-        hist_write_stats(r->back, &w);
-        jw_end(&w);
+        port_write_pingpong(&w, r->h, r->fwd, r->back);
     }
     if (t == RTOS_TIMER) {
         /* The kernel lets an ordinary thread's timer fire up to its slack late, so that
@@ -247,9 +256,45 @@ struct control {
     int interrupted;
 };
 
+/* port_run's main task: the port's tests one after another, each result as
+ * soon as it ends. */
+static void port_main(void *arg)
+{
+    struct control *c = arg;
+    static struct port_result r;
+    r.h = c->run.h;
+    r.fwd = c->run.fwd;
+    r.back = c->run.back;
+    for (int t = 0; t < PORT_NTESTS && !atomic_load(&rtos_stop); t++) {
+        if (!(c->o->tests & (1u << t)))
+            continue;
+        const char *why = NULL;
+        int rc = port_test_run((enum port_test)t, c->o->count, &r, &why);
+        port_write_result((enum port_test)t, &r, rc ? why : NULL);
+        if (rc)
+            rtos_fatal(why);
+    }
+}
+
+static void run_port_tests(struct control *c)
+{
+    const struct rtos_setup *s = &c->p->setup;
+    port_linux_configure(c->o->policy, s->policy, s->prio_high - PORT_PRIO_HIGH, s->cpu);
+    const char *why = NULL;
+    if (port_run(PORT_PRIO_MAIN, port_main, c, &why))
+        rtos_fatal(why);
+}
+
 static void *control_main(void *arg)
 {
     struct control *c = arg;
+    if (c->o->port) {
+        run_port_tests(c);
+        c->interrupted = atomic_load(&rtos_stop);
+        atomic_store(&c->done, 1);
+        pthread_kill(c->main_thread, DONE_SIGNAL);
+        return NULL;
+    }
     uint64_t clock_ns = clock_read_ns();
     for (int t = 0; t < RTOS_NTESTS && !atomic_load(&rtos_stop); t++) {
         if (!(c->o->tests & (1u << t)))
