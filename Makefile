@@ -134,21 +134,22 @@ BM_CC_riscv64    := riscv64-linux-gnu-gcc
 BM_ARCH_aarch64  := -mcpu=cortex-a53
 BM_ARCH_riscv64  := -march=rv64imafdc -mabi=lp64d -mcmodel=medany
 BM_IRQ_aarch64   := -mgeneral-regs-only
-BM_IRQ_SRC := $(BM_DIR)/irqlat_handler.c $(wildcard $(BM_DIR)/aarch64/*.c)
-BM_HDR     := $(wildcard $(BM_DIR)/*.h) $(CORE_HDR)
+BM_IRQ_SRC := $(BM_DIR)/irqlat_handler.c $(wildcard $(BM_DIR)/aarch64/*.c) probe/port/baremetal/port_baremetal.c
+BM_HDR     := $(wildcard $(BM_DIR)/*.h) $(CORE_HDR) $(PORT_HDR)
 
 baremetal: $(foreach a,$(BM_ARCHES),build/baremetal/$(a)/rtvb-probe.elf build/baremetal/$(a)/rtvb-probe.bin)
 
 # One image per architecture: objects under build/baremetal/<arch>/obj/ keep their source's path.
 define BM_IMAGE
 BM_OUT_$(1) := build/baremetal/$(1)
-BM_INC_$(1) := -I$(BM_DIR) -I$(BM_DIR)/$(1) -Iprobe/core
+BM_INC_$(1) := -I$(BM_DIR) -I$(BM_DIR)/$(1) -Iprobe/core -Iprobe/port
 BM_CFLAGS_$(1) := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
               -isystem $$(shell $(BM_CC_$(1)) -print-file-name=include 2>/dev/null) $$(BM_INC_$(1)) \
               $(BM_ARCH_$(1)) -fno-pie -fno-stack-protector -ffunction-sections \
               -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables \
               -fno-tree-loop-distribute-patterns
-BM_SRC_$(1) := $(filter-out %/link.ld.S,$(wildcard $(BM_DIR)/*.c $(BM_DIR)/$(1)/*.c $(BM_DIR)/$(1)/*.S)) $(CORE_SRC)
+BM_SRC_$(1) := $(filter-out %/link.ld.S,$(wildcard $(BM_DIR)/*.c $(BM_DIR)/$(1)/*.c $(BM_DIR)/$(1)/*.S)) $(CORE_SRC) \
+               $(PORT_SRC) $(wildcard probe/port/baremetal/*.c probe/port/baremetal/$(1)/*.S)
 BM_OBJ_$(1) := $$(patsubst %,build/baremetal/$(1)/obj/%.o,$$(basename $$(BM_SRC_$(1))))
 BM_DEP_$(1) := $(BM_HDR) $(wildcard $(BM_DIR)/$(1)/*.h) Makefile
 

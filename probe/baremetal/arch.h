@@ -49,6 +49,10 @@ typedef void (*timer_handler)(uint64_t now);
 
 void irq_init(void);
 void irq_set_timer_handler(timer_handler h);
+/* Called as every interrupt returns, once the interrupt controller knows it
+ * ended: where the port's scheduler switches to a task the interrupt made
+ * ready (probe/port/baremetal). NULL for none. */
+void irq_set_exit_handler(void (*h)(void));
 
 /* Asks the firmware to power the machine off; returns if it refuses. */
 void system_off(void);

@@ -5,7 +5,7 @@
  *
  * Requests are the agent protocol's (docs/probe/init.md): `run <id>
  * <arg-hex>...` whose first argument names the command (the image has no
- * programs: `latency`, `mem-lat`, `mem-bw`), `signal` (no command runs while requests are read,
+ * programs: `latency`, `mem-lat`, `mem-bw`, `rtos`), `signal` (no command runs while requests are read,
  * so it always names none), `read` (the image has no files) and `poweroff`.
  */
 #include <stdbool.h>
@@ -19,6 +19,7 @@
 #include "membw.h"
 #include "memlat.h"
 #include "parse.h"
+#include "rtos.h"
 
 #define LINE_MAX 1024
 #define MAX_ARGS 32
@@ -75,7 +76,8 @@ static char args_buf[MAX_ARGS][ARG_MAX];
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
-} commands[] = {{"latency", irqlat_command}, {"mem-lat", memlat_command}, {"mem-bw", membw_command}};
+} commands[] = {{"latency", irqlat_command}, {"mem-lat", memlat_command}, {"mem-bw", membw_command},
+                {"rtos", rtos_command}};
 
 static void bad_request(const char *line, const char *why)
 {
@@ -116,7 +118,7 @@ static void run(const char *line, char **field, int nfield)
             console_exit(commands[k].run(argc, argv));
             return;
         }
-    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw", NULL);
+    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos", NULL);
     console_exit(127);
 }
 

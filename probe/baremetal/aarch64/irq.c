@@ -7,6 +7,7 @@
 unsigned boot_el;   /* set by start.S */
 
 static timer_handler on_timer;
+static void (*on_exit)(void);
 
 void irq_init(void)
 {
@@ -15,6 +16,7 @@ void irq_init(void)
 }
 
 void irq_set_timer_handler(timer_handler h) { on_timer = h; }
+void irq_set_exit_handler(void (*h)(void)) { on_exit = h; }
 
 void irq_handle(void);   /* called by vectors.S */
 void irq_handle(void)
@@ -31,6 +33,8 @@ void irq_handle(void)
             timer_off();   /* nobody waits for it: a level interrupt would fire forever */
     }
     gic_end(iar);
+    if (on_exit)
+        on_exit();
 }
 
 /* A bug of the image: say which exception, where, and stop serving (the

@@ -6,6 +6,7 @@
 #define IRQ_S_TIMER 5u
 
 static timer_handler on_timer;
+static void (*on_exit)(void);
 
 void irq_init(void)
 {
@@ -13,6 +14,7 @@ void irq_init(void)
 }
 
 void irq_set_timer_handler(timer_handler h) { on_timer = h; }
+void irq_set_exit_handler(void (*h)(void)) { on_exit = h; }
 
 /* Only the supervisor timer interrupt is enabled; any other trap is a bug
  * of the image: say which, where, and stop serving (the host sees no tick
@@ -25,6 +27,8 @@ void trap_handle(uint64_t now, uint64_t scause, uint64_t sepc, uint64_t stval)
             on_timer(now);
         else
             timer_off();   /* nobody waits for it: it would stay pending forever */
+        if (on_exit)
+            on_exit();
         return;
     }
     console_fatal("scause", scause, "sepc", sepc, "stval", stval);
