@@ -14,7 +14,7 @@ from rtvbench.analysis.histogram import result_histogram
 from rtvbench.analysis.time_figures import add_time_figures
 from rtvbench.analysis.kind import Kind, Result, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
-from rtvbench.kinds.rtos.names import (HALF_STEMS, PINGPONG_PARTS, RTOS_TESTS, TABLE_STATS, figure, row,
+from rtvbench.kinds.rtos.names import (ALL_TESTS, HALF_STEMS, PINGPONG_PARTS, RTOS_TESTS, TABLE_STATS, figure, row,
                                        row_words, split, stat_words)
 from rtvbench.results import Measurement
 from rtvbench.units import PERCENTILES, TIME_UNITS, counted, exact_duration
@@ -23,7 +23,7 @@ from rtvbench.units import PERCENTILES, TIME_UNITS, counted, exact_duration
 def _tests(m: Measurement) -> list[dict[str, Any]]:
     """The measurement's result records of known tests that measured something."""
     return [r for r in m.results
-            if isinstance(r.get("test"), str) and r["test"] in RTOS_TESTS and (record_count(r) or 0) > 0]
+            if isinstance(r.get("test"), str) and r["test"] in ALL_TESTS and (record_count(r) or 0) > 0]
 
 
 def _half(out: dict[str, float], half: Any) -> None:
@@ -52,7 +52,7 @@ def result_figures(r: dict[str, Any]) -> dict[str, float]:
 def rows(present: list[str]) -> list[str]:
     """The table rows the figures present have, in the probe's order: tests, then the ping-pong's parts."""
     have = {row(p[0], p[1]) for f in present if (p := split(f))}
-    order = [row(t, part) for t in RTOS_TESTS
+    order = [row(t, part) for t in ALL_TESTS
              for part in (None, *(PINGPONG_PARTS if t == "sem_pingpong" else ()))]
     return [r for r in order if r in have]
 
