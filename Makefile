@@ -72,6 +72,7 @@ help:
 	@echo "make probe        build the native probe at $(BUILD)/rtvb-probe"
 	@echo "make probe-cross  build static probes for $(CROSS_ARCHES) at $(BUILD)/<arch>/rtvb-probe"
 	@echo "make baremetal    build the bare-metal images for QEMU's virt at build/baremetal/<arch>/rtvb-probe.elf and .bin ($(BM_ARCHES))"
+	@echo "make baremetal BOARD=b.toml   build the image for the board that b.toml describes at build/baremetal/boards/b/"
 	@echo "make kernels      fetch Debian's x86_64 (also PREEMPT_RT) and aarch64 kernels into kernels/"
 
 probe: $(BUILD)/rtvb-probe
@@ -137,44 +138,71 @@ BM_IRQ_aarch64   := -mgeneral-regs-only
 BM_IRQ_SRC := $(BM_DIR)/irqlat_handler.c $(wildcard $(BM_DIR)/aarch64/*.c) probe/port/baremetal/port_baremetal.c
 BM_HDR     := $(wildcard $(BM_DIR)/*.h) $(CORE_HDR) $(PORT_HDR)
 
-baremetal: $(foreach a,$(BM_ARCHES),build/baremetal/$(a)/rtvb-probe.elf build/baremetal/$(a)/rtvb-probe.bin)
+# A board description (docs/baremetal.md, "On a board") is a TOML file that scripts/baremetal_board.py checks
+# and turns into board_config.h, put before board.h with -include. `make baremetal` builds QEMU's `virt`
+# boards of probe/baremetal/boards/ into build/baremetal/<arch>/; `make baremetal BOARD=path/to/b.toml`
+# builds that board alone into build/baremetal/boards/<b>/ (or BOARD_OUT), so boards build side by side.
+# Its architecture is read when make starts: a bad file stops make with the script's sentence.
+BM_PY := $(if $(wildcard $(PY)),$(PY),python3)
+BM_BOARD_TOOL := scripts/baremetal_board.py
+ifdef BOARD
+BM_BOARD_ARCH := $(shell $(BM_PY) $(BM_BOARD_TOOL) $(BOARD) --arch 2>&1)
+ifeq ($(filter $(BM_BOARD_ARCH),$(BM_ARCHES)),)
+$(error $(BM_BOARD_ARCH))
+endif
+BOARD_OUT ?= build/baremetal/boards/$(basename $(notdir $(BOARD)))
+BM_IMAGES := board
+BM_ARCH_OF_board := $(BM_BOARD_ARCH)
+BM_TOML_board := $(BOARD)
+BM_OUT_board := $(BOARD_OUT)
+else
+BM_IMAGES := $(BM_ARCHES)
+$(foreach a,$(BM_ARCHES),$(eval BM_ARCH_OF_$(a) := $(a)))
+$(foreach a,$(BM_ARCHES),$(eval BM_TOML_$(a) := $(BM_DIR)/boards/qemu-virt-$(a).toml))
+$(foreach a,$(BM_ARCHES),$(eval BM_OUT_$(a) := build/baremetal/$(a)))
+endif
 
-# One image per architecture: objects under build/baremetal/<arch>/obj/ keep their source's path.
+baremetal: $(foreach i,$(BM_IMAGES),$(BM_OUT_$(i))/rtvb-probe.elf $(BM_OUT_$(i))/rtvb-probe.bin)
+
+# One image per board (<i>) of architecture <a>: objects under <out>/obj/ keep their source's path.
 define BM_IMAGE
-BM_OUT_$(1) := build/baremetal/$(1)
-BM_INC_$(1) := -I$(BM_DIR) -I$(BM_DIR)/$(1) -Iprobe/core -Iprobe/port
+BM_CONFIG_$(1) := $(3)/board_config.h
+BM_INC_$(1) := -I$(BM_DIR) -I$(BM_DIR)/$(2) -Iprobe/core -Iprobe/port -include $(3)/board_config.h
 BM_CFLAGS_$(1) := -std=c11 $(WARN) $(OPT) -ffreestanding -nostdlib -nostdinc \
-              -isystem $$(shell $(BM_CC_$(1)) -print-file-name=include 2>/dev/null) $$(BM_INC_$(1)) \
-              $(BM_ARCH_$(1)) -fno-pie -fno-stack-protector -ffunction-sections \
+              -isystem $$(shell $(BM_CC_$(2)) -print-file-name=include 2>/dev/null) $$(BM_INC_$(1)) \
+              $(BM_ARCH_$(2)) -fno-pie -fno-stack-protector -ffunction-sections \
               -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables \
               -fno-tree-loop-distribute-patterns
-BM_SRC_$(1) := $(filter-out %/link.ld.S,$(wildcard $(BM_DIR)/*.c $(BM_DIR)/$(1)/*.c $(BM_DIR)/$(1)/*.S)) $(CORE_SRC) \
-               $(PORT_SRC) $(wildcard probe/port/baremetal/*.c probe/port/baremetal/$(1)/*.S)
-BM_OBJ_$(1) := $$(patsubst %,build/baremetal/$(1)/obj/%.o,$$(basename $$(BM_SRC_$(1))))
-BM_DEP_$(1) := $(BM_HDR) $(wildcard $(BM_DIR)/$(1)/*.h) Makefile
+BM_SRC_$(1) := $(filter-out %/link.ld.S,$(wildcard $(BM_DIR)/*.c $(BM_DIR)/$(2)/*.c $(BM_DIR)/$(2)/*.S)) $(CORE_SRC) \
+               $(PORT_SRC) $(wildcard probe/port/baremetal/*.c probe/port/baremetal/$(2)/*.S)
+BM_OBJ_$(1) := $$(patsubst %,$(3)/obj/%.o,$$(basename $$(BM_SRC_$(1))))
+BM_DEP_$(1) := $(BM_HDR) $(wildcard $(BM_DIR)/$(2)/*.h) $(3)/board_config.h Makefile
 
-build/baremetal/$(1)/obj/%.o: %.c $$(BM_DEP_$(1))
+$(3)/board_config.h: $(4) $(BM_BOARD_TOOL)
+	$(BM_PY) $(BM_BOARD_TOOL) $(4) -o $$@
+
+$(3)/obj/%.o: %.c $$(BM_DEP_$(1))
 	@mkdir -p $$(@D)
-	$(BM_CC_$(1)) $$(BM_CFLAGS_$(1)) $$(if $$(filter $$<,$(BM_IRQ_SRC)),$(BM_IRQ_$(1))) -c -o $$@ $$<
+	$(BM_CC_$(2)) $$(BM_CFLAGS_$(1)) $$(if $$(filter $$<,$(BM_IRQ_SRC)),$(BM_IRQ_$(2))) -c -o $$@ $$<
 
-build/baremetal/$(1)/obj/%.o: %.S $$(BM_DEP_$(1))
+$(3)/obj/%.o: %.S $$(BM_DEP_$(1))
 	@mkdir -p $$(@D)
-	$(BM_CC_$(1)) $$(BM_INC_$(1)) $(BM_ARCH_$(1)) -c -o $$@ $$<
+	$(BM_CC_$(2)) $$(BM_INC_$(1)) $(BM_ARCH_$(2)) -c -o $$@ $$<
 
-build/baremetal/$(1)/link.ld: $(BM_DIR)/$(1)/link.ld.S $(BM_DIR)/$(1)/board.h Makefile
+$(3)/link.ld: $(BM_DIR)/$(2)/link.ld.S $(BM_DIR)/$(2)/board.h $(3)/board_config.h Makefile
 	@mkdir -p $$(@D)
-	$(BM_CC_$(1)) -E -P -x c $$(BM_INC_$(1)) -o $$@ $$<
+	$(BM_CC_$(2)) -E -P -x c $$(BM_INC_$(1)) -o $$@ $$<
 
-build/baremetal/$(1)/rtvb-probe.elf: $$(BM_OBJ_$(1)) build/baremetal/$(1)/link.ld
-	$(BM_CC_$(1)) $(BM_ARCH_$(1)) -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--no-warn-rwx-segments \
-	    -Wl,--build-id=none -Wl,-T,build/baremetal/$(1)/link.ld -o $$@.tmp $$(BM_OBJ_$(1)) -lgcc
+$(3)/rtvb-probe.elf: $$(BM_OBJ_$(1)) $(3)/link.ld
+	$(BM_CC_$(2)) $(BM_ARCH_$(2)) -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--no-warn-rwx-segments \
+	    -Wl,--build-id=none -Wl,-T,$(3)/link.ld -o $$@.tmp $$(BM_OBJ_$(1)) -lgcc
 	mv -f $$@.tmp $$@
 
-build/baremetal/$(1)/rtvb-probe.bin: build/baremetal/$(1)/rtvb-probe.elf
-	$(1)-linux-gnu-objcopy -O binary $$< $$@.tmp
+$(3)/rtvb-probe.bin: $(3)/rtvb-probe.elf
+	$(2)-linux-gnu-objcopy -O binary $$< $$@.tmp
 	mv -f $$@.tmp $$@
 endef
-$(foreach a,$(BM_ARCHES),$(eval $(call BM_IMAGE,$(a))))
+$(foreach i,$(BM_IMAGES),$(eval $(call BM_IMAGE,$(i),$(BM_ARCH_OF_$(i)),$(BM_OUT_$(i)),$(BM_TOML_$(i)))))
 
 setup:
 	./scripts/setup.sh

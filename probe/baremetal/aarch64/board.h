@@ -1,8 +1,9 @@
 /*
  * What the bare-metal image must know of the machine it runs on, in one
  * place: QEMU's `virt` machine by default (with -machine gic-version=2).
- * A board description overrides these with -D at build time; nothing else
- * in the image names an address or an interrupt number.
+ * A board description (a TOML file, scripts/baremetal_board.py) sets these
+ * in the board_config.h the build includes first; nothing else in the
+ * image names an address or an interrupt number.
  *
  *   BOARD_NAME        a name for the records ("qemu-virt")
  *   BOARD_RAM_BASE    start of RAM                          0x40000000
@@ -11,9 +12,13 @@
  *   BOARD_LOAD_ADDR   where the image is linked and loaded  0x40080000
  *                     (RAM + 0x80000, where QEMU puts an arm64 Image)
  *   BOARD_UART_BASE   PL011 UART                            0x09000000
- *   BOARD_GICD_BASE   GICv2 distributor                     0x08000000
+ *   BOARD_GIC_VERSION 2 or 3                                2
+ *   BOARD_GICD_BASE   GIC distributor                       0x08000000
  *   BOARD_GICC_BASE   GICv2 CPU interface                   0x08010000
+ *   BOARD_GICR_BASE   GICv3 first redistributor             0x080a0000
  *   BOARD_TIMER_IRQ   the EL1 virtual timer's PPI (INTID)   27
+ *   BOARD_COUNTER_HZ  the counter's frequency when CNTFRQ_EL0  0 (none)
+ *                     reads 0 (firmware that never set it)
  *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
  *                     mem-bw measure in (96 MiB)
  *
@@ -37,14 +42,23 @@
 #ifndef BOARD_UART_BASE
 #define BOARD_UART_BASE 0x09000000
 #endif
+#ifndef BOARD_GIC_VERSION
+#define BOARD_GIC_VERSION 2
+#endif
 #ifndef BOARD_GICD_BASE
 #define BOARD_GICD_BASE 0x08000000
 #endif
 #ifndef BOARD_GICC_BASE
 #define BOARD_GICC_BASE 0x08010000
 #endif
+#ifndef BOARD_GICR_BASE
+#define BOARD_GICR_BASE 0x080a0000
+#endif
 #ifndef BOARD_TIMER_IRQ
 #define BOARD_TIMER_IRQ 27
+#endif
+#ifndef BOARD_COUNTER_HZ
+#define BOARD_COUNTER_HZ 0
 #endif
 
 #ifndef BOARD_MEM_AREA_BYTES

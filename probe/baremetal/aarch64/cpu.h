@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "board.h"
+
 /* The exception level start.S was entered at: 1, or 2 when it dropped to EL1. */
 extern unsigned boot_el;
 
@@ -24,11 +26,13 @@ static inline uint64_t counter_now(void)
     return v;
 }
 
+/* CNTFRQ_EL0 is what firmware wrote there; the board's BOARD_COUNTER_HZ
+ * stands in where it wrote nothing. */
 static inline uint64_t counter_hz(void)
 {
     uint64_t v;
     __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(v));
-    return v;
+    return v ? v : BOARD_COUNTER_HZ;
 }
 
 /* Fires when the virtual counter reaches `deadline` (a level interrupt:

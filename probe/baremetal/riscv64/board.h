@@ -1,8 +1,9 @@
 /*
  * What the riscv64 image must know of the machine it runs on, in one place:
  * QEMU's `virt` machine with its default OpenSBI firmware by default. A
- * board description overrides these with -D at build time; nothing else in
- * the image names an address.
+ * board description (a TOML file, scripts/baremetal_board.py) sets these in
+ * the board_config.h the build includes first; nothing else in the image
+ * names an address.
  *
  *   BOARD_NAME         a name for the records ("qemu-virt")
  *   BOARD_RAM_BASE     start of RAM                          0x80000000
@@ -12,6 +13,9 @@
  *   BOARD_UART_BASE    NS16550A UART, byte-wide registers    0x10000000
  *   BOARD_TIMEBASE_HZ  the `time` counter's frequency when   10000000
  *                      the device tree does not give it
+ *   BOARD_TIMER_PATH   how the timer is armed: 0 Sstc's       0
+ *                      stimecmp if the device tree names sstc,
+ *                      else SBI; 1 always Sstc; 2 always SBI
  *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
  *                     mem-bw measure in (96 MiB)
  *
@@ -35,6 +39,12 @@
 #ifndef BOARD_TIMEBASE_HZ
 #define BOARD_TIMEBASE_HZ 10000000
 #endif
+#ifndef BOARD_TIMER_PATH
+#define BOARD_TIMER_PATH 0
+#endif
+#define BOARD_TIMER_AUTO 0
+#define BOARD_TIMER_SSTC 1
+#define BOARD_TIMER_SBI 2
 
 #ifndef BOARD_MEM_AREA_BYTES
 #define BOARD_MEM_AREA_BYTES 0x6000000
