@@ -1,6 +1,9 @@
+/* GICv2: the distributor and this CPU's memory-mapped interface. */
 #include "gic.h"
 
 #include "board.h"
+
+#if BOARD_GIC_VERSION == 2
 
 #define GICD_CTLR 0x000
 #define GICD_ISENABLER 0x100
@@ -42,3 +45,5 @@ void gic_enable(unsigned intid)
 uint32_t gic_acknowledge(void) { return *gicc(GICC_IAR); }
 
 void gic_end(uint32_t iar) { *gicc(GICC_EOIR) = iar; }
+
+#endif

@@ -1,7 +1,8 @@
 /*
- * GICv2 (QEMU's `virt` with gic-version=2): the distributor and this CPU's
- * interface, with just what the image needs: one private interrupt (the
- * timer's PPI) enabled, acknowledged and ended.
+ * The GIC, version 2 (gic.c, QEMU's `virt` with gic-version=2) or 3
+ * (gic_v3.c, gic-version=3) as the board says (BOARD_GIC_VERSION), with
+ * just what the image needs: one private interrupt (the timer's PPI)
+ * enabled, acknowledged and ended.
  */
 #ifndef RTVB_BM_GIC_H
 #define RTVB_BM_GIC_H

@@ -66,4 +66,5 @@ void arch_write_meta(struct jw *w)
     __asm__ volatile("mrs %0, sctlr_el1" : "=r"(sctlr));
     jw_uint(w, "entered_el", boot_el);
     jw_bool(w, "caches_on", (sctlr & 5u) == 5u);
+    jw_uint(w, "gic_version", BOARD_GIC_VERSION);
 }

@@ -33,6 +33,13 @@ reset:
     mov     x0, #3                      /* CNTHCTL_EL2: EL1 reads the counters, uses the timers */
     msr     cnthctl_el2, x0
     msr     cntvoff_el2, xzr
+#if BOARD_GIC_VERSION == 3
+    mrs     x0, icc_sre_el2             /* GICv3: EL1 may use the ICC_* system registers (SRE, Enable) */
+    orr     x0, x0, #(1 << 0)
+    orr     x0, x0, #(1 << 3)
+    msr     icc_sre_el2, x0
+    isb
+#endif
     mov     x0, #0x3c5                  /* EL1h, D, A, I and F masked */
     msr     spsr_el2, x0
     adr     x0, at_el1
