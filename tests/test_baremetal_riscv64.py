@@ -28,9 +28,9 @@ def _build() -> None:
     build_images("qemu-system-riscv64", "aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc")
 
 
-def _qemu(image: Path) -> Console:
-    return Console(["qemu-system-riscv64", "-machine", "virt", "-m", "128M", "-bios", "default", "-nographic",
-                    "-monitor", "none", "-serial", "stdio", "-kernel", str(image)])
+def _qemu(image: Path, cpu: str = "rv64") -> Console:
+    return Console(["qemu-system-riscv64", "-machine", "virt", "-cpu", cpu, "-m", "128M", "-bios", "default",
+                    "-nographic", "-monitor", "none", "-serial", "stdio", "-kernel", str(image)])
 
 
 def _wait_ready(console: Console) -> str:
@@ -78,6 +78,35 @@ def test_stalled_activation_is_the_late_one(qemu_console):
     records, _, status = qemu_console.run(*STALL_RUN)
     assert status == 0
     check_stall(_results(records))
+
+
+def _qemu_tree(tmp_path: Path, cpu: str) -> bytes:
+    dtb = tmp_path / "virt.dtb"
+    subprocess.run(["qemu-system-riscv64", "-machine", f"virt,dumpdtb={dtb}", "-cpu", cpu, "-nographic"],
+                   check=True, capture_output=True, timeout=60)
+    return dtb.read_bytes()
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("cpu, timer", [("rv64,sstc=on", "sstc"), ("rv64,sstc=off", "sbi")])
+def test_each_timer_path_holds_the_ground_truths(cpu, timer, tmp_path):
+    """A hart whose device tree names Sstc is armed by stimecmp, one without it by the SBI call (the board's
+    `timer = "auto"`): the meta record says which, and each path counts every activation and gives the
+    stalled one its latency."""
+    _build()
+    assert (b"_sstc" in _qemu_tree(tmp_path, cpu)) == (timer == "sstc")   # what the image reads
+    qemu = _qemu(IMAGE, cpu)
+    try:
+        _wait_ready(qemu)
+        records, errors, status = qemu.run("latency", "--interval-us", "1000", "--duration-s", "1")
+        assert (status, errors) == (0, [])
+        assert records[0]["timer"] == timer
+        check_one_second_of_1ms_deadlines(records, _results(records))
+        records, _, status = qemu.run(*STALL_RUN)
+        assert status == 0 and records[0]["timer"] == timer
+        check_stall(_results(records))
+    finally:
+        qemu.close()
 
 
 @pytest.mark.qemu
@@ -207,5 +236,21 @@ def test_fdt_reader_reads_qemus_tree_and_survives_damage(fdt_reader, tmp_path):
     subprocess.run(["qemu-system-riscv64", "-machine", f"virt,dumpdtb={dtb}", "-nographic"],
                    check=True, capture_output=True, timeout=60)
     assert _read(fdt_reader, dtb.read_bytes(), tmp_path) == str(QEMU_VIRT_TIMEBASE_HZ)
-    hz, prefixes, _, flips, _ = _read(fdt_reader, dtb.read_bytes(), tmp_path, "damage").split()
+    hz, prefixes, _, flips, _, _, sstc = _read(fdt_reader, dtb.read_bytes(), tmp_path, "damage").split()
     assert hz == str(QEMU_VIRT_TIMEBASE_HZ) and int(prefixes) > 1000 and int(flips) > 1000
+    assert sstc == ("1" if b"_sstc" in dtb.read_bytes() else "0")
+
+
+@pytest.mark.functional
+@pytest.mark.parametrize("cpu0_props, hart, has", [
+    ({"reg": struct.pack(">I", 0), "riscv,isa": b"rv64imafdc_zicsr_sstc\0"}, 0, 1),
+    ({"reg": struct.pack(">I", 0), "riscv,isa": b"rv64imafdc_zicsr_sstcx_ssc\0"}, 0, 0),    # no whole "sstc"
+    ({"reg": struct.pack(">I", 0), "riscv,isa": b"rv64imafdcsstc\0"}, 0, 0),    # single letters, no "_sstc"
+    ({"reg": struct.pack(">I", 0), "riscv,isa": b"rv64imafdc_Sstc\0"}, 0, 1),   # upper case is the same
+    ({"reg": struct.pack(">Q", 0), "riscv,isa-extensions": b"i\0m\0sstc\0"}, 0, 1),
+    ({"reg": struct.pack(">I", 0), "riscv,isa-extensions": b"i\0sstcx\0"}, 0, 0),
+    ({"reg": struct.pack(">I", 0), "riscv,isa": b"rv64imafdc_sstc\0"}, 3, -1),   # no cpu node of hart 3
+    ({"riscv,isa": b"rv64imafdc_sstc\0"}, 0, -1),                               # no reg: nobody's
+])
+def test_fdt_reader_finds_sstc_in_the_harts_isa(fdt_reader, tmp_path, cpu0_props, hart, has):
+    assert _read(fdt_reader, _cpus({}, cpu0_props), tmp_path, "sstc", str(hart)) == str(has)

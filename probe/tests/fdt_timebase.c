@@ -3,13 +3,16 @@
  * built natively for tests/test_baremetal_riscv64.py:
  *
  *   fdt-timebase FILE          prints what it reads from FILE
+ *   fdt-timebase FILE sstc H   prints whether hart H's ISA names sstc
+ *                              (1, 0, or -1 for no such hart)
  *   fdt-timebase FILE damage   reads every prefix of FILE (its totalsize set
  *                              to the prefix's length) and FILE with each
  *                              byte flipped, each from a buffer of exactly
  *                              that size, so that a sanitizer catches any
  *                              read beyond it; prints how many of each it
  *                              read and fails if a prefix gave a value but
- *                              0 or the whole file's
+ *                              0 or the whole file's (-1 or the whole
+ *                              file's for hart 0's sstc)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,11 +21,14 @@
 
 #include "fdt.h"
 
+static int sstc_of_hart0;
+
 static uint64_t read_copy(const unsigned char *data, size_t n)
 {
     unsigned char *copy = malloc(n ? n : 1);
     memcpy(copy, data, n);
     uint64_t hz = fdt_timebase_hz(copy, n);
+    sstc_of_hart0 = fdt_hart_has_extension(copy, n, 0, "sstc");
     free(copy);
     return hz;
 }
@@ -47,7 +53,15 @@ int main(int argc, char **argv)
         if (total < n)
             n = total;
     }
+    if (argc == 4 && !strcmp(argv[2], "sstc")) {
+        unsigned char *copy = malloc(n ? n : 1);
+        memcpy(copy, data, n);
+        printf("%d\n", fdt_hart_has_extension(copy, n, strtoull(argv[3], NULL, 0), "sstc"));
+        free(copy);
+        return 0;
+    }
     uint64_t whole = read_copy(data, n);
+    int whole_sstc = sstc_of_hart0;
     if (argc == 2) {
         printf("%llu\n", (unsigned long long)whole);
         return 0;
@@ -63,8 +77,8 @@ int main(int argc, char **argv)
             work[7] = (unsigned char)len;
         }
         uint64_t hz = read_copy(work, len);
-        if (hz != 0 && hz != whole) {
-            printf("prefix of %zu bytes read %llu\n", len, (unsigned long long)hz);
+        if ((hz != 0 && hz != whole) || (sstc_of_hart0 != -1 && sstc_of_hart0 != whole_sstc)) {
+            printf("prefix of %zu bytes read %llu, sstc %d\n", len, (unsigned long long)hz, sstc_of_hart0);
             return 1;
         }
     }
@@ -73,6 +87,6 @@ int main(int argc, char **argv)
         work[i] ^= 0xff;
         read_copy(work, n);
     }
-    printf("%llu %zu prefixes %zu flips\n", (unsigned long long)whole, prefixes, flips);
+    printf("%llu %zu prefixes %zu flips sstc %d\n", (unsigned long long)whole, prefixes, flips, whole_sstc);
     return 0;
 }

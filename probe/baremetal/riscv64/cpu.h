@@ -1,8 +1,8 @@
 /*
  * The riscv64 side of arch.h's inline interface, in S-mode under SBI
  * firmware: the `time` CSR (rdtime) as the counter, its frequency from the
- * device tree (boot.c), the timer armed through the SBI TIME extension, the
- * supervisor timer interrupt masked by sstatus.SIE.
+ * device tree (boot.c), the timer armed by Sstc's stimecmp or through the
+ * SBI TIME extension, the supervisor timer interrupt masked by sstatus.SIE.
  */
 #ifndef RTVB_BM_CPU_H
 #define RTVB_BM_CPU_H
@@ -26,11 +26,22 @@ static inline uint64_t counter_now(void)
 
 static inline uint64_t counter_hz(void) { return timebase_hz; }
 
-/* sbi_set_timer: the firmware clears a pending timer interrupt and raises
- * it again once `time` reaches the deadline, so it stays pending until the
- * next call, as a level interrupt does. */
+/* How the timer is armed, chosen once at boot (boot.c): Sstc's stimecmp
+ * (1) or the SBI call (0). */
+extern int timer_sstc;
+
+#define CSR_STIMECMP 0x14d
+
+/* Sstc: the supervisor timer interrupt is pending while `time` >= stimecmp,
+ * and a later stimecmp clears it. sbi_set_timer: the firmware does the same
+ * from M-mode, so either way it stays pending until the next arming, as a
+ * level interrupt does. */
 static inline void timer_arm(uint64_t deadline)
 {
+    if (timer_sstc) {
+        __asm__ volatile("csrw %0, %1" ::"i"(CSR_STIMECMP), "r"(deadline) : "memory");
+        return;
+    }
     register uint64_t a0 __asm__("a0") = deadline;
     register uint64_t a1 __asm__("a1");
     register uint64_t a6 __asm__("a6") = 0;
