@@ -129,6 +129,13 @@ def _check_board(path: Path, board: dict) -> None:
         raise BoardError(f"board file {path}: key 'load_address' is {load:#x}; the image and its memory area "
                          f"({area:#x} bytes) must fit in RAM ({base:#x} + {size:#x}) past it: move it, or make "
                          "'ram_size' larger or 'memory_area_bytes' smaller.")
+    if arch == "aarch64":
+        ram_blocks = range(base >> 30, ((base + size - 1) >> 30) + 1)
+        for device in ("uart_base", "gicd_base", "gicc_base", "gicr_base"):
+            if device in board and board[device] >> 30 in ram_blocks:
+                raise BoardError(f"board file {path}: key '{device}' is {board[device]:#x}, in a 1 GiB block "
+                                 "that RAM shares, which the image maps cacheable: give RAM that lies in other "
+                                 "gigabytes ('ram_base', 'ram_size').")
     if arch == "aarch64" and base % (2 << 20):
         raise BoardError(f"board file {path}: key 'ram_base' is {base:#x}; on aarch64 give a 2 MiB aligned "
                          "RAM base (the Image header's text offset is counted from it).")

@@ -1,0 +1,198 @@
+"""Board descriptions of the bare-metal image (docs/baremetal.md, "On a board"): the TOML file's keys checked by
+scripts/baremetal_board.py, the shipped QEMU `virt` boards equal to board.h's defaults, the docs' table equal to
+the schema, a bad file stopping `make baremetal BOARD=...` with its sentence, and images built from board files
+(GICv3, another load address) booted under QEMU's TCG and held to the latency ground truths."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
+                               check_ready, check_stall, latency_result)
+
+BOARDS = REPO / "probe" / "baremetal" / "boards"
+GICV3_BOARD = BOARDS / "qemu-virt-gicv3-aarch64.toml"
+
+_spec = importlib.util.spec_from_file_location("baremetal_board", REPO / "scripts" / "baremetal_board.py")
+board_tool = sys.modules.setdefault("baremetal_board", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(board_tool)
+
+
+def _board_h_defaults(arch: str) -> dict[str, str]:
+    text = (REPO / "probe" / "baremetal" / arch / "board.h").read_text()
+    return dict(re.findall(r"#ifndef (\w+)\n#define \1 (.+)\n#endif", text))
+
+
+def _defines(header: str) -> dict[str, str]:
+    return dict(re.findall(r"#define (\w+) (.+)", header))
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "riscv64"])
+def test_the_shipped_qemu_virt_board_says_what_board_h_defaults_to(arch):
+    """`make baremetal` builds from these files: the image they make is the one board.h describes."""
+    path = BOARDS / f"qemu-virt-{arch}.toml"
+    made = _defines(board_tool.header(board_tool.read_board(path), path))
+    defaults = _board_h_defaults(arch)
+    if arch == "riscv64":
+        del made["BOARD_RAM_SIZE"]     # checked by the board file (the image must fit), read by no riscv64 code
+    for macro, value in made.items():
+        assert macro in defaults, macro
+        expected = defaults[macro]
+        assert (value == expected if value.startswith('"') else int(value, 0) == int(expected, 0)), macro
+
+
+def test_every_shipped_board_file_reads():
+    for path in BOARDS.glob("*.toml"):
+        assert board_tool.read_board(path)["arch"] in board_tool.ARCHES
+
+
+def test_the_docs_table_of_keys_is_the_schemas():
+    assert board_tool.keys_table() in (REPO / "docs" / "baremetal.md").read_text()
+
+
+GOOD = {"name": "b", "arch": "aarch64", "load_address": 0x40080000, "ram_base": 0x40000000,
+        "ram_size": 0x10000000, "uart": "pl011", "uart_base": 0x09000000, "gic": "v2", "gicd_base": 0x08000000,
+        "gicc_base": 0x08010000, "timer_irq": 27}
+
+
+def _toml(keys: dict) -> str:
+    return "".join(f"{k} = {v!r}\n".replace("'", '"') if isinstance(v, str) else f"{k} = {v:#x}\n"
+                   for k, v in keys.items())
+
+
+@pytest.mark.parametrize("change, sentence", [
+    ({"uart_speed": 115200}, "unknown key 'uart_speed'; the keys are: name, arch,"),
+    ({"timer_irq": None}, "key 'timer_irq' is missing; add it"),
+    ({"uart_base": "0x09000000"}, "key 'uart_base' must be an integer (TOML takes 0x... for hex), not '0x09000000'."),
+    ({"gic": "v4"}, "key 'gic' is 'v4'; give one of: v2, v3."),
+    ({"timer_irq": 40}, "key 'timer_irq' is 40; a PPI's INTID is 16 .. 31"),
+    ({"uart": "ns16550"}, "key 'uart' is 'ns16550'; the aarch64 image drives 'pl011' only."),
+    ({"gic": "v3"}, "key 'gicr_base' is missing; gic = 'v3' needs it."),
+    ({"gicr_base": 0x080a0000}, "key 'gicr_base' does not go with gic = 'v2'; remove it."),
+    ({"timer": "sstc"}, "key 'timer' is not a aarch64 board's; remove it."),
+    ({"load_address": 0x40080100}, "key 'load_address' is 0x40080100; give a 4 KiB aligned address."),
+    ({"load_address": 0x4f000000}, "key 'load_address' is 0x4f000000; the image and its memory area"),
+    ({"ram_base": 0, "load_address": 0x80000}, "key 'uart_base' is 0x9000000, in a 1 GiB block that RAM shares"),
+    ({"name": "my board"}, "key 'name' is 'my board'; give 1 to 48 letters"),
+])
+def test_a_bad_board_file_gets_one_sentence_naming_the_file_and_the_key(tmp_path, change, sentence):
+    keys = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    path = tmp_path / "b.toml"
+    path.write_text(_toml(keys))
+    with pytest.raises(board_tool.BoardError) as caught:
+        board_tool.read_board(path)
+    message = str(caught.value)
+    assert message.startswith(f"board file {path}: ") and sentence in message, message
+    assert message.count("\n") == 0 and message.endswith(".")
+
+
+def test_a_file_that_is_not_toml_or_not_there_is_named(tmp_path):
+    path = tmp_path / "b.toml"
+    path.write_text("name = \n")
+    assert board_tool.main([str(path), "--arch"]) == 2
+    with pytest.raises(board_tool.BoardError, match=r"board file .*b\.toml: is not TOML"):
+        board_tool.read_board(path)
+    with pytest.raises(board_tool.BoardError, match=r"board file .*none\.toml: cannot be read"):
+        board_tool.read_board(tmp_path / "none.toml")
+
+
+def _make(board: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-C", str(REPO), "baremetal", f"BOARD={board}", f"BOARD_OUT={out}"],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.probe
+@pytest.mark.functional
+def test_make_stops_on_a_bad_board_file_with_its_sentence(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(_toml({**GOOD, "gic": "v4"}))
+    done = _make(path, tmp_path / "out")
+    assert done.returncode == 2
+    assert f"board file {path}: key 'gic' is 'v4'; give one of: v2, v3." in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The GICv3 board and a board loaded at 0x48000000, each built into a directory of its own."""
+    build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc")
+    root = tmp_path_factory.mktemp("boards")
+    moved = root / "moved.toml"
+    moved.write_text(_toml({**GOOD, "name": "qemu-virt-moved", "load_address": 0x48000000}))
+    for board in (GICV3_BOARD, moved):
+        done = _make(board, root / board.stem)
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+def _qemu(image: Path, machine: str) -> Console:
+    return Console(["qemu-system-aarch64", "-machine", machine, "-cpu", "cortex-a53", "-m", "256M",
+                    "-nographic", "-monitor", "none", "-serial", "stdio", "-kernel", str(image)])
+
+
+@pytest.fixture(scope="module")
+def gicv3_console(built):
+    console = _qemu(built / GICV3_BOARD.stem / "rtvb-probe.elf", "virt,gic-version=3")
+    console.ready = console.wait_ready()
+    yield console
+    console.close()
+
+
+def _results(records: list[dict], **entry) -> dict:
+    return latency_result(records, arch="aarch64", board="qemu-virt-gicv3", gic_version=3, caches_on=True, **entry)
+
+
+@pytest.mark.qemu
+@pytest.mark.functional
+def test_gicv3_image_counts_every_activation(gicv3_console):
+    check_ready(gicv3_console.ready)
+    records, errors, status = gicv3_console.run("latency", "--interval-us", "1000", "--duration-s", "1")
+    assert (status, errors) == (0, [])
+    check_one_second_of_1ms_deadlines(records, _results(records, entered_el=1))
+
+
+@pytest.mark.qemu
+def test_gicv3_image_stalled_activation_is_the_late_one(gicv3_console):
+    records, _, status = gicv3_console.run(*STALL_RUN)
+    assert status == 0
+    check_stall(_results(records, entered_el=1))
+
+
+@pytest.mark.qemu
+@pytest.mark.functional
+def test_gicv3_image_entered_at_el2_serves(built):
+    """Entered at EL2, start.S opens the ICC_* registers to EL1 (ICC_SRE_EL2) before it drops there."""
+    qemu = _qemu(built / GICV3_BOARD.stem / "rtvb-probe.elf", "virt,gic-version=3,virtualization=on")
+    try:
+        qemu.wait_ready()
+        records, errors, status = qemu.run("latency", "--loops", "50")
+        assert (status, errors) == (0, [])
+        assert _results(records, entered_el=2)["count"] + records[1]["missed"] == 50
+        qemu.send("poweroff")
+        assert qemu.proc.wait(timeout=30) == 0
+    finally:
+        qemu.close()
+
+
+@pytest.mark.qemu
+@pytest.mark.functional
+def test_a_board_with_another_load_address_is_linked_and_loaded_there(built):
+    elf = built / "moved" / "rtvb-probe.elf"
+    entry = struct.unpack_from("<Q", elf.read_bytes(), 24)[0]     # e_entry of an ELF64
+    assert entry == 0x48000000
+    assert "#define BOARD_LOAD_ADDR 0x48000000" in (built / "moved" / "board_config.h").read_text()
+    qemu = _qemu(elf, "virt,gic-version=2")
+    try:
+        check_ready(qemu.wait_ready())
+        records, errors, status = qemu.run("latency", "--loops", "50")
+        assert (status, errors) == (0, [])
+        r = latency_result(records, arch="aarch64", board="qemu-virt-moved", gic_version=2, entered_el=1)
+        assert r["count"] + r["missed"] == r["activations"] == 50
+    finally:
+        qemu.close()
