@@ -11,11 +11,17 @@ from rtvbench.probe import binary as probe_mod
 #: what `image` names instead of a path: the image `make baremetal` builds, per arch
 BUILT_IMAGE = "bare-metal"
 BUILT_IMAGE_DIR = probe_mod.BUILD_DIR.parent / "baremetal"
-#: QEMU's machine as the image's board header describes it: virt with the GICv2 it drives
-MACHINE = {"aarch64": ("virt,gic-version=2", "cortex-a53")}
+#: QEMU's machine as the image's board header describes it: on aarch64 virt with the GICv2 it drives
+MACHINE = {"aarch64": ("virt,gic-version=2", "cortex-a53"), "riscv64": ("virt", "rv64")}
+#: the firmware QEMU loads before the image: riscv64's runs in S-mode under SBI (OpenSBI)
+FIRMWARE = {"riscv64": ["-bios", "default"]}
+#: the file of the built image: the riscv64 .bin has no header to say its arch, its ELF has
+BUILT_FILE = {"aarch64": "rtvb-probe.bin", "riscv64": "rtvb-probe.elf"}
 #: the campaign keys a partition takes; the others describe a Linux guest
 PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s"}
 MAX_IMAGE_BYTES = 64 << 20
+#: BOARD_MEM_AREA_BYTES of the board headers the images are built with: where mem-lat and mem-bw measure
+MEM_AREA_BYTES = 96 << 20
 
 
 def image_arch(path: Path) -> str | None:
@@ -30,7 +36,7 @@ def image_arch(path: Path) -> str | None:
     if head[0x38:0x3C] == b"ARM\x64":
         return "aarch64"
     if head[:4] == b"\x7fELF" and len(head) > 0x14:
-        return {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(head[0x12:0x14], "little"))
+        return {62: "x86_64", 183: "aarch64", 243: "riscv64"}.get(int.from_bytes(head[0x12:0x14], "little"))
     return None                      # gzip'd or EFI zboot: cannot tell without unpacking
 
 
@@ -38,9 +44,9 @@ def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
     """The image file `image` names: "bare-metal" (the built one of `arch`) or a path; ValueError why not."""
     if value == BUILT_IMAGE:
         if arch not in MACHINE:
-            raise ValueError(f'"{BUILT_IMAGE}" is built for {", ".join(MACHINE)} only, not {arch}; set '
-                             'arch = "aarch64"')
-        path = BUILT_IMAGE_DIR / arch / "rtvb-probe.bin"
+            raise ValueError(f'"{BUILT_IMAGE}" is built for {" and ".join(MACHINE)} only, not {arch}; set '
+                             'arch = "aarch64" or "riscv64"')
+        path = BUILT_IMAGE_DIR / arch / BUILT_FILE[arch]
         if not path.is_file():
             raise ValueError(f"the bare-metal image {path} is not built; build it with `make baremetal`")
         return str(path)
@@ -57,8 +63,10 @@ def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
     # The image's header says its arch, as an arm64 Image's or an ELF's does.
     found = image_arch(path)
     if found != arch:
+        # A raw riscv64 image has no header: its ELF says its arch.
+        name = "the .elf of " if arch == "riscv64" else ""
         raise ValueError(f"{path} is not an {arch} image (its header says "
-                         f"{found or 'no arch an image has'}); name an image built for arch {arch} as "
+                         f"{found or 'no arch an image has'}); name {name}an image built for arch {arch} as "
                          "`make baremetal` builds it")
     return str(path)
 
@@ -66,7 +74,8 @@ def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
 def keys_problem(params: Any) -> str | None:
     """Why the keys of a qemu environment with `image` do not describe a bare-metal partition, or None."""
     if params.arch not in MACHINE:
-        return f'a bare-metal image runs on {", ".join(MACHINE)} only, not {params.arch}; set arch = "aarch64"'
+        return (f'a bare-metal image runs on {" and ".join(MACHINE)} only, not {params.arch}; set arch = "aarch64" '
+                'or "riscv64"')
     linux = sorted(k for k in params.model_fields_set - PARTITION_KEYS)
     if linux:
         return (f"{', '.join(linux)} {'describes' if len(linux) == 1 else 'describe'} a Linux guest, not a "

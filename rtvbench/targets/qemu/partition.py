@@ -32,7 +32,7 @@ from rtvbench.targets.capabilities import HostCost, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
-from rtvbench.targets.qemu.image import MACHINE
+from rtvbench.targets.qemu.image import FIRMWARE, MACHINE
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
                                           ChannelTarget, _qemu_version)
 # The module, not the class: serial_line imports this package (its channel), which imports this module.
@@ -165,7 +165,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
         # debug-threads names the vCPU thread ("CPU 0/TCG"), which host_usage() tells from QEMU's others.
         return [qemu, "-name", f"{PROBE_NAME},debug-threads=on", "-accel", "tcg", "-machine", machine,
                 "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()), "-nodefaults", "-nographic", "-no-reboot",
-                "-monitor", "none", "-serial", "stdio", "-kernel", p.image]
+                "-monitor", "none", "-serial", "stdio", *FIRMWARE.get(p.arch, []), "-kernel", p.image]
 
     def _memory_mb(self) -> int:
         p = self.params

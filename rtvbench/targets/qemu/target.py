@@ -44,9 +44,10 @@ from rtvbench.procstat import parse_meminfo
 from rtvbench.targets.qemu.kvm import kvm_problem
 
 PROBE_PATH = "/init"                # where the probe is inside the guest
-QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
-QEMU_PACKAGE = {"x86_64": "qemu-system-x86", "aarch64": "qemu-system-arm"}
+QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64", "riscv64": "qemu-system-riscv64"}
+QEMU_PACKAGE = {"x86_64": "qemu-system-x86", "aarch64": "qemu-system-arm", "riscv64": "qemu-system-misc"}
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+LINUX_ARCHES = tuple(ELF_MACHINE)
 HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 #: Under TCG everything runs emulated on a machine that may be busy: a boot measured at 4-8 s
 #: on a loaded 2-CPU host must not be declared failed, and a heartbeat can be late by seconds.
@@ -106,7 +107,7 @@ def _not_an_image(path: Path) -> str | None:
 
 
 class QemuParams(StrictModel):
-    arch: Literal["x86_64", "aarch64"]
+    arch: Literal["x86_64", "aarch64", "riscv64"]     # riscv64: a bare-metal image only
     kernel: Optional[str] = None                 # resolved to an absolute path
     image: Optional[str] = None                  # a bare-metal image instead of a Linux guest (partition.py)
     modules: Optional[str] = None                # default: <kernel dir>/modules when it exists
@@ -163,6 +164,9 @@ class QemuParams(StrictModel):
                              "probe's bare-metal image, docs/baremetal.md)")
         if self.kernel is not None and self.image is not None:
             raise ValueError("boots a Linux `kernel` or a bare-metal `image`, not both; drop one of the two")
+        if self.kernel is not None and self.arch not in LINUX_ARCHES:
+            raise ValueError(f"a Linux guest runs on {' and '.join(LINUX_ARCHES)} here, not {self.arch} (which "
+                             'runs a bare-metal image); set image = "bare-metal" or another arch')
         if self.image is not None:
             problem = keys_problem(self)
             if problem:
