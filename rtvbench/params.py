@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Any, Callable, Iterable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, model_validator
 from pydantic_core import PydanticCustomError
@@ -350,6 +350,27 @@ def size_points(sizes: Iterable[int | SizeRange]) -> list[int]:
 def sizes_arg(sizes: Iterable[int | SizeRange]) -> str:
     """The probe's list syntax, in bytes: "512-268435456,1048576"."""
     return ",".join(str(s) for s in sizes)
+
+
+#: how many sizes the bare-metal image's memory kinds take in one list
+FREESTANDING_MAX_SIZES = 32
+
+
+def freestanding_sizes_problem(sizes: Iterable[int | SizeRange], footprint: Callable[[int], int],
+                               area_bytes: int, needs: str) -> str | None:
+    """Why the freestanding probe cannot take `sizes`: a range (it takes a list only), more sizes than it
+    holds, or a size whose `footprint` (`needs` says what that is) outgrows the `area_bytes` it measures in."""
+    ranges = [s for s in sizes if isinstance(s, SizeRange)]
+    if ranges:
+        return (f"its sizes are a list, not the range {size_text(ranges[0].lo)}-{size_text(ranges[0].hi)}; "
+                "list the sizes")
+    if len(sizes) > FREESTANDING_MAX_SIZES:
+        return f"it takes at most {FREESTANDING_MAX_SIZES} sizes, not {len(sizes)}; list fewer"
+    big = [s for s in sizes if footprint(s) > area_bytes]
+    if big:
+        return (f"size {size_text(big[0])} does not fit its {size_text(area_bytes)} memory area ({needs}); "
+                "use smaller sizes")
+    return None
 
 
 def names_or_all(allowed: Iterable[str], what: str):

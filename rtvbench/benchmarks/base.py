@@ -86,6 +86,12 @@ class Benchmark(ABC):
             argv = self.freestanding_argv(argv)
         return target.run(argv, on_line, deadline)
 
+    def freestanding_problems(self, area_bytes: int) -> list[tuple[str, str]]:
+        """(key, why) for each value the freestanding probe cannot take under a key it does take (a
+        range where it takes a list, a size beyond the `area_bytes` of memory it measures in), for
+        validate."""
+        return []
+
     def freestanding_argv(self, argv: list[str]) -> list[str]:
         """The probe command `argv` as the freestanding probe takes it: the probe, the subcommand, and the
         options of freestanding_options, each with its value. Validate has refused every key it cannot

@@ -626,13 +626,13 @@ class _Validator:
         """What an environment that is its probe alone (capabilities.ProbeSubset) cannot run: a benchmark
         kind the freestanding probe lacks, a key it cannot honour, a load in it. Every environment measures
         every benchmark under every load, so one such thing refuses the campaign."""
-        subsets = {env: target.describe_self() for env, target in envs.items()
-                   if isinstance(target, capabilities.ProbeSubset)}
+        subsets = {env: target for env, target in envs.items() if isinstance(target, capabilities.ProbeSubset)}
         if not subsets:
             return
         served = [n for n in BENCHMARKS.names() if BENCHMARKS.get(n).freestanding_options is not None]
         runs = " and ".join(f'"{kind}"' for kind in served) or "no benchmark kind"
-        for env, what in subsets.items():
+        for env, target in subsets.items():
+            what = target.describe_self()
             for name, bench in benches.items():
                 if bench is None:
                     continue
@@ -650,6 +650,8 @@ class _Validator:
                                  f'cannot be honoured in environment "{env}", {what}, whose "{bench.kind}" takes '
                                  f"only {', '.join(honoured)}; drop {key} or measure environment \"{env}\" in a "
                                  "campaign of its own")
+                for key, why in bench.freestanding_problems(target.memory_area_bytes()):
+                    self.add(("benchmarks", name, key), f'cannot be honoured in environment "{env}", {what}: {why}')
             for name, load in loads.items():
                 parts = load.parts if isinstance(load, CombinedLoad) else [load]
                 # A load that runs nothing (idle) runs nowhere.

@@ -103,6 +103,10 @@ class ProbeSubset(ABC):
     def describe_self(self) -> str:
         """What the environment is, as a sentence names it ("a bare-metal image")."""
 
+    @abstractmethod
+    def memory_area_bytes(self) -> int:
+        """The bytes of the area its memory kinds (mem-lat, mem-bw) measure in."""
+
 
 def missing(target: Any, capability: type[Capability]) -> str | None:
     """Why `target` lacks `capability`, as "is <this>" says it ("a local target"), or None."""

@@ -9,7 +9,8 @@ from pydantic import model_validator
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.catalog import MEM_BW_OPS
 from rtvbench.cpulist import pinned_cpus, probe_cpus
-from rtvbench.params import StrictModel, names_or_all, probe_int, probe_sizes, size_points, sizes_arg
+from rtvbench.params import (StrictModel, freestanding_sizes_problem, names_or_all, probe_int, probe_sizes,
+                             size_points, sizes_arg)
 from rtvbench.spec import Placement
 
 DEFAULT_SIZES = tuple(4096 << (2 * i) for i in range(8))       # 4K, 16K, ... 64M
@@ -17,6 +18,8 @@ QUICK_SIZES = (16 << 10, 1 << 20, 64 << 20)
 # Seconds per (size, op) point for the progress bar: the harness stops at 1 % error or after its
 # time limit (about 1 s by default, 0.2 s with --quick), plus mapping and touching the buffers.
 _POINT_S, _QUICK_POINT_S = 0.6, 0.15
+#: the operations that time the C library's functions
+LIBC_OPS = ("memcpy", "memset")
 
 
 # Validated name lists (module level: pydantic reads annotations by name).
@@ -47,6 +50,25 @@ class MemBwParams(StrictModel):
 class MemBwBenchmark(Benchmark):
     kind = "mem-bw"
     Params = MemBwParams
+    key_options = {"operations": "--ops", "sizes": "--sizes", "threads": "--threads", "cpus": "--cpus",
+                   "hugepages": "--hugepages", "quick": "--quick"}
+    # The bare-metal image's loops (probe/baremetal/membw.c): one thread, no C library to copy or set with.
+    freestanding_options = ("--ops", "--sizes")
+
+    def freestanding_problems(self, area_bytes: int) -> list[tuple[str, str]]:
+        p: MemBwParams = self.params
+        out = []
+        libc = [op for op in p.operations if op in LIBC_OPS]
+        if libc:
+            offered = ", ".join(f'"{op}"' for op in MEM_BW_OPS if op not in LIBC_OPS)
+            out.append(("operations", f"it has no C library, so no {' or '.join(libc)} (the default \"all\" "
+                                      f"includes them); list operations out of {offered}"))
+        if p.sizes is not None:
+            why = freestanding_sizes_problem(p.sizes, lambda size: 2 * size + size // 64 * 4, area_bytes,
+                                             "two buffers of a size and 4 bytes a line")
+            if why:
+                out.append(("sizes", why))
+        return out
 
     def placement(self) -> Placement:
         p: MemBwParams = self.params

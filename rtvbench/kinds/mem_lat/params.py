@@ -7,7 +7,8 @@ from typing import Literal, Optional
 from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
-from rtvbench.params import SizeRange, StrictModel, probe_int, probe_size, probe_sizes, size_points, sizes_arg
+from rtvbench.params import (SizeRange, StrictModel, freestanding_sizes_problem, probe_int, probe_size, probe_sizes,
+                             size_points, sizes_arg)
 
 DEFAULT_SIZES = (SizeRange(512, 256 << 20),)
 QUICK_SIZES = tuple(1024 << (2 * i) for i in range(9))        # 1K, 4K, ... 64M
@@ -55,6 +56,18 @@ class MemLatParams(StrictModel):
 class MemLatBenchmark(Benchmark):
     kind = "mem-lat"
     Params = MemLatParams
+    key_options = {"sizes": "--sizes", "stride": "--stride", "mode": "--mode", "repetitions": "--repetitions",
+                   "hugepages": "--hugepages", "seed": "--seed", "cpu": "--cpu", "quick": "--quick"}
+    # The bare-metal image's pointer chase (probe/baremetal/memlat.c), in its static memory area.
+    freestanding_options = ("--sizes", "--stride", "--mode", "--seed")
+
+    def freestanding_problems(self, area_bytes: int) -> list[tuple[str, str]]:
+        p: MemLatParams = self.params
+        if p.sizes is None:
+            return []                   # the image's own list, which fits its area
+        why = freestanding_sizes_problem(p.sizes, lambda size: size + size // p.stride * 4, area_bytes,
+                                         "the chain and 4 bytes a slot")
+        return [("sizes", why)] if why else []
 
     def probe_args(self) -> list[str]:
         p: MemLatParams = self.params

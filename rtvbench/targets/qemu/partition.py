@@ -32,7 +32,7 @@ from rtvbench.targets.capabilities import HostCost, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
-from rtvbench.targets.qemu.image import FIRMWARE, MACHINE
+from rtvbench.targets.qemu.image import FIRMWARE, MACHINE, MEM_AREA_BYTES
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
                                           ChannelTarget, _qemu_version)
 # The module, not the class: serial_line imports this package (its channel), which imports this module.
@@ -288,6 +288,9 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
 
     def describe_self(self) -> str:
         return "a bare-metal image"
+
+    def memory_area_bytes(self) -> int:
+        return MEM_AREA_BYTES
 
     def describe(self) -> dict[str, Any]:
         p = self.params
