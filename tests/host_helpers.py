@@ -32,6 +32,21 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) ->
                           timeout=timeout)
 
 
+def refuses_once(cwd: Path, said: str) -> None:
+    """`validate c.toml` in `cwd` finds exactly one problem, said in words including `said` (exit 2)."""
+    r = run_cli("validate", "c.toml", cwd=cwd, env=cli_env())
+    assert r.returncode == 2, r.stderr
+    assert said in r.stderr
+    assert "rtvbench: 1 problem in c.toml" in r.stderr and "Traceback" not in r.stderr
+
+
+def json_report(cwd: Path) -> dict:
+    """The JSON report of the run in the store s.db in `cwd`."""
+    r = run_cli("report", "--store", "sqlite:///s.db", "--format", "json", "-o", "-", cwd=cwd, env=cli_env())
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def work_campaign(name: str, campaign_repetitions: int, **benchmark) -> str:
     """A campaign of one `work` benchmark `cpu` (crc32 at the small size, plus `benchmark`'s keys)
     in one local environment `native`."""

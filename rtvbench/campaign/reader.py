@@ -630,7 +630,7 @@ class _Validator:
         if not subsets:
             return
         served = [n for n in BENCHMARKS.names() if BENCHMARKS.get(n).freestanding_options is not None]
-        runs = " and ".join(f'"{kind}"' for kind in served) or "no benchmark kind"
+        runs = ", ".join(f'"{kind}"' for kind in served) or "no benchmark kind"
         for env, target in subsets.items():
             what = target.describe_self()
             for name, bench in benches.items():
