@@ -13,6 +13,11 @@ A board reached over ssh, rebooted by its reboot_command (times on this machine 
   `to_kernel`    -> the new kernel's clock started (the board's uptime read with the probe's answer)
   `from_kernel`  the kernel's clock started -> the probe answered (kernel, userland, ssh, the probe)
 
+A bare-metal image (a qemu environment with `image`):
+  `total`       QEMU started -> the image said `ready`
+  `to_counter`  QEMU started -> the machine's counter started (QEMU's own start, loading the image)
+  `start`       the counter started -> `ready` (riscv64: OpenSBI; the image's start-up, its MMU and UART)
+
 Repetitions are boots: the report's average (min, max) over them is the usual way boot times are
 given."""
 
@@ -24,11 +29,12 @@ from rtvbench.analysis.kind import register
 from rtvbench.analysis.quantities import TIME, QuantityKind, number
 from rtvbench.results import Measurement
 
-PHASES = ("total", "to_kernel", "kernel", "init", "down", "login", "from_kernel")
+PHASES = ("total", "to_kernel", "kernel", "init", "down", "login", "from_kernel", "to_counter", "start")
 _LABELS = {"total": "boot, start to probe ready", "to_kernel": "to the new kernel's clock",
            "kernel": "kernel, to /init", "init": "init, to probe ready",
            "down": "reboot command to the board gone", "login": "reboot command to a new ssh login",
-           "from_kernel": "the new kernel's clock to probe ready"}
+           "from_kernel": "the new kernel's clock to probe ready",
+           "to_counter": "to the machine's counter", "start": "firmware and image, to ready"}
 
 
 class BootKind(QuantityKind):
@@ -70,7 +76,9 @@ class BootKind(QuantityKind):
                 "reboot_command: times count from sending it, to the board going away (`down`), the first "
                 "ssh login again (`login`) and the probe answering (`total`); the board's uptime then places "
                 "its new kernel's start (`to_kernel`: shutdown, firmware and boot loader; `from_kernel`: "
-                "kernel, userland, ssh and the probe).")
+                "kernel, userland, ssh and the probe). A bare-metal image boots from a fresh QEMU too, to its "
+                "`ready`, split where the emulated machine's counter starts (`to_counter`: QEMU's own start and "
+                "loading the image; `start`: the firmware, OpenSBI on riscv64, and the image's start-up).")
 
 
 register(BootKind())

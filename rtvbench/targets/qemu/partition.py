@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import termios
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from rtvbench.errors import TargetError, TargetLost
 from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Completed, Deadline
-from rtvbench.targets.capabilities import HostCost, ProbeSubset
+from rtvbench.targets.capabilities import HostCost, PowerCycling, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
@@ -61,6 +62,7 @@ class ImagePort:
         self.timeout: float | None = None
         self.label = label
         self._stderr = tempfile.TemporaryFile()
+        self.started = time.monotonic()        # a boot is timed from here to the image's `ready`
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                          preexec_fn=_die_with_parent)
@@ -137,7 +139,7 @@ def _vcpu_threads(pid: int) -> list[int]:
     return found
 
 
-class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
+class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
     """A qemu environment whose `image` is a bare-metal image: QEMU's virt machine under TCG, the image
     on its one CPU, its UART the agent protocol's line."""
 
@@ -304,9 +306,23 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
                 "probe_version": channel.version if channel is not None else None,
                 "qemu": self._qemu_version}
 
-    def close(self) -> None:
+    def power_cycle(self, hard: bool = False) -> dict[str, float]:
+        """The image off (asked to power off, or `hard`: QEMU killed) and booted from a fresh QEMU. The
+        host times the boot from QEMU's start to the image's `ready`, whose boot-ns is the machine's
+        counter at that moment: it starts with the emulated machine, so the difference is QEMU's own start."""
+        self._end(ask=not hard)
+        self._guest()
         channel, port = self.line.channel, self._port
-        if channel is not None and port is not None:
+        if channel is None or port is None or channel.ready_at is None or channel.boottime_ns is None:
+            raise TargetError(f"{self.label} did not send its counter with `ready`; rebuild it with "
+                              "`make baremetal`.")
+        total = (channel.ready_at - port.started) * 1e9
+        return {"total_ns": total, "to_counter_ns": total - channel.boottime_ns,
+                "start_ns": float(channel.boottime_ns)}
+
+    def _end(self, ask: bool) -> None:
+        channel, port = self.line.channel, self._port
+        if ask and channel is not None and port is not None:
             try:
                 channel.poweroff()
                 port.proc.wait(POWEROFF_TIMEOUT_S)
@@ -314,4 +330,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost):
                 pass
         self.line.drop()
         self._close_port()
+
+    def close(self) -> None:
+        self._end(ask=True)
 
