@@ -59,5 +59,8 @@ void system_off(void);
 
 /* The architecture's own keys of the `meta` record (how it was entered). */
 void arch_write_meta(struct jw *w);
+/* What `sysinfo` adds of it: the MMU's state and, where the `meta` record
+ * does not say it, where the counter's frequency came from. */
+void arch_write_sysinfo(struct jw *w);
 
 #endif

@@ -20,6 +20,7 @@
 #include "memlat.h"
 #include "parse.h"
 #include "rtos.h"
+#include "sysinfo.h"
 
 #define LINE_MAX 1024
 #define MAX_ARGS 32
@@ -77,7 +78,7 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {{"latency", irqlat_command}, {"mem-lat", memlat_command}, {"mem-bw", membw_command},
-                {"rtos", rtos_command}};
+                {"rtos", rtos_command}, {"sysinfo", sysinfo_command}};
 
 static void bad_request(const char *line, const char *why)
 {
@@ -118,7 +119,7 @@ static void run(const char *line, char **field, int nfield)
             console_exit(commands[k].run(argc, argv));
             return;
         }
-    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos", NULL);
+    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos, sysinfo", NULL);
     console_exit(127);
 }
 

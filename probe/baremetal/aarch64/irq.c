@@ -68,3 +68,11 @@ void arch_write_meta(struct jw *w)
     jw_bool(w, "caches_on", (sctlr & 5u) == 5u);
     jw_uint(w, "gic_version", BOARD_GIC_VERSION);
 }
+
+void arch_write_sysinfo(struct jw *w)
+{
+    uint64_t sctlr;
+    __asm__ volatile("mrs %0, sctlr_el1" : "=r"(sctlr));
+    jw_str(w, "counter_hz_from", "cntfrq");    /* CNTFRQ_EL0, as the firmware or QEMU set it */
+    jw_bool(w, "mmu_on", sctlr & 1u);
+}

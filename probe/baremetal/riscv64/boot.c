@@ -52,3 +52,12 @@ void arch_write_meta(struct jw *w)
     jw_str(w, "counter_hz_from", timebase_from_fdt ? "fdt" : "board");
     jw_str(w, "timer", timer_sstc ? "sstc" : "sbi");
 }
+
+void arch_write_sysinfo(struct jw *w)
+{
+    uint64_t satp;
+    __asm__ volatile("csrr %0, satp" : "=r"(satp));
+    jw_bool(w, "mmu_on", satp != 0);
+    /* Without translation RAM is cacheable as the platform's PMAs define it. */
+    jw_bool(w, "caches_on", 1);
+}
