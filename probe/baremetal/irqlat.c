@@ -11,6 +11,7 @@
 #include "numfmt.h"
 #include "parse.h"
 #include "records.h"
+#include "stop.h"
 
 #define MAX_THRESHOLDS 16
 #define TICK_NS 1000000000ull
@@ -72,7 +73,8 @@ static int parse_options(int argc, char **argv, struct irqlat_options *o)
             return usage("bad value", arg, "give a positive decimal number in the option's range.");
     }
     if (!o->duration_ns && !o->loops)
-        return usage("no end given", NULL, "give --duration-s or --loops: nothing can stop the image's run early.");
+        return usage("no end given", NULL,
+                     "give --duration-s or --loops: the image runs to an end it knows, unless the host stops it.");
     if (stall_us != (o->stall_at != NO_STALL))
         return usage("a stall needs both", NULL, "give --stall-us and --stall-at together.");
     return 0;
@@ -208,6 +210,11 @@ int irqlat_command(int argc, char **argv)
         irq_unmask();   /* the pending interrupt is taken here */
         record_tick_due(&next_tick);
         irq_mask();
+        if (stop_requested()) {
+            timer_off();
+            drain(&o, &f);
+            break;
+        }
     }
     irq_set_timer_handler(NULL);
     irq_unmask();
@@ -223,6 +230,6 @@ int irqlat_command(int argc, char **argv)
         jw_emit(&w);
         jw_free(&w);
     }
-    record_end(elapsed);
+    record_end_stopped(elapsed, stop_requested());
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "memloops.h"
 #include "parse.h"
 #include "records.h"
+#include "stop.h"
 
 #define SUB "mem-bw"
 #define MAX_SIZES 32
@@ -247,11 +248,11 @@ int membw_command(int argc, char **argv)
     static struct bw_run r;
     for (int i = 0; i < o.nsizes; i++)
         for (int k = 0; k < OP_COUNT; k++)
-            if (o.ops & (1u << k)) {
+            if (o.ops & (1u << k) && !stop_requested()) {
                 run_op((enum op)k, o.sizes[i], o.samples, &r, &next_tick);
                 print_result((enum op)k, o.sizes[i], o.samples, &r, false);
                 print_result((enum op)k, o.sizes[i], o.samples, &r, true);
             }
-    record_end(ticks_to_ns(counter_now() - start));
+    record_end_stopped(ticks_to_ns(counter_now() - start), stop_requested());
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "memloops.h"
 #include "parse.h"
 #include "records.h"
+#include "stop.h"
 
 #define SUB "mem-lat"
 #define MAX_SIZES 32
@@ -159,8 +160,8 @@ int memlat_command(int argc, char **argv)
     uint64_t start = counter_now(), next_tick = clock_ns() + 1000000000ull;
     for (unsigned m = MODE_SEQ; m <= MODE_RANDOM; m <<= 1)
         if (o.modes & m)
-            for (int i = 0; i < o.nsizes; i++)
+            for (int i = 0; i < o.nsizes && !stop_requested(); i++)
                 measure(&o, m == MODE_RANDOM, o.sizes[i], &next_tick);
-    record_end(ticks_to_ns(counter_now() - start));
+    record_end_stopped(ticks_to_ns(counter_now() - start), stop_requested());
     return 0;
 }

@@ -28,11 +28,13 @@ void record_meta_begin(struct jw *w, const char *sub, int argc, char **argv)
     jw_end(w);
 }
 
-void record_end(uint64_t elapsed_ns)
+void record_end(uint64_t elapsed_ns) { record_end_stopped(elapsed_ns, 0); }
+
+void record_end_stopped(uint64_t elapsed_ns, int stopped)
 {
     struct jw w = {0};
     jw_record(&w, "end");
-    jw_str(&w, "status", "ok");
+    jw_str(&w, "status", stopped ? "interrupted" : "ok");
     jw_uint(&w, "elapsed_ns", elapsed_ns);
     jw_emit(&w);
     jw_free(&w);

@@ -14,6 +14,9 @@ struct jw;
 /* Opens the meta record; the caller adds its `params` and emits it. */
 void record_meta_begin(struct jw *w, const char *sub, int argc, char **argv);
 void record_end(uint64_t elapsed_ns);
+/* The `end` record of a run stopped early (stop.h): status "interrupted",
+ * as the Linux probe's run ended by SIGINT or SIGTERM. */
+void record_end_stopped(uint64_t elapsed_ns, int stopped);
 /* "rtvb-probe <sub>: <what> '<arg>'; <fix>" as an err line; returns 2. */
 int record_usage(const char *sub, const char *what, const char *arg, const char *fix);
 /* The option at argv[*i] and its value, *i moved past both: 0, or 2 after

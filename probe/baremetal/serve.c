@@ -20,6 +20,7 @@
 #include "memlat.h"
 #include "parse.h"
 #include "rtos.h"
+#include "stop.h"
 #include "sysinfo.h"
 
 #define LINE_MAX 1024
@@ -116,7 +117,10 @@ static void run(const char *line, char **field, int nfield)
     console_command(field[1]);
     for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
         if (!__builtin_strcmp(argv[0], commands[k].name)) {
-            console_exit(commands[k].run(argc, argv));
+            stop_watch(field[1]);
+            int status = commands[k].run(argc, argv);
+            stop_unwatch();
+            console_exit(status);
             return;
         }
     console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos, sysinfo", NULL);
