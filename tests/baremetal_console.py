@@ -58,14 +58,25 @@ class Console:
 
     def run(self, *args: str, timeout_s: float = 30) -> tuple[list[dict], list[str], int]:
         """A command's records, its err lines and its exit status."""
+        return self.finish(self.start(*args), timeout_s)
+
+    def start(self, *args: str) -> str:
+        """Sends the command; its id."""
         cid = str(self.next_id)
         self.next_id += 1
         self.send(f"run {cid} " + " ".join(a.encode().hex() or "-" for a in args))
+        return cid
+
+    def finish(self, cid: str, timeout_s: float = 30, logs: list[str] | None = None) -> tuple[list[dict], list[str], int]:
+        """The records, err lines and exit status of command `cid`; `log` lines go to `logs` when given."""
         records, errors = [], []
         deadline = time.monotonic() + timeout_s
         while True:
             line = self.line(deadline)
             ident, _, rest = line.partition(" ")
+            if logs is not None and ident == "log":
+                logs.append(rest)
+                continue
             assert ident == cid, line
             kind, _, text = rest.partition(" ")
             if kind == "out":
@@ -140,3 +151,21 @@ def check_stall(r: dict) -> None:
     # The deadlines inside the stall were missed, not measured.
     assert r["missed"] >= STALL_US // 1000 - 1
     assert r["count"] + r["missed"] == r["activations"] == 600
+
+
+def check_sysinfo(console: Console, **arch_keys) -> None:
+    """The image's own sysinfo: a meta, one sysinfo record and end, with the keys every image has and
+    `arch_keys` (how this one was entered, its counter and MMU); an option is refused with exit 2."""
+    records, errors, status = console.run("sysinfo")
+    assert (status, errors) == (0, [])
+    meta, info, end = records
+    assert (meta["type"], meta["subcommand"], info["type"], end["type"], end["status"]) == \
+        ("meta", "sysinfo", "sysinfo", "end", "ok")
+    assert (info["platform"], info["board"], info["image_version"]) == ("baremetal", "qemu-virt", meta["probe_version"])
+    # One CPU, as a Linux probe's lists say it; the area of the board header's BOARD_MEM_AREA_BYTES.
+    assert (info["cpus_online"], info["cpus_online_count"], info["mem_area_bytes"]) == ("0", 1, 96 << 20)
+    assert info["caches_on"] is True
+    assert {k: info[k] for k in arch_keys} == arch_keys
+    _, errors, status = console.run("sysinfo", "--all")
+    assert status == 2 and len(errors) == 1 and "takes no option" in errors[0]
+

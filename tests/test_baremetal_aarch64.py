@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
-                               check_ready, check_stall, latency_result)
+                               check_ready, check_stall, check_sysinfo, latency_result)
 
 IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.elf"
 
@@ -86,11 +86,16 @@ def test_bad_requests_are_answered_and_the_image_keeps_serving(qemu_console):
     assert status == 2 and "give --duration-s or --loops" in errors[0]
     _, errors, status = qemu_console.run("memlat")
     assert status == 127 and errors == [
-        "no command 'memlat' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos"]
+        "no command 'memlat' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos, sysinfo"]
     records, errors, status = qemu_console.run("latency", "--loops", "20")
     assert (status, errors) == (0, [])
     r = _results(records)
     assert r["count"] + r["missed"] == r["activations"] == 20
+
+
+@pytest.mark.functional
+def test_the_image_says_its_own_sysinfo(qemu_console):
+    check_sysinfo(qemu_console, machine="aarch64", counter_hz_from="cntfrq", mmu_on=True, entered_el=1)
 
 
 @pytest.mark.functional

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
-                               check_ready, check_stall, latency_result)
+                               check_ready, check_stall, check_sysinfo, latency_result)
 
 IMAGE = REPO / "build" / "baremetal" / "riscv64" / "rtvb-probe.elf"
 QEMU_VIRT_TIMEBASE_HZ = 10_000_000
@@ -128,6 +128,13 @@ def test_bad_requests_are_answered_and_the_image_keeps_serving(qemu_console):
     records, errors, status = qemu_console.run("latency", "--loops", "20")
     assert (status, errors) == (0, [])
     assert _results(records)["count"] + records[1]["missed"] == 20
+
+
+@pytest.mark.qemu
+@pytest.mark.functional
+def test_the_image_says_its_own_sysinfo(qemu_console):
+    check_sysinfo(qemu_console, machine="riscv64", counter_hz=QEMU_VIRT_TIMEBASE_HZ, counter_hz_from="fdt",
+                  mmu_on=False, entered_mode="S", hart=0)
 
 
 @pytest.mark.qemu

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import fcntl
-import json
 import os
 import select
 import shutil
@@ -27,7 +26,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rtvbench.errors import TargetError, TargetLost
-from rtvbench.probe.stream import SCHEMA
 from rtvbench.targets.base import Background, Completed, Deadline
 from rtvbench.targets.capabilities import HostCost, PowerCycling, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
@@ -208,8 +206,6 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
     def run(self, argv: list[str], on_line: Callable[[str], None],
             deadline: Deadline | None = None) -> Completed:
         args = argv[1:] if argv[:1] == [PROBE_NAME] else argv
-        if args == ["sysinfo"]:
-            return self._sysinfo(on_line)
         if args == ["--version"]:
             return self._version(on_line)
         self._signalled = set()
@@ -242,17 +238,6 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
         # What a soak's health check asks: the image answers when its heartbeat is fresh (the line
         # is connected afresh, booting the image again, when it was lost).
         on_line(f"{PROBE_NAME} {self._guest().channel.version} (bare-metal image)")
-        return Completed(0, "")
-
-    def _sysinfo(self, on_line: Callable[[str], None]) -> Completed:
-        # The image has no sysinfo: what there is to say of it, the target says from its `ready`.
-        version = self._guest().channel.version
-        for record in ({"type": "meta", "schema": SCHEMA, "probe_version": version, "subcommand": "sysinfo",
-                        "platform": "baremetal"},
-                       {"type": "sysinfo", "platform": "baremetal", "machine": self.params.arch,
-                        "cpus_online": "0", "cpus_allowed": "0"},
-                       {"type": "end", "status": "ok"}):
-            on_line(json.dumps(record))
         return Completed(0, "")
 
     def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
