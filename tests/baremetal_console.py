@@ -169,3 +169,36 @@ def check_sysinfo(console: Console, **arch_keys) -> None:
     _, errors, status = console.run("sysinfo", "--all")
     assert status == 2 and len(errors) == 1 and "takes no option" in errors[0]
 
+
+#: a run no test waits for: what ends it is the signal
+ENDLESS = ("latency", "--interval-us", "1000", "--duration-s", "600")
+#: 32 sizes of 16 MiB in both modes with 20 samples each: seconds of TCG, where a signal takes milliseconds
+LONG_CHASE = ("mem-lat", "--sizes", ",".join(["16M"] * 32), "--samples", "20")
+
+
+def check_stopped_by_signal(console: Console, signum: int) -> None:
+    """`signal <id> 2` (or 15) ends a running latency run and a long mem-lat with the results so far, an `end`
+    marked interrupted and exit 0, as SIGINT ends the Linux probe's run; other signals and lines that come
+    meanwhile are answered with `log` and ignored, and the image serves the next command."""
+    cid = console.start(*ENDLESS)
+    assert console.line(time.monotonic() + 30).startswith(f"{cid} out ")     # its meta: the run has started
+    for line in (f"signal {int(cid) + 1} {signum}", "hello", f"signal {cid} 9", f"signal {cid} {signum}"):
+        console.send(line)
+    logs: list[str] = []
+    records, errors, status = console.finish(cid, timeout_s=60, logs=logs)   # a hang guard: 600 s otherwise
+    assert (status, errors) == (0, [])
+    results = [r for r in records if r["type"] == "result"]
+    assert [r["cpu"] for r in results] == [0, "all"] and records[-1]["status"] == "interrupted"
+    r = results[1]
+    assert r["count"] + r["missed"] == r["activations"] < 600_000
+    assert sum(b[2] for b in r["histogram"]["buckets"]) == r["count"]
+    assert logs == [f"bad request line 'signal {int(cid) + 1} {signum}': no command of that id is running; ignored.",
+                    "bad request line 'hello': a command runs, and the image serves one request at a time; ignored.",
+                    f"signal 9 to command {cid} ignored: the image ends a run early on 2 or 15 only."]
+    cid = console.start(*LONG_CHASE)
+    assert console.line(time.monotonic() + 30).startswith(f"{cid} out ")
+    console.send(f"signal {cid} {signum}")
+    records, errors, status = console.finish(cid, timeout_s=60)
+    assert (status, errors, records[-1]["status"]) == (0, [], "interrupted")
+    assert len([r for r in records if r["type"] == "result"]) < 64
+

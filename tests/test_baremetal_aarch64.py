@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
-                               check_ready, check_stall, check_sysinfo, latency_result)
+                               check_ready, check_stall, check_stopped_by_signal, check_sysinfo,
+                               latency_result)
 
 IMAGE = REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.elf"
 
@@ -96,6 +97,12 @@ def test_bad_requests_are_answered_and_the_image_keeps_serving(qemu_console):
 @pytest.mark.functional
 def test_the_image_says_its_own_sysinfo(qemu_console):
     check_sysinfo(qemu_console, machine="aarch64", counter_hz_from="cntfrq", mmu_on=True, entered_el=1)
+
+
+@pytest.mark.functional
+@pytest.mark.parametrize("signum", [2, 15])
+def test_a_signal_ends_the_running_command_with_its_results_so_far(qemu_console, signum):
+    check_stopped_by_signal(qemu_console, signum)
 
 
 @pytest.mark.functional

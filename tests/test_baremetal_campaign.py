@@ -1,8 +1,8 @@
 """The bare-metal image as a campaign's environment (`target = "qemu"`, `image = "bare-metal"`): validate
 takes the example of a partition beside a Linux guest and refuses, in one sentence naming the environment
 and what it runs, what the image cannot run; a campaign boots the image beside this machine under a
-neighbour's load, stores its latency records whole and compares the two; SIGTERM keeps what was stored
-and leaves no QEMU behind."""
+neighbour's load, stores its latency records whole and compares the two; Ctrl-C or SIGTERM stops the
+image's run with its results so far and leaves no QEMU behind."""
 
 from __future__ import annotations
 
@@ -151,9 +151,11 @@ def test_a_campaign_measures_the_partition_beside_another_environment_under_a_ne
 
 @pytest.mark.functional
 @pytest.mark.timeout(600)           # a hang guard: one image's boot under TCG
-def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
-    """The image cannot stop its run early: after the probe's grace, QEMU is ended as a killed probe is.
-    A 600 s run makes the bound below a hang guard, not a timing."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_keeps_the_run_so_far_and_leaves_no_qemu(image, tmp_path, signum):
+    """Ctrl-C or SIGTERM reaches the image's run as the agent protocol's `signal`: the image ends it with its
+    results so far, as the Linux probe ends a run on SIGINT. A 600 s run makes the bound below a hang
+    guard, not a timing."""
     # The image under a name of its own: QEMU's command line names it, so the test finds its QEMU only.
     mine = tmp_path / f"image-{uuid.uuid4().hex}.bin"
     shutil.copyfile(image, mine)
@@ -163,7 +165,7 @@ def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
         # The image prints its meta as its run starts.
         wait_for(lambda: stored_records(tmp_path / "s.db") > 0, timeout=300, what="the partition's first record")
         assert processes_with(mine.name)
-        cli.send_signal(signal.SIGTERM)
+        cli.send_signal(signum)
         out, err = cli.communicate(timeout=120)
     finally:
         if cli.poll() is None:
@@ -175,7 +177,11 @@ def test_sigterm_keeps_what_was_stored_and_leaves_no_qemu(image, tmp_path):
     run = load_run(open_store(f"sqlite:///{tmp_path}/s.db"), 1)
     [m] = run.measurements
     assert m.status == "interrupted", m.error
-    assert m.meta["platform"] == "baremetal" and m.results == [] and m.end is None
+    assert m.meta["platform"] == "baremetal" and m.end["status"] == "interrupted"
+    one, everything = m.results
+    assert (one["cpu"], everything["cpu"]) == (0, "all")
+    assert everything["count"] + everything["missed"] == everything["activations"] < 600_000
+    assert result_histogram(everything).total == everything["count"]
 
 
 @pytest.mark.functional

@@ -220,9 +220,10 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
 
     def _start(self, guest: serial_line.SerialLine, argv: list[str]) -> Command:
         cmd = super()._start(guest, argv)
-        # The image reads no request while a command runs, so a signal never reaches it. SIGINT and
-        # SIGTERM (Ctrl-C, the watchdog) are sent anyway and the run goes on; SIGKILL, which follows
-        # them after a grace, ends QEMU, as killing a process ends it. The next command boots afresh.
+        # SIGINT and SIGTERM (Ctrl-C, the watchdog) reach the image, which polls its UART between
+        # activations or measured points and ends the run with its results so far. Where it cannot
+        # (masked in a stall, or an interval longer than the grace), SIGKILL follows after the grace and
+        # ends QEMU, as killing a process ends it; the next command boots afresh.
         send = cmd.signal
 
         def signal(signum: int) -> None:
