@@ -1,7 +1,8 @@
 /*
  * The bare-metal image's main loop: `ready`, then one request line at a
- * time from the UART, served to the end before the next is read, with a
- * `tick` every second while it waits (and while a command runs).
+ * time from the UART, served to the end before the next is read (a running
+ * command reads only a signal to end it early: stop.c), with a `tick` every
+ * second while it waits (and while a command runs).
  *
  * Requests are the agent protocol's (docs/probe/init.md): `run <id>
  * <arg-hex>...` whose first argument names the command (the image has no
