@@ -76,6 +76,8 @@ REFUSED = {
     "threads": (BW + "threads = 2\n", 'benchmarks.bw.threads: cannot be honoured in environment "bm"'),
     "a riscv64 Linux guest": (CHASE, "a Linux guest runs on x86_64 and aarch64 here, not riscv64 (which runs a "
                               'bare-metal image); set image = "bare-metal" or another arch'),
+    "too little RAM": (CHASE, "environments.bm: memory_mb = 64 is less RAM than the bare-metal image needs (128 MiB: "
+                       "QEMU loads it with its 96 MiB memory area); set memory_mb = 128 or more, or leave it out"),
     "the raw riscv64 image": (CHASE, "rtvb-probe.bin is not an riscv64 image (its header says no arch an image "
                               "has); name the .elf of an image built for arch riscv64"),
 }
@@ -89,6 +91,8 @@ def test_validate_refuses_what_the_partition_cannot_measure(images, tmp_path, ca
         # A kernel whose header says no arch: what refuses it is the arch.
         (tmp_path / "vmlinuz").write_bytes(bytes(4096))
         image, environment = "", 'kernel = "vmlinuz"'
+    if case == "too little RAM":
+        environment = "memory_mb = 64"
     if case == "the raw riscv64 image":
         image = str(REPO / "build" / "baremetal" / "riscv64" / "rtvb-probe.bin")
     (tmp_path / "c.toml").write_text(_campaign(benchmarks, environment, image=image))

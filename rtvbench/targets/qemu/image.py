@@ -22,6 +22,8 @@ PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang
 MAX_IMAGE_BYTES = 64 << 20
 #: BOARD_MEM_AREA_BYTES of the board headers the images are built with: where mem-lat and mem-bw measure
 MEM_AREA_BYTES = 96 << 20
+#: the RAM QEMU must give: the image is loaded with its memory area, which QEMU's loader counts as its size
+MIN_MEMORY_MB = 128
 
 
 def image_arch(path: Path) -> str | None:
@@ -83,6 +85,10 @@ def keys_problem(params: Any) -> str | None:
                 f"{'it' if len(linux) == 1 else 'them'}")
     if params.accel == "kvm":
         return 'a bare-metal image runs under TCG here; use accel = "auto" or "tcg"'
+    if "memory_mb" in params.model_fields_set and params.memory_mb < MIN_MEMORY_MB:
+        return (f"memory_mb = {params.memory_mb} is less RAM than the bare-metal image needs ({MIN_MEMORY_MB} MiB: "
+                f"QEMU loads it with its {MEM_AREA_BYTES >> 20} MiB memory area); set memory_mb = {MIN_MEMORY_MB} or "
+                "more, or leave it out")
     return None
 
 
