@@ -67,6 +67,9 @@ REFUSED = {
     "a chain beyond the area": (CHASE.replace('"1M"', '"96M"'), 'benchmarks.chase.sizes: cannot be honoured in '
                                 'environment "bm", a bare-metal image: size 96M does not fit its 96M memory area '
                                 "(the chain and 4 bytes a slot); use smaller sizes"),
+    "a stride beyond 1M": (CHASE.replace('["16K", "1M"]', '["4M"]') + 'stride = "2M"\n', "benchmarks.chase.stride: "
+                           'cannot be honoured in environment "bm", a bare-metal image: its stride is at most 1M, '
+                           "not 2M; use a smaller stride"),
     "two buffers beyond the area": (BW.replace('"1M"', '"48M"'), "benchmarks.bw.sizes: cannot be honoured in "
                                     'environment "bm", a bare-metal image: size 48M does not fit'),
     "memcpy by default": (BW.replace('operations = ["read", "copyloop", "rand_rd"]\n', ""),

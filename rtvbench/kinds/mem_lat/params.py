@@ -8,13 +8,15 @@ from pydantic import field_validator, model_validator
 
 from rtvbench.benchmarks.base import BENCHMARKS, Benchmark
 from rtvbench.params import (SizeRange, StrictModel, freestanding_sizes_problem, probe_int, probe_size, probe_sizes,
-                             size_points, sizes_arg)
+                             size_points, size_text, sizes_arg)
 
 DEFAULT_SIZES = (SizeRange(512, 256 << 20),)
 QUICK_SIZES = tuple(1024 << (2 * i) for i in range(9))        # 1K, 4K, ... 64M
 # Seconds per (mode, size) point and repetition, for the progress bar: the default run measured
 # 39 sizes x 2 modes in ~27 s on a 2-vCPU VM; --quick samples for 2 ms instead of 10.
 _POINT_S, _QUICK_POINT_S = 0.35, 0.1
+#: the largest stride the bare-metal image's chase takes
+FREESTANDING_MAX_STRIDE = 1 << 20
 
 
 # The probe's ranges (module level: pydantic reads annotations by name).
@@ -63,11 +65,16 @@ class MemLatBenchmark(Benchmark):
 
     def freestanding_problems(self, area_bytes: int) -> list[tuple[str, str]]:
         p: MemLatParams = self.params
-        if p.sizes is None:
-            return []                   # the image's own list, which fits its area
-        why = freestanding_sizes_problem(p.sizes, lambda size: size + size // p.stride * 4, area_bytes,
-                                         "the chain and 4 bytes a slot")
-        return [("sizes", why)] if why else []
+        out = []
+        if p.stride > FREESTANDING_MAX_STRIDE:
+            out.append(("stride", f"its stride is at most {size_text(FREESTANDING_MAX_STRIDE)}, not "
+                                  f"{size_text(p.stride)}; use a smaller stride"))
+        if p.sizes is not None:         # without sizes the image takes its own list, which fits its area
+            why = freestanding_sizes_problem(p.sizes, lambda size: size + size // p.stride * 4, area_bytes,
+                                             "the chain and 4 bytes a slot")
+            if why:
+                out.append(("sizes", why))
+        return out
 
     def probe_args(self) -> list[str]:
         p: MemLatParams = self.params
