@@ -1,7 +1,7 @@
 """The `boot` kind in a bare-metal partition, both images: each repetition boots the image from a fresh
 QEMU, timed from QEMU's start to the image's `ready`, whose counter (running since the emulated machine's
 reset, which comes after QEMU's start) can never exceed the host's time; the probe's sysinfo answers
-after it, and the report shows the phases as a guest's."""
+after it, and is the environment's fingerprint; the report shows the phases as a guest's."""
 
 from __future__ import annotations
 
@@ -59,6 +59,11 @@ def test_each_repetition_boots_the_image_afresh_and_its_counter_is_within_the_ho
         # The counter started after QEMU did: what it says of the boot is within what the host measured.
         assert result["start_ns"] <= result["total_ns"]
         assert result["to_counter_ns"] == pytest.approx(result["total_ns"] - result["start_ns"])
+    # Each environment's fingerprint is its image's own sysinfo record.
+    for env, arch, counter_from in (("a", "aarch64", "cntfrq"), ("r", "riscv64", "fdt")):
+        fingerprint = run.fingerprints[env]
+        assert (fingerprint["machine"], fingerprint["counter_hz_from"], fingerprint["mem_area_bytes"]) == \
+            (arch, counter_from, 96 << 20), fingerprint
     figures = {(s["environment"], s["figure"]) for s in json_report(tmp_path)["summaries"]
                if s["benchmark"] == "boot"}
     assert figures >= {(env, f) for env in ("a", "r") for f in ("total", "to_counter", "start")}, figures
