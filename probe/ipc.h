@@ -9,12 +9,10 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "ipcmsg.h"
 #include "transport.h"
 
 #define IPC_MAX_SIZES 32
-#define IPC_HDR 16
-#define IPC_MIN_SIZE IPC_HDR
-#define IPC_MAX_SIZE (16u << 20)
 
 enum ipc_mode { IPC_LOCAL, IPC_SERVE, IPC_CONNECT };
 

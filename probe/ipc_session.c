@@ -34,14 +34,9 @@
 
 #include "hist.h"
 #include "ipc.h"
+#include "ipcmsg.h"
 #include "probe.h"
 #include "shm.h"
-
-#define IPC_CTRL 48
-#define IPC_MAGIC "RTVBIPC1"
-
-enum { OP_PHASE = 1, OP_BYE = 2, OP_VERDICT = 3, OP_ACK = 0x80 };
-enum { KIND_DATA = 0x41544144, KIND_PONG = 0x474e4f50, KIND_END = 0x21444e45 };   /* "DATA" "PONG" "END!" */
 
 /* What a peer found in the requests of one phase. */
 struct verdict {
@@ -51,53 +46,15 @@ struct verdict {
     uint8_t expected, got;
 };
 
-/* -------------------------------------------------------------- encoding */
-
-static void put32(uint8_t *p, uint32_t v)
+static int send_ctrl(struct tp_conn *c, const struct ipc_ctrl *m)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-struct ctrl {
-    uint32_t op, size;
-    uint64_t a, b;                   /* PHASE: warmup; VERDICT: bad, first_seq */
-    uint32_t c;                      /* VERDICT: offset */
-    uint8_t expected, got;
-};
-
-static int send_ctrl(struct tp_conn *c, const struct ctrl *m)
-{
-    uint8_t buf[IPC_CTRL] = {0};
-    memcpy(buf, IPC_MAGIC, 8);
-    put32(buf + 8, m->op);
-    put32(buf + 12, m->size);
-    put64(buf + 16, m->a);
-    put64(buf + 24, m->b);
-    put32(buf + 32, m->c);
-    buf[36] = m->expected;
-    buf[37] = m->got;
+    uint8_t buf[IPC_CTRL];
+    ipc_ctrl_encode(m, buf);
     return tp_send_all(c, buf, sizeof buf);
 }
 
 /* 0; -1 with errno from the transport; -2 for a message that is not ours. */
-static int recv_ctrl(struct tp_conn *c, struct ctrl *m)
+static int recv_ctrl(struct tp_conn *c, struct ipc_ctrl *m)
 {
     uint8_t buf[IPC_CTRL];
     if (tp_recv_all(c, buf, sizeof buf))
@@ -108,24 +65,7 @@ static int recv_ctrl(struct tp_conn *c, struct ctrl *m)
         errno = EBADMSG;
         return -1;
     }
-    if (memcmp(buf, IPC_MAGIC, 8))
-        return -2;
-    *m = (struct ctrl){.op = get32(buf + 8), .size = get32(buf + 12), .a = get64(buf + 16),
-                       .b = get64(buf + 24), .c = get32(buf + 32), .expected = buf[36], .got = buf[37]};
-    return 0;
-}
-
-/* The payload of each direction: xorshift bytes from a fixed seed, so a
- * byte from the wrong place or the wrong direction does not match. */
-static void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)(x >> 24);
-    }
+    return ipc_ctrl_decode(buf, m) ? -2 : 0;
 }
 
 struct msgbufs {
@@ -143,8 +83,8 @@ static int msgbufs_init(struct msgbufs *m, size_t size, int client)
     m->rx = malloc(size);
     if (!m->req || !m->rep || !m->tx || !m->rx)
         return -1;
-    fill_pattern(m->req, size, 0x9e3779b9u);
-    fill_pattern(m->rep, size, 0x7f4a7c15u);
+    ipc_fill_pattern(m->req, size, IPC_SEED_REQUEST);
+    ipc_fill_pattern(m->rep, size, IPC_SEED_REPLY);
     memcpy(m->tx, client ? m->req : m->rep, size);
     memset(m->tx + 8, 0, IPC_HDR - 8);
     return 0;
@@ -156,12 +96,6 @@ static void msgbufs_free(struct msgbufs *m)
     free(m->rep);
     free(m->tx);
     free(m->rx);
-}
-
-static void set_header(uint8_t *msg, uint32_t seq, uint32_t kind)
-{
-    put32(msg, seq);
-    put32(msg + 4, kind);
 }
 
 /* Offset of the first byte of msg that differs from the expected message,
@@ -185,21 +119,13 @@ static long first_diff(const struct tp_conn *c, const uint8_t *msg, const uint8_
 static long first_byte_diff(const uint8_t *msg, const uint8_t *pattern, size_t size, uint32_t seq, uint32_t kind,
                             uint8_t *expected)
 {
+    /* libc's memcmp first: on a match it is many times faster than the
+     * core's byte loop, which finds where a message differs. */
     uint8_t hdr[IPC_HDR] = {0};
-    set_header(hdr, seq, kind);
-    for (size_t i = 0; i < IPC_HDR; i++)
-        if (msg[i] != hdr[i]) {
-            *expected = hdr[i];
-            return (long)i;
-        }
-    if (memcmp(msg + IPC_HDR, pattern + IPC_HDR, size - IPC_HDR) == 0)
+    ipc_set_header(hdr, seq, kind);
+    if (!memcmp(msg, hdr, IPC_HDR) && !memcmp(msg + IPC_HDR, pattern + IPC_HDR, size - IPC_HDR))
         return -1;
-    for (size_t i = IPC_HDR; i < size; i++)
-        if (msg[i] != pattern[i]) {
-            *expected = pattern[i];
-            return (long)i;
-        }
-    return -1;
+    return ipc_first_diff(msg, pattern, size, seq, kind, expected);
 }
 
 /* Send msg; when `corrupt` flip its last byte for this one send (test hook). */
@@ -233,7 +159,7 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
                       struct ipc_failure *why)
 {
     for (;;) {
-        struct ctrl m;
+        struct ipc_ctrl m;
         int rc = recv_ctrl(c, &m);
         if (rc) {
             snprintf(why->text, sizeof why->text, "waiting for the client's next phase: %s",
@@ -241,12 +167,12 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
             why->interrupted = ipc_stop;
             return -1;
         }
-        if (m.op == OP_BYE) {
-            struct ctrl ack = {.op = OP_BYE | OP_ACK};
+        if (m.op == IPC_OP_BYE) {
+            struct ipc_ctrl ack = {.op = IPC_OP_BYE | IPC_OP_ACK};
             send_ctrl(c, &ack);
             return 0;
         }
-        if (m.op != OP_PHASE || m.size < IPC_MIN_SIZE || m.size > IPC_MAX_SIZE) {
+        if (m.op != IPC_OP_PHASE || m.size < IPC_MIN_SIZE || m.size > IPC_MAX_SIZE) {
             snprintf(why->text, sizeof why->text, "the client sent an invalid phase (op %u, size %u)", m.op, m.size);
             return -1;
         }
@@ -256,7 +182,7 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
             snprintf(why->text, sizeof why->text, "out of memory for %u-byte messages", m.size);
             return -1;
         }
-        struct ctrl ack = {.op = OP_PHASE | OP_ACK, .size = m.size};
+        struct ipc_ctrl ack = {.op = IPC_OP_PHASE | IPC_OP_ACK, .size = m.size};
         struct verdict v = {0};
         uint32_t seq = 0;
         uint64_t served = 0;
@@ -266,15 +192,15 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
                 rc = -1;
                 break;
             }
-            if (get32(b.rx + 4) == KIND_END)
+            if (ipc_get32(b.rx + 4) == IPC_KIND_END)
                 break;
-            set_header(b.tx, seq, KIND_PONG);
+            ipc_set_header(b.tx, seq, IPC_KIND_PONG);
             if (send_msg(c, b.tx, b.size, o->corrupt_reply >= 0 && seq == (uint64_t)o->corrupt_reply)) {
                 rc = -1;
                 break;
             }
             uint8_t expected = 0;
-            long off = first_diff(c, b.rx, b.req, b.size, seq, KIND_DATA, &expected);
+            long off = first_diff(c, b.rx, b.req, b.size, seq, IPC_KIND_DATA, &expected);
             if (off != -1 && v.bad++ == 0)
                 v = (struct verdict){.bad = 1, .first_seq = seq, .offset = off >= 0 ? (uint32_t)off : UINT32_MAX,
                                      .expected = expected, .got = off >= 0 ? b.rx[off] : 0};
@@ -282,7 +208,7 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
             served++;
         }
         if (rc == 0) {
-            struct ctrl verdict = {.op = OP_VERDICT, .size = m.size, .a = v.bad, .b = v.first_seq, .c = v.offset,
+            struct ipc_ctrl verdict = {.op = IPC_OP_VERDICT, .size = m.size, .a = v.bad, .b = v.first_seq, .c = v.offset,
                                    .expected = v.expected, .got = v.got};
             rc = send_ctrl(c, &verdict);
         }
@@ -334,7 +260,7 @@ struct phase {
 static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *p, struct ipc_failure *why)
 {
     struct msgbufs b;
-    struct ctrl m = {.op = OP_PHASE, .size = (uint32_t)p->size, .a = o->warmup};
+    struct ipc_ctrl m = {.op = IPC_OP_PHASE, .size = (uint32_t)p->size, .a = o->warmup};
     int rc = -1;
     if (msgbufs_init(&b, p->size, 1)) {
         snprintf(why->text, sizeof why->text, "out of memory for %zu-byte messages", p->size);
@@ -345,7 +271,7 @@ static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *
         rc = -1;
         goto out;
     }
-    if (rc == -2 || m.op != (OP_PHASE | OP_ACK) || m.size != p->size) {
+    if (rc == -2 || m.op != (IPC_OP_PHASE | IPC_OP_ACK) || m.size != p->size) {
         snprintf(why->text, sizeof why->text, "the peer did not accept the %zu-byte phase (is it rtvb-probe "
                  "ipc --serve of the same version?)", p->size);
         rc = -1;
@@ -362,7 +288,7 @@ static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *
         }
         if (ipc_stop || (measuring && ((o->count && p->measured >= o->count) || t_last >= t_end)))
             break;
-        set_header(b.tx, seq, KIND_DATA);
+        ipc_set_header(b.tx, seq, IPC_KIND_DATA);
         int corrupt = o->corrupt_request >= 0 && seq == (uint64_t)o->corrupt_request;
         uint64_t t0 = mono_ns();
         if (send_msg(c, b.tx, b.size, corrupt) || tp_recv_all(c, b.rx, b.size)) {
@@ -372,7 +298,7 @@ static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *
         t_last = mono_ns();
         /* Checked before it counts: a wrong reply is not a round trip. */
         uint8_t expected = 0;
-        long off = first_diff(c, b.rx, b.rep, b.size, seq, KIND_PONG, &expected);
+        long off = first_diff(c, b.rx, b.rep, b.size, seq, IPC_KIND_PONG, &expected);
         if (off != -1) {
             p->reply_bad = 1;
             p->reply_seq = seq;
@@ -400,10 +326,10 @@ static int run_phase(struct tp_conn *c, const struct ipc_opts *o, struct phase *
      * out of step, so no END is sent. */
     if (p->reply_bad)
         goto out;
-    set_header(b.tx, seq, KIND_END);
-    if (tp_send_all(c, b.tx, b.size) || (rc = recv_ctrl(c, &m)) != 0 || m.op != OP_VERDICT) {
+    ipc_set_header(b.tx, seq, IPC_KIND_END);
+    if (tp_send_all(c, b.tx, b.size) || (rc = recv_ctrl(c, &m)) != 0 || m.op != IPC_OP_VERDICT) {
         snprintf(why->text, sizeof why->text, "ending the %zu-byte phase: %s", p->size,
-                 rc == -2 || (rc == 0 && m.op != OP_VERDICT) ? "unexpected answer from the peer" : io_error(errno));
+                 rc == -2 || (rc == 0 && m.op != IPC_OP_VERDICT) ? "unexpected answer from the peer" : io_error(errno));
         rc = -1;
         goto out;
     }
@@ -510,8 +436,8 @@ int ipc_run_client(struct tp_conn *c, const struct ipc_opts *o, const char *peer
     }
     free(h);
     if (rc == 0) {
-        struct ctrl bye = {.op = OP_BYE}, ack;
-        if (send_ctrl(c, &bye) || recv_ctrl(c, &ack) || ack.op != (OP_BYE | OP_ACK))
+        struct ipc_ctrl bye = {.op = IPC_OP_BYE}, ack;
+        if (send_ctrl(c, &bye) || recv_ctrl(c, &ack) || ack.op != (IPC_OP_BYE | IPC_OP_ACK))
             jw_warning("no_bye", "the %s peer did not acknowledge the end of the session; its own output may "
                        "say why.", tp_name(c->kind));
     }

@@ -11,8 +11,9 @@
  * uncached mapping a guest gets of a PCI BAR (read-modify-write atomics may
  * not be, e.g. exclusives on arm device memory).
  *
- * Layout (LINE = 64-byte lines, so that words written by different sides
- * never share a cache line):
+ * Layout (probe/core/shmlayout.h, shared with the bare-metal image; LINE =
+ * 64-byte lines, so that words written by different sides never share a
+ * cache line):
  *   line 0  header, written by the server before it says ready: magic,
  *           version, line size, region bytes, slot bytes (the largest
  *           message each way)
@@ -65,10 +66,6 @@
 
 #include "probe.h"
 
-#define LINE 64
-#define SHM_MAGIC 0x4d534252u        /* "RBSM" in memory order on little-endian */
-#define SHM_VERSION 1u
-#define DATA_OFF (8 * LINE)
 /* Spins before each check yields the CPU, some 20 us natively; none when
  * this end may run on one CPU only (a one-vCPU guest, both ends pinned to
  * one CPU): there the peer cannot move while we spin. */
@@ -120,32 +117,7 @@ static void cpu_relax(void)
  * nanosecond in the same pid are the only collision, and those are one run. */
 static uint32_t fresh_id(uint32_t salt)
 {
-    uint64_t x = mono_ns() ^ ((uint64_t)getpid() << 32) ^ salt;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return (uint32_t)x ? (uint32_t)x : 1;
-}
-
-/* Fletcher-style over 32-bit words: every byte and its position count, so a
- * changed, swapped or missing byte changes it. Not a cryptographic hash:
- * it guards against accidents (a torn copy, a stray write). */
-static uint32_t checksum(const uint8_t *p, size_t n)
-{
-    uint64_t a = 1, b = 0;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint32_t w;
-        memcpy(&w, p + i, 4);
-        a += w;
-        b += a;
-    }
-    for (; i < n; i++) {
-        a += p[i];
-        b += a;
-    }
-    uint32_t h = (uint32_t)a ^ (uint32_t)(a >> 32) * 0x85ebca6bu;
-    return h ^ (uint32_t)b * 0xc2b2ae35u ^ (uint32_t)(b >> 32);
+    return shm_mix_id(mono_ns() ^ ((uint64_t)getpid() << 32) ^ salt);
 }
 
 /* ------------------------------------------------------------- mapping */
@@ -345,46 +317,40 @@ void shm_unmap(struct shm_map *m)
 
 size_t shm_capacity(const struct shm_map *m)
 {
-    return m->len < DATA_OFF + 2 * LINE ? 0 : (m->len - DATA_OFF) / 2 / LINE * LINE;
+    return shm_slot_bytes(m->len);
 }
 
 /* ------------------------------------------------------------ handshake */
 
-enum { W_MAGIC = 0, W_VERSION = 4, W_LINE = 8, W_REGION = 16, W_SLOT = 24,
-       W_READY = 1 * LINE, W_SERVER_CLOSED = 1 * LINE + 4,
-       W_SESSION = 2 * LINE, W_CLIENT_CLOSED = 2 * LINE + 4,
-       W_ACCEPTED = 3 * LINE,
-       W_MAILBOX = 4 * LINE };
-
 static struct mailbox mailbox(const struct shm_map *m, int i)
 {
-    size_t w = W_MAILBOX + (size_t)i * 2 * LINE;
-    return (struct mailbox){.seq = word(m->base, w), .len = plain(m->base, w + 4), .sum = plain(m->base, w + 8),
-                            .session = plain(m->base, w + 12), .ack = word(m->base, w + LINE),
-                            .data = (uint8_t *)m->base + DATA_OFF + (size_t)i * shm_capacity(m)};
+    size_t w = shm_mailbox_off(i);
+    return (struct mailbox){.seq = word(m->base, w + SHM_MB_SEQ), .len = plain(m->base, w + SHM_MB_LEN),
+                            .sum = plain(m->base, w + SHM_MB_SUM), .session = plain(m->base, w + SHM_MB_SESSION),
+                            .ack = word(m->base, w + SHM_MB_ACK), .data = (uint8_t *)m->base + shm_slot_off(m->len, i)};
 }
 
 void shm_prepare(struct shm_map *m)
 {
     void *b = m->base;
-    atomic_store_explicit(word(b, W_READY), 0, memory_order_release);
-    atomic_store_explicit(word(b, W_SERVER_CLOSED), 0, memory_order_relaxed);
-    atomic_store_explicit(word(b, W_SESSION), 0, memory_order_relaxed);
-    atomic_store_explicit(word(b, W_ACCEPTED), 0, memory_order_relaxed);
+    atomic_store_explicit(word(b, SHM_W_READY), 0, memory_order_release);
+    atomic_store_explicit(word(b, SHM_W_SERVER_CLOSED), 0, memory_order_relaxed);
+    atomic_store_explicit(word(b, SHM_W_SESSION), 0, memory_order_relaxed);
+    atomic_store_explicit(word(b, SHM_W_ACCEPTED), 0, memory_order_relaxed);
     for (int i = 0; i < 2; i++) {
         struct mailbox x = mailbox(m, i);
         atomic_store_explicit(x.seq, 0, memory_order_relaxed);
         atomic_store_explicit(x.ack, 0, memory_order_relaxed);
         *x.session = 0;
     }
-    *plain(b, W_MAGIC) = SHM_MAGIC;
-    *plain(b, W_VERSION) = SHM_VERSION;
-    *plain(b, W_LINE) = LINE;
+    *plain(b, SHM_W_MAGIC) = SHM_MAGIC;
+    *plain(b, SHM_W_VERSION) = SHM_VERSION;
+    *plain(b, SHM_W_LINE) = SHM_LINE;
     uint64_t region = m->len, slot = shm_capacity(m);
-    memcpy((uint8_t *)b + W_REGION, &region, 8);
-    memcpy((uint8_t *)b + W_SLOT, &slot, 8);
+    memcpy((uint8_t *)b + SHM_W_REGION, &region, 8);
+    memcpy((uint8_t *)b + SHM_W_SLOT, &slot, 8);
     /* Everything above happens before a client that sees the epoch. */
-    atomic_store_explicit(word(b, W_READY), fresh_id(0x5e5e), memory_order_release);
+    atomic_store_explicit(word(b, SHM_W_READY), fresh_id(0x5e5e), memory_order_release);
 }
 
 /* This end's connection once the session is agreed. */
@@ -398,8 +364,8 @@ static int attach(struct shm_map *m, int server, uint32_t session, uint64_t time
     }
     s->out = mailbox(m, server);
     s->in = mailbox(m, !server);
-    s->my_closed = word(m->base, server ? W_SERVER_CLOSED : W_CLIENT_CLOSED);
-    s->peer_closed = word(m->base, server ? W_CLIENT_CLOSED : W_SERVER_CLOSED);
+    s->my_closed = word(m->base, server ? SHM_W_SERVER_CLOSED : SHM_W_CLIENT_CLOSED);
+    s->peer_closed = word(m->base, server ? SHM_W_CLIENT_CLOSED : SHM_W_SERVER_CLOSED);
     s->slot = shm_capacity(m);
     s->session = session;
     s->timeout_ns = timeout_ns;
@@ -420,7 +386,7 @@ int shm_serve(struct shm_map *m, uint64_t timeout_ns, volatile sig_atomic_t *sto
               size_t errlen)
 {
     uint32_t session;
-    while ((session = atomic_load_explicit(word(m->base, W_SESSION), memory_order_acquire)) == 0) {
+    while ((session = atomic_load_explicit(word(m->base, SHM_W_SESSION), memory_order_acquire)) == 0) {
         if (*stop) {
             errno = EINTR;
             snprintf(err, errlen, "waiting for a client in %s: interrupted", m->where);
@@ -430,9 +396,9 @@ int shm_serve(struct shm_map *m, uint64_t timeout_ns, volatile sig_atomic_t *sto
     }
     if (attach(m, 1, session, timeout_ns, stop, c, err, errlen))
         return TP_FAILED;
-    atomic_store_explicit(word(m->base, W_CLIENT_CLOSED), 0, memory_order_relaxed);
+    atomic_store_explicit(word(m->base, SHM_W_CLIENT_CLOSED), 0, memory_order_relaxed);
     /* The mailboxes are as shm_prepare left them: nobody sends before this. */
-    atomic_store_explicit(word(m->base, W_ACCEPTED), session, memory_order_release);
+    atomic_store_explicit(word(m->base, SHM_W_ACCEPTED), session, memory_order_release);
     return TP_OK;
 }
 
@@ -443,19 +409,19 @@ int shm_connect(struct shm_map *m, uint64_t timeout_ns, volatile sig_atomic_t *s
     uint64_t deadline = mono_ns() + timeout_ns;
     int header_seen = 0;
     for (;;) {
-        uint32_t e = atomic_load_explicit(word(m->base, W_READY), memory_order_acquire);
-        int ours = e && *plain(m->base, W_MAGIC) == SHM_MAGIC;
-        if (ours && *plain(m->base, W_VERSION) != SHM_VERSION) {
+        uint32_t e = atomic_load_explicit(word(m->base, SHM_W_READY), memory_order_acquire);
+        int ours = e && *plain(m->base, SHM_W_MAGIC) == SHM_MAGIC;
+        if (ours && *plain(m->base, SHM_W_VERSION) != SHM_VERSION) {
             snprintf(err, errlen, "the server in %s speaks shm protocol version %u, this probe %u", m->where,
-                     *plain(m->base, W_VERSION), SHM_VERSION);
+                     *plain(m->base, SHM_W_VERSION), SHM_VERSION);
             return TP_FAILED;
         }
         header_seen |= ours;
         if (ours && e != epoch) {
             epoch = e;
-            atomic_store_explicit(word(m->base, W_SESSION), session, memory_order_release);
+            atomic_store_explicit(word(m->base, SHM_W_SESSION), session, memory_order_release);
         }
-        if (ours && atomic_load_explicit(word(m->base, W_ACCEPTED), memory_order_acquire) == session)
+        if (ours && atomic_load_explicit(word(m->base, SHM_W_ACCEPTED), memory_order_acquire) == session)
             break;
         if (*stop || mono_ns() > deadline) {
             errno = *stop ? EINTR : ETIMEDOUT;
@@ -519,7 +485,7 @@ int shm_send(struct tp_conn *c, const void *buf, size_t len)
         return -1;
     memcpy(s->out.data, buf, len);
     *s->out.len = (uint32_t)len;
-    *s->out.sum = checksum(buf, len);
+    *s->out.sum = shm_checksum(buf, len);
     *s->out.session = s->session;
     s->sent++;
     if (s->corrupt_after && s->sent == s->corrupt_after)
@@ -546,7 +512,7 @@ int shm_recv(struct tp_conn *c, void *buf, size_t len)
     uint32_t sum = *s->in.sum;
     s->received = seq;
     atomic_store_explicit(s->in.ack, seq, memory_order_release);
-    s->last_sum_bad = checksum(buf, len) != sum;
+    s->last_sum_bad = shm_checksum(buf, len) != sum;
     return 0;
 }
 

@@ -13,13 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shmlayout.h"
 #include "transport.h"
 
 /* Size of a region the probe creates when --shm-size is not given. */
 #define SHM_DEFAULT_SIZE (4u << 20)
-/* The smallest region: header lines, two mailboxes and room for a message
- * of IPC_CTRL bytes each way. */
-#define SHM_MIN_SIZE 4096u
 
 /* A mapped region. `created`: this process made the file and removes it
  * in shm_unmap (the other end of a local measurement, a forked child,
