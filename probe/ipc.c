@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "ipcrec.h"
 #include "opts.h"
 #include "probe.h"
 #include "shm.h"
@@ -416,23 +417,7 @@ static void print_meta(int argc, char **argv, const struct ipc_opts *o, const st
     jw_end(&w);
     /* A server does what its client asks: sizes, count and warmup are the
      * client's, so they are null here. */
-    if (o->mode == IPC_SERVE) {
-        jw_null(&w, "sizes_bytes");
-        jw_null(&w, "count");
-        jw_null(&w, "duration_ns");
-        jw_null(&w, "warmup");
-    } else {
-        jw_arr(&w, "sizes_bytes");
-        for (int i = 0; i < o->nsizes; i++)
-            jw_uint(&w, NULL, o->sizes[i]);
-        jw_end(&w);
-        if (o->count)
-            jw_uint(&w, "count", o->count);
-        else
-            jw_null(&w, "count");
-        jw_uint(&w, "duration_ns", o->duration_ns);
-        jw_uint(&w, "warmup", o->warmup);
-    }
+    ipc_write_limits(&w, o->mode == IPC_SERVE, o->sizes, o->nsizes, o->count, o->duration_ns, o->warmup);
     jw_uint(&w, "timeout_ns", o->timeout_ns);
     if (o->mode == IPC_LOCAL || o->transports == 1u << TP_SHM)
         jw_null(&w, "port");

@@ -27,7 +27,6 @@
  * seq (u32), kind (u32), 8 zero bytes, then the direction's pattern.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "hist.h"
 #include "ipc.h"
 #include "ipcmsg.h"
+#include "ipcrec.h"
 #include "probe.h"
 #include "shm.h"
 
@@ -343,63 +343,19 @@ out:
     return rc;
 }
 
-static void write_corruption(struct jw *w, const char *direction, uint64_t seq, long offset, uint8_t expected,
-                             uint8_t got, uint64_t count)
-{
-    jw_obj(w, "corruption");
-    jw_str(w, "direction", direction);
-    jw_uint(w, "message", seq);
-    jw_int(w, "offset", offset);
-    jw_int(w, "expected", expected);
-    jw_int(w, "got", got);
-    jw_uint(w, "messages_affected", count);
-    jw_end(w);
-}
-
 static void print_phase(const struct phase *p, enum tp_kind k, const char *peer, const struct ipc_opts *o)
 {
-    static const struct { const char *key; double p; } pct[] = {
-        {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"p999_ns", 99.9}, {"p9999_ns", 99.99},
-    };
     const struct hist *h = p->h;
     struct jw w = {0};
-    jw_record(&w, "result");
-    jw_str(&w, "role", "client");
-    jw_str(&w, "transport", tp_name(k));
-    jw_str(&w, "peer", peer);
-    jw_uint(&w, "size_bytes", p->size);
-    jw_uint(&w, "count", p->measured);
-    jw_uint(&w, "warmup", o->warmup);
-    jw_bool(&w, "complete", p->complete);
-    /* null: cut short before the peer's verdict, nothing wrong seen so far. */
-    if (p->reply_bad || (p->peer_checked && p->peer.bad))
-        jw_bool(&w, "verified", 0);
-    else if (p->complete)
-        jw_bool(&w, "verified", 1);
-    else
-        jw_null(&w, "verified");
-    if (h->count) {
-        jw_uint(&w, "min_ns", h->min);
-        jw_double(&w, "avg_ns", hist_mean(h));
-        jw_uint(&w, "max_ns", h->max);
-        jw_double(&w, "stddev_ns", hist_stddev(h));
-        for (size_t i = 0; i < sizeof pct / sizeof *pct; i++)
-            jw_uint(&w, pct[i].key, hist_percentile(h, pct[i].p));
-    } else {
-        static const char *const keys[] = {"min_ns", "avg_ns", "max_ns", "stddev_ns", "p50_ns", "p90_ns",
-                                           "p99_ns", "p999_ns", "p9999_ns"};
-        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-            jw_null(&w, keys[i]);
-    }
-    jw_uint(&w, "elapsed_ns", p->elapsed_ns);
-    double secs = (double)p->elapsed_ns / 1e9;
-    jw_double(&w, "round_trips_per_s", secs > 0 ? (double)p->measured / secs : NAN);
-    jw_double(&w, "payload_bps", secs > 0 ? 2.0 * (double)p->size * (double)p->measured / secs : NAN);
+    int bad = p->reply_bad || (p->peer_checked && p->peer.bad);
+    ipc_write_client_head(&w, tp_name(k), peer, p->size, p->measured, o->warmup, p->complete,
+                          bad ? 0 : p->complete ? 1 : -1);
+    ipc_write_round_trips(&w, h, p->size, p->elapsed_ns);
     if (p->reply_bad)
-        write_corruption(&w, "reply", p->reply_seq, p->reply_offset, p->reply_expected, p->reply_got, 1);
+        ipc_write_corruption(&w, "reply", p->reply_seq, p->reply_offset, p->reply_expected, p->reply_got, 1);
     else if (p->peer_checked && p->peer.bad)
-        write_corruption(&w, "request", p->peer.first_seq, p->peer.offset == UINT32_MAX ? -1 : (long)p->peer.offset,
-                         p->peer.expected, p->peer.got, p->peer.bad);
+        ipc_write_corruption(&w, "request", p->peer.first_seq,
+                             p->peer.offset == UINT32_MAX ? -1 : (long)p->peer.offset, p->peer.expected, p->peer.got, p->peer.bad);
     hist_write_json(h, &w, "histogram");
     jw_emit(&w);
     jw_free(&w);

@@ -20,6 +20,7 @@
 #include "membw.h"
 #include "memlat.h"
 #include "parse.h"
+#include "pingpong.h"
 #include "rtos.h"
 #include "stop.h"
 #include "sysinfo.h"
@@ -80,7 +81,7 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {{"latency", irqlat_command}, {"mem-lat", memlat_command}, {"mem-bw", membw_command},
-                {"rtos", rtos_command}, {"sysinfo", sysinfo_command}};
+                {"ipc", ipc_command}, {"rtos", rtos_command}, {"sysinfo", sysinfo_command}};
 
 static void bad_request(const char *line, const char *why)
 {
@@ -124,7 +125,8 @@ static void run(const char *line, char **field, int nfield)
             console_exit(status);
             return;
         }
-    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos, sysinfo", NULL);
+    console_err("no command '", argv[0], "' on the bare-metal image; it has: latency, mem-lat, mem-bw, ipc, rtos, sysinfo",
+                NULL);
     console_exit(127);
 }
 

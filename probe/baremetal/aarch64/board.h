@@ -21,6 +21,13 @@
  *                     reads 0 (firmware that never set it)
  *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
  *                     mem-bw measure in (96 MiB)
+ *   BOARD_PCI_ECAM_BASE, _SIZE  the host bridge's ECAM    0x4010000000, 0x10000000
+ *   BOARD_PCI_MMIO_BASE, _SIZE  where the image puts       0x10000000, 0x10000000
+ *                     non-prefetchable BARs (device memory)
+ *   BOARD_PCI_PREF_BASE, _SIZE  where it puts prefetchable 0x20000000, 0x10000000
+ *                     BARs (ivshmem's shared memory), mapped normal
+ *                     cacheable (mmu.c); 2 MiB aligned, in one 1 GiB block
+ *                     both inside virt's 32-bit PCI window 0x10000000..0x3efeffff
  *
  * The linker script includes this file too, so it holds macros only.
  */
@@ -63,6 +70,25 @@
 
 #ifndef BOARD_MEM_AREA_BYTES
 #define BOARD_MEM_AREA_BYTES 0x6000000
+#endif
+
+#ifndef BOARD_PCI_ECAM_BASE
+#define BOARD_PCI_ECAM_BASE 0x4010000000
+#endif
+#ifndef BOARD_PCI_ECAM_SIZE
+#define BOARD_PCI_ECAM_SIZE 0x10000000
+#endif
+#ifndef BOARD_PCI_MMIO_BASE
+#define BOARD_PCI_MMIO_BASE 0x10000000
+#endif
+#ifndef BOARD_PCI_MMIO_SIZE
+#define BOARD_PCI_MMIO_SIZE 0x10000000
+#endif
+#ifndef BOARD_PCI_PREF_BASE
+#define BOARD_PCI_PREF_BASE 0x20000000
+#endif
+#ifndef BOARD_PCI_PREF_SIZE
+#define BOARD_PCI_PREF_SIZE 0x10000000
 #endif
 
 #endif

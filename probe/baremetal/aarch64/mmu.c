@@ -5,6 +5,15 @@
  * that. One level-1 table of 1 GiB blocks covers the 39-bit address space:
  * the blocks over BOARD_RAM_BASE .. + BOARD_RAM_SIZE are normal memory,
  * every other block Device-nGnRnE and never executable (the GIC, the UART).
+ * The 1 GiB block that holds the PCI window for prefetchable BARs
+ * (BOARD_PCI_PREF_*) is split into 2 MiB blocks by a level-2 table: the
+ * window is normal cacheable memory, the rest of the block Device. The
+ * prefetchable BAR the image uses is ivshmem's shared memory, RAM on the
+ * host that QEMU and the host's processes map cacheable: a cacheable map
+ * here stays coherent with theirs (KVM's stage 2 maps it cacheable too,
+ * and a Device map would bypass the caches their writes sit in), and
+ * normal memory takes the acquire/release instructions and the unaligned
+ * copies the ipc transport uses.
  *
  * Runs from start.S with the MMU still off, before any other C code.
  */
@@ -35,7 +44,27 @@
 #define SCTLR_C (1ull << 2)
 #define SCTLR_I (1ull << 12)
 
+#define L2_SHIFT 21
+#define DESC_TABLE 3ull
+
+_Static_assert(BOARD_PCI_PREF_BASE % (1ull << L2_SHIFT) == 0 && BOARD_PCI_PREF_SIZE % (1ull << L2_SHIFT) == 0 &&
+               BOARD_PCI_PREF_BASE >> BLOCK_SHIFT == (BOARD_PCI_PREF_BASE + BOARD_PCI_PREF_SIZE - 1) >> BLOCK_SHIFT,
+               "the prefetchable PCI window must be 2 MiB aligned and within one 1 GiB block");
+
 static uint64_t level1[ENTRIES] __attribute__((aligned(4096)));
+static uint64_t pref_level2[ENTRIES] __attribute__((aligned(4096)));
+
+static uint64_t block_desc(uint64_t base, int normal)
+{
+    base |= DESC_BLOCK | DESC_AF;
+    return normal ? base | DESC_ATTR(ATTR_NORMAL) | DESC_SH_INNER : base | DESC_ATTR(ATTR_DEVICE) | DESC_PXN | DESC_UXN;
+}
+
+static void clean_table(const uint64_t *t)
+{
+    for (uintptr_t p = (uintptr_t)t; p < (uintptr_t)(t + ENTRIES); p += 64)
+        __asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
+}
 
 static int is_ram(uint64_t block)
 {
@@ -47,15 +76,19 @@ static int is_ram(uint64_t block)
 void mmu_on(void);   /* called by start.S */
 void mmu_on(void)
 {
+    for (uint64_t i = 0; i < ENTRIES; i++)
+        level1[i] = block_desc(i << BLOCK_SHIFT, is_ram(i));
+    uint64_t pref_block = (uint64_t)BOARD_PCI_PREF_BASE >> BLOCK_SHIFT;
     for (uint64_t i = 0; i < ENTRIES; i++) {
-        uint64_t base = i << BLOCK_SHIFT | DESC_BLOCK | DESC_AF;
-        level1[i] = is_ram(i) ? base | DESC_ATTR(ATTR_NORMAL) | DESC_SH_INNER
-                              : base | DESC_ATTR(ATTR_DEVICE) | DESC_PXN | DESC_UXN;
+        uint64_t a = pref_block << BLOCK_SHIFT | i << L2_SHIFT;
+        pref_level2[i] = block_desc(a, is_ram(pref_block) || (a >= (uint64_t)BOARD_PCI_PREF_BASE &&
+                                                               a < (uint64_t)BOARD_PCI_PREF_BASE + BOARD_PCI_PREF_SIZE));
     }
-    /* The table was written uncached; a walk through the caches must not
-     * find stale lines of it. */
-    for (uintptr_t p = (uintptr_t)level1; p < (uintptr_t)(level1 + ENTRIES); p += 64)
-        __asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
+    level1[pref_block] = (uint64_t)(uintptr_t)pref_level2 | DESC_TABLE;
+    /* The tables were written uncached; a walk through the caches must not
+     * find stale lines of them. */
+    clean_table(level1);
+    clean_table(pref_level2);
     uint64_t sctlr;
     __asm__ volatile("dsb sy\n\t"
                      "msr mair_el1, %1\n\t"

@@ -18,6 +18,12 @@
  *                      else SBI; 1 always Sstc; 2 always SBI
  *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
  *                     mem-bw measure in (96 MiB)
+ *   BOARD_PCI_ECAM_BASE, _SIZE  the host bridge's ECAM    0x30000000, 0x10000000
+ *   BOARD_PCI_MMIO_BASE, _SIZE  where the image puts       0x40000000, 0x10000000
+ *                     non-prefetchable BARs
+ *   BOARD_PCI_PREF_BASE, _SIZE  where it puts prefetchable 0x50000000, 0x10000000
+ *                     BARs (ivshmem's shared memory); both inside virt's
+ *                     32-bit PCI window 0x40000000..0x7fffffff
  *
  * The linker script includes this file too, so it holds macros only.
  */
@@ -48,6 +54,25 @@
 
 #ifndef BOARD_MEM_AREA_BYTES
 #define BOARD_MEM_AREA_BYTES 0x6000000
+#endif
+
+#ifndef BOARD_PCI_ECAM_BASE
+#define BOARD_PCI_ECAM_BASE 0x30000000
+#endif
+#ifndef BOARD_PCI_ECAM_SIZE
+#define BOARD_PCI_ECAM_SIZE 0x10000000
+#endif
+#ifndef BOARD_PCI_MMIO_BASE
+#define BOARD_PCI_MMIO_BASE 0x40000000
+#endif
+#ifndef BOARD_PCI_MMIO_SIZE
+#define BOARD_PCI_MMIO_SIZE 0x10000000
+#endif
+#ifndef BOARD_PCI_PREF_BASE
+#define BOARD_PCI_PREF_BASE 0x50000000
+#endif
+#ifndef BOARD_PCI_PREF_SIZE
+#define BOARD_PCI_PREF_SIZE 0x10000000
 #endif
 
 #endif
