@@ -31,6 +31,7 @@ from rtvbench.params import Name, StrictModel, names_or_all, number_arg, probe_i
 from rtvbench.spec import Placement
 from rtvbench.targets import shm as shm_regions
 from rtvbench.targets.base import Target
+from rtvbench.targets.capabilities import ProbeSubset
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 1280, 4096, 65536)
 DEFAULT_COUNT, DEFAULT_WARMUP = 10_000, 100
@@ -117,6 +118,11 @@ class IpcBenchmark(PeerEnds, Benchmark):
     kind = "ipc"
     Params = IpcParams
     server_role = "the round-trip server"
+    key_options = {"peer": "--connect", "transports": "--transport", "sizes": "--sizes", "count": "--count",
+                   "duration_s": "--duration-s", "warmup": "--warmup", "timeout_s": "--timeout-s", "cpus": "--cpus"}
+    #: the bare-metal image is the client of a peer's server over shm (its ivshmem region)
+    freestanding_options = ("--connect", "--transport", "--shm-pci", "--sizes", "--count", "--duration-s",
+                            "--warmup", "--timeout-s")
 
     def __init__(self, name: str, params: StrictModel) -> None:
         super().__init__(name, params)
@@ -190,6 +196,23 @@ class IpcBenchmark(PeerEnds, Benchmark):
 
     def client_args_for(self, meet: Meeting, port: int) -> list[str]:
         return self.client_args(meet.address, port, meet.client_args)
+
+    def campaign_problems(self, environments: dict, loads: dict) -> list[tuple[tuple, str]]:
+        """An environment that is the probe alone (a bare-metal image) does ipc only as the client of a
+        server elsewhere, over a shm region: it runs nothing in the background and has no other transport."""
+        p: IpcParams = self.params
+        alone = {env: t for env, t in environments.items() if isinstance(t, ProbeSubset)}
+        if p.peer in alone:
+            return [(("benchmarks", self.name, "peer"),
+                     f'environment "{p.peer}" is {alone[p.peer].describe_self()}, which cannot serve round trips '
+                     "(it runs one command at a time and nothing in the background); make it a measured "
+                     "environment and name another one as the peer")]
+        if alone and (p.peer is None or list(p.transports) != ["shm"]):
+            env, target = next(iter(alone.items()))
+            return [(("benchmarks", self.name, "transports" if p.peer else "kind"),
+                     f'environment "{env}" is {target.describe_self()}, whose ipc is the client of a peer over '
+                     'its shm region only; set peer = "ENV" and transports = ["shm"]')]
+        return []
 
     def check_pair(self, client: "Target", server: "Target") -> None:
         if self._shm:

@@ -18,7 +18,9 @@ FIRMWARE = {"riscv64": ["-bios", "default"]}
 #: the file of the built image: the riscv64 .bin has no header to say its arch, its ELF has
 BUILT_FILE = {"aarch64": "rtvb-probe.bin", "riscv64": "rtvb-probe.elf"}
 #: the campaign keys a partition takes; the others describe a Linux guest
-PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s"}
+PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s", "shm", "shm_size_mb"}
+#: the largest ivshmem region the image maps: its board's window for prefetchable BARs (BOARD_PCI_PREF_SIZE)
+PARTITION_SHM_MAX_MB = 256
 MAX_IMAGE_BYTES = 64 << 20
 #: BOARD_MEM_AREA_BYTES of the board headers the images are built with: where mem-lat and mem-bw measure
 MEM_AREA_BYTES = 96 << 20
@@ -89,6 +91,9 @@ def keys_problem(params: Any) -> str | None:
         return (f"memory_mb = {params.memory_mb} is less RAM than the bare-metal image needs ({MIN_MEMORY_MB} MiB: "
                 f"QEMU loads it with its {MEM_AREA_BYTES >> 20} MiB memory area); set memory_mb = {MIN_MEMORY_MB} or "
                 "more, or leave it out")
+    if params.shm is not None and params.shm_size_mb > PARTITION_SHM_MAX_MB:
+        return (f"shm_size_mb = {params.shm_size_mb} is more than the bare-metal image maps: it places its ivshmem "
+                f"region in a {PARTITION_SHM_MAX_MB} MiB PCI window; give at most {PARTITION_SHM_MAX_MB}")
     return None
 
 

@@ -32,8 +32,9 @@ from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
 from rtvbench.targets.qemu.image import FIRMWARE, MACHINE, MEM_AREA_BYTES
-from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SLOWDOWN,
-                                          ChannelTarget, _qemu_version)
+from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SHM_MEMDEV,
+                                          SLOWDOWN, ChannelTarget, _qemu_version)
+from rtvbench.targets import shm as shm_regions
 # The module, not the class: serial_line imports this package (its channel), which imports this module.
 from rtvbench.targets import serial_line
 
@@ -151,6 +152,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
         self._port: ImagePort | None = None
         self._qemu_version: str | None = None
         self._signalled: set[int] = set()      # the signals the running command was sent
+        self._shm_held = False
 
     # -- the QEMU process, as the serial line's port --------------------------
 
@@ -165,7 +167,22 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
         # debug-threads names the vCPU thread ("CPU 0/TCG"), which host_usage() tells from QEMU's others.
         return [qemu, "-name", f"{PROBE_NAME},debug-threads=on", "-accel", "tcg", "-machine", machine,
                 "-cpu", cpu, "-smp", "1", "-m", str(self._memory_mb()), "-nodefaults", "-nographic", "-no-reboot",
-                "-monitor", "none", "-serial", "stdio", *FIRMWARE.get(p.arch, []), "-kernel", p.image]
+                "-monitor", "none", "-serial", "stdio", *FIRMWARE.get(p.arch, []), "-kernel", p.image,
+                *self._shm_args()]
+
+    def _shm_args(self) -> list[str]:
+        """The region as an ivshmem-plain device, which the image finds on its PCI bus (the region is held
+        from the first boot to close: a boot after a lost one maps the same file)."""
+        p = self.params
+        if p.shm is None:
+            return []
+        path = shm_regions.hold(p.shm, p.shm_size_mb << 20) if not self._shm_held else shm_regions.region_path(p.shm)
+        self._shm_held = True
+        return ["-object", f"memory-backend-file,id={SHM_MEMDEV},share=on,mem-path={path},size={p.shm_size_mb}M",
+                "-device", f"ivshmem-plain,memdev={SHM_MEMDEV}"]
+
+    def shm_region(self) -> str | None:
+        return self.params.shm
 
     def _memory_mb(self) -> int:
         p = self.params
@@ -316,6 +333,9 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
                 pass
         self.line.drop()
         self._close_port()
+        if self._shm_held:
+            self._shm_held = False
+            shm_regions.release(self.params.shm)
 
     def close(self) -> None:
         self._end(ask=True)
