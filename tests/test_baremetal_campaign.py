@@ -68,7 +68,7 @@ def test_validate_accepts_the_partition_beside_a_linux_guest(image):
         pytest.skip("no aarch64 kernel: rtvbench kernel fetch --arch aarch64")
     r = run_cli("validate", "examples/partition-vs-guest.toml", cwd=REPO, env=cli_env())
     assert r.returncode == 0, r.stderr
-    assert "2 environment(s) x 3 load(s) x 2 benchmark(s)" in r.stdout
+    assert "2 environment(s) x 3 load(s) x 3 benchmark(s)" in r.stdout
 
 
 REFUSED = {
@@ -79,12 +79,14 @@ REFUSED = {
     "a work budget": ("", "work_us = 100", "", "benchmarks.irq.work_us: cannot be honoured in environment \"bm\""),
     "another kind": ("", '[benchmarks.os]\nkind = "os"\ntests = ["null"]', "",
                      'benchmarks.os.kind: "os" cannot run in environment "bm", a bare-metal image, which runs only '
-                     '"boot", "latency", "mem-bw", "mem-lat"; measure it in a campaign without that environment'),
+                     '"boot", "ipc", "latency", "mem-bw", "mem-lat"; measure it in a campaign without that environment'),
     "a load in it": ('[loads.hog]\nkind = "cpu"', "", "",
                      'loads.hog.where: environment "bm" is a bare-metal image, which runs no loads (only '
-                     '"boot", "latency", "mem-bw", "mem-lat"); run the load in another environment of the campaign, beside it'),
+                     '"boot", "ipc", "latency", "mem-bw", "mem-lat"); run the load in another environment of the '
+                     'campaign, beside it'),
     "a Linux key": ("", "", 'cmdline = "quiet"', "environments.bm: cmdline describes a Linux guest, not a bare-metal "
-                    "image (which takes accel, arch, boot_timeout_s, hang_timeout_s, image, memory_mb); drop it"),
+                    "image (which takes accel, arch, boot_timeout_s, hang_timeout_s, image, memory_mb, shm, shm_size_mb); "
+                    "drop it"),
     "no such image": ("", "", "", "environments.bm.image: "),
     "not an image": ("", "", "", "notes.bin is not an aarch64 image (its header says no arch an image has); name "
                      "an image built for arch aarch64 as `make baremetal` builds it"),
