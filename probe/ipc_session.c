@@ -208,8 +208,8 @@ int ipc_serve_session(struct tp_conn *c, const struct ipc_opts *o, int report, c
             served++;
         }
         if (rc == 0) {
-            struct ipc_ctrl verdict = {.op = IPC_OP_VERDICT, .size = m.size, .a = v.bad, .b = v.first_seq, .c = v.offset,
-                                   .expected = v.expected, .got = v.got};
+            struct ipc_ctrl verdict = {.op = IPC_OP_VERDICT, .size = m.size, .a = v.bad, .b = v.first_seq,
+                                       .c = v.offset, .expected = v.expected, .got = v.got};
             rc = send_ctrl(c, &verdict);
         }
         if (rc)
@@ -355,7 +355,8 @@ static void print_phase(const struct phase *p, enum tp_kind k, const char *peer,
         ipc_write_corruption(&w, "reply", p->reply_seq, p->reply_offset, p->reply_expected, p->reply_got, 1);
     else if (p->peer_checked && p->peer.bad)
         ipc_write_corruption(&w, "request", p->peer.first_seq,
-                             p->peer.offset == UINT32_MAX ? -1 : (long)p->peer.offset, p->peer.expected, p->peer.got, p->peer.bad);
+                             p->peer.offset == UINT32_MAX ? -1 : (long)p->peer.offset, p->peer.expected, p->peer.got,
+                             p->peer.bad);
     hist_write_json(h, &w, "histogram");
     jw_emit(&w);
     jw_free(&w);

@@ -79,10 +79,10 @@ void mmu_on(void)
     for (uint64_t i = 0; i < ENTRIES; i++)
         level1[i] = block_desc(i << BLOCK_SHIFT, is_ram(i));
     uint64_t pref_block = (uint64_t)BOARD_PCI_PREF_BASE >> BLOCK_SHIFT;
+    uint64_t pref_first = BOARD_PCI_PREF_BASE, pref_end = pref_first + BOARD_PCI_PREF_SIZE;
     for (uint64_t i = 0; i < ENTRIES; i++) {
         uint64_t a = pref_block << BLOCK_SHIFT | i << L2_SHIFT;
-        pref_level2[i] = block_desc(a, is_ram(pref_block) || (a >= (uint64_t)BOARD_PCI_PREF_BASE &&
-                                                               a < (uint64_t)BOARD_PCI_PREF_BASE + BOARD_PCI_PREF_SIZE));
+        pref_level2[i] = block_desc(a, is_ram(pref_block) || (a >= pref_first && a < pref_end));
     }
     level1[pref_block] = (uint64_t)(uintptr_t)pref_level2 | DESC_TABLE;
     /* The tables were written uncached; a walk through the caches must not
