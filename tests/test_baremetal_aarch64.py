@@ -87,7 +87,7 @@ def test_bad_requests_are_answered_and_the_image_keeps_serving(qemu_console):
     assert status == 2 and "give --duration-s or --loops" in errors[0]
     _, errors, status = qemu_console.run("memlat")
     assert status == 127 and errors == [
-        "no command 'memlat' on the bare-metal image; it has: latency, mem-lat, mem-bw, rtos, sysinfo"]
+        "no command 'memlat' on the bare-metal image; it has: latency, mem-lat, mem-bw, ipc, rtos, sysinfo"]
     records, errors, status = qemu_console.run("latency", "--loops", "20")
     assert (status, errors) == (0, [])
     r = _results(records)

@@ -197,3 +197,16 @@ def test_sizes_beyond_the_region_and_bad_options_are_refused_with_exit_2(image):
         out, errors, status = console.run("ipc", *args)
         assert (out, status, len(errors)) == ([], 2, 1), args
         assert errors[0].startswith("rtvb-probe ipc: ")
+
+
+def test_without_an_ivshmem_device_the_run_ends_in_an_error_naming_it():
+    build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc")
+    console = Console([*QEMU["aarch64"], "-m", "128M", "-nographic", "-monitor", "none", "-serial", "stdio",
+                       "-kernel", str(REPO / "build" / "baremetal" / "aarch64" / "rtvb-probe.elf")])
+    try:
+        assert console.wait_ready().startswith("ready ")
+        out, errors, status = console.run("ipc", "--connect", "shm", "--sizes", "16")
+    finally:
+        console.close()
+    assert (status, errors, [r["type"] for r in out]) == (3, [], ["meta", "end"])
+    assert out[-1]["status"] == "error" and "no such PCI device" in out[-1]["error"]
