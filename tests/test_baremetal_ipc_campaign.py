@@ -90,7 +90,9 @@ REFUSED = {
                     'benchmarks.rtt.cpus: cannot be honoured in environment "bm"'),
     "a region beyond its PCI window": (_ipc("rtt", "native"), 'shm = "r"\nshm_size_mb = 512',
                                        "shm_size_mb = 512 is more than the bare-metal image maps"),
-    "no region": (_ipc("rtt", "native"), "", "environments bm and native share no shm region"),
+    "no region": (_ipc("rtt", "native"), "", 'environments bm and native share no shm region; give the qemu '
+                  'environments that exchange shm messages the same `shm = "NAME"` (a local environment maps the '
+                  "file of a qemu one)"),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from rtvbench import run_files
 from rtvbench.errors import TargetError
+from rtvbench.targets.capabilities import ProbeSubset
 
 
 class Target(Protocol):
@@ -118,9 +119,11 @@ def problem(measured: Target, peer: Target) -> str | None:
                 return None
         elif measured.shm_region() is not None and measured.shm_region() == peer.shm_region():
             return None
+    # A bare-metal image has no other transport to fall back on.
+    alone = isinstance(measured, ProbeSubset) or isinstance(peer, ProbeSubset)
     return (f"environments {measured.name} and {peer.name} share no shm region; give the qemu environments "
             'that exchange shm messages the same `shm = "NAME"` (a local environment maps the file of a '
-            "qemu one), or use tcp")
+            "qemu one)" + ("" if alone else ", or use tcp"))
 
 
 def probe_args(measured: Target, peer: Target, local_file: Path,
