@@ -132,6 +132,22 @@ def test_image_is_the_client_of_a_linux_server_at_every_size(image):
     assert all(decoded.distributions[f"shm {size} B"].total == COUNT for size in sizes)
 
 
+def test_the_image_client_measures_for_a_duration_and_the_server_counts_every_round_trip(image):
+    console, region = image
+    server = linux(region, "--serve")
+    server.stdout.readline()
+    client_records, errors, status = console.run("ipc", "--connect", "shm", "--shm-pci", "auto", "--sizes", "64",
+                                                 "--duration-s", "0.2", "--warmup", "2", timeout_s=240)
+    server_records, rc = records(server)
+    assert (rc, status, errors) == (0, 0, [])
+    [c] = [r for r in client_records if r["type"] == "result"]
+    [s] = [r for r in server_records if r["type"] == "result"]
+    assert client_records[0]["params"]["count"] is None and client_records[0]["params"]["duration_ns"] == 200_000_000
+    assert c["count"] > 0 and s["messages"] == c["count"] + 2 and c["verified"] is s["verified"] is True
+    # The phase ends at the first round trip that finishes past the duration.
+    assert c["elapsed_ns"] >= 200_000_000
+
+
 def corrupted(results: list[dict]) -> dict:
     bad = [r for r in results if r.get("type") == "result" and r.get("verified") is False]
     assert len(bad) == 1, results
