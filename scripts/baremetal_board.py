@@ -74,7 +74,27 @@ KEYS = (
         "`timebase-frequency` in the device tree)", "`10000000` (riscv64)"),
     Key("memory_area_bytes", BOTH, "size", "BOARD_MEM_AREA_BYTES", False,
         "the static area `mem-lat` and `mem-bw` measure in, past the stack; default 96 MiB", "`0x6000000`"),
+    Key("pci_ecam_base", BOTH, "address", "BOARD_PCI_ECAM_BASE", False,
+        "the PCI host bridge's ECAM (1 MiB aligned); the six `pci_` keys go together, and a board without "
+        "them has no PCI: `ipc` then ends with an error record saying so", "`0x4010000000`, `0x30000000`"),
+    Key("pci_ecam_size", BOTH, "size", "BOARD_PCI_ECAM_SIZE", False,
+        "bytes of the ECAM: 1 MiB a bus, at most 256 buses", "`0x10000000`"),
+    Key("pci_mmio_base", BOTH, "address", "BOARD_PCI_MMIO_BASE", False,
+        "the window where the image places non-prefetchable BARs (ivshmem's registers), mapped as device "
+        "memory; 4 KiB aligned, below 4 GiB (the image writes 32-bit BARs)", "`0x10000000`, `0x40000000`"),
+    Key("pci_mmio_size", BOTH, "size", "BOARD_PCI_MMIO_SIZE", False, "bytes of that window (4 KiB multiple)",
+        "`0x10000000`"),
+    Key("pci_pref_base", BOTH, "address", "BOARD_PCI_PREF_BASE", False,
+        "the window where it places prefetchable BARs (ivshmem's shared memory), below 4 GiB; on aarch64 mapped "
+        "cacheable by a level-2 table of 2 MiB blocks: 2 MiB aligned and in one 1 GiB block", "`0x20000000`, "
+        "`0x50000000`"),
+    Key("pci_pref_size", BOTH, "size", "BOARD_PCI_PREF_SIZE", False,
+        "bytes of that window (2 MiB multiple on aarch64, 4 KiB on riscv64): the largest ivshmem region the "
+        "image maps", "`0x10000000`"),
 )
+PCI_KEYS = tuple(k.name for k in KEYS if k.name.startswith("pci_"))
+#: the one address space the image reaches: aarch64's identity map covers 39 bits (512 1 GiB blocks)
+MAPPED_LIMIT = {"aarch64": 1 << 39, "riscv64": ADDRESS_LIMIT}
 
 COUNTER_HZ_MACRO = {"aarch64": "BOARD_COUNTER_HZ", "riscv64": "BOARD_TIMEBASE_HZ"}
 UART_OF_ARCH = {"aarch64": "pl011", "riscv64": "ns16550"}
@@ -136,9 +156,56 @@ def _check_board(path: Path, board: dict) -> None:
                 raise BoardError(f"board file {path}: key '{device}' is {board[device]:#x}, in a 1 GiB block "
                                  "that RAM shares, which the image maps cacheable: give RAM that lies in other "
                                  "gigabytes ('ram_base', 'ram_size').")
+    if any(k in board for k in PCI_KEYS):
+        _check_pci(path, board)
     if arch == "aarch64" and base % (2 << 20):
         raise BoardError(f"board file {path}: key 'ram_base' is {base:#x}; on aarch64 give a 2 MiB aligned "
                          "RAM base (the Image header's text offset is counted from it).")
+
+
+def _check_pci(path: Path, board: dict) -> None:
+    """The host bridge's ECAM and windows: all or none, where pci.c and (aarch64) mmu.c can use them."""
+    missing = [k for k in PCI_KEYS if k not in board]
+    if missing:
+        raise BoardError(f"board file {path}: key '{missing[0]}' is missing; the pci_ keys go together: give all "
+                         "six, or none for a board without PCI.")
+    arch = board["arch"]
+    windows = {"pci_ecam": 1 << 20, "pci_mmio": 4096, "pci_pref": (2 << 20) if arch == "aarch64" else 4096}
+    for window, align in windows.items():
+        start, size = board[f"{window}_base"], board[f"{window}_size"]
+        if start % align or size % align:
+            raise BoardError(f"board file {path}: key '{window}_base' or '{window}_size' is not a multiple of "
+                             f"{align:#x}; give a window that starts and ends {align >> 10} KiB aligned.")
+        end = start + size
+        limit = MAPPED_LIMIT[arch] if window == "pci_ecam" else 1 << 32
+        if end > limit:
+            raise BoardError(f"board file {path}: key '{window}_base' is {start:#x}; the window ends at {end:#x}, "
+                             f"past {limit:#x}, the most the image "
+                             f"{'maps' if window == 'pci_ecam' else 'writes in a 32-bit BAR'}: move it lower.")
+    if board["pci_ecam_size"] > 256 << 20:
+        raise BoardError(f"board file {path}: key 'pci_ecam_size' is {board['pci_ecam_size']:#x}; an ECAM has "
+                         "1 MiB a bus and at most 256 buses: give at most 0x10000000.")
+    spans = {"RAM": (board["ram_base"], board["ram_base"] + board["ram_size"])}
+    spans |= {w: (board[f"{w}_base"], board[f"{w}_base"] + board[f"{w}_size"]) for w in windows}
+    label = {"RAM": "RAM ('ram_base', 'ram_size')", "pci_ecam": "the ECAM", "pci_mmio": "the 'pci_mmio' window"}
+    names = list(spans)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1]:
+                raise BoardError(f"board file {path}: key '{b}_base' is {spans[b][0]:#x}; its window overlaps "
+                                 f"{label[a]}: give windows that overlap neither RAM nor each other.")
+    if arch == "aarch64":
+        pref_start, pref_end = spans["pci_pref"]
+        if pref_start >> 30 != (pref_end - 1) >> 30:
+            raise BoardError(f"board file {path}: key 'pci_pref_base' is {pref_start:#x}; the window must lie in "
+                             "one 1 GiB block, which the image's level-2 table maps cacheable: move it or make "
+                             "'pci_pref_size' smaller.")
+        ram_blocks = range(board["ram_base"] >> 30, ((board["ram_base"] + board["ram_size"] - 1) >> 30) + 1)
+        for window in ("pci_ecam", "pci_mmio"):
+            start, end = spans[window]
+            if any(block in ram_blocks for block in range(start >> 30, ((end - 1) >> 30) + 1)):
+                raise BoardError(f"board file {path}: key '{window}_base' is {start:#x}, in a 1 GiB block that "
+                                 "RAM shares, which the image maps cacheable: give a window in other gigabytes.")
 
 
 def read_board(path: Path) -> dict:
@@ -185,6 +252,8 @@ def header(board: dict, source: Path) -> str:
         elif key.macro:
             lines.append(f"#define {key.macro} {value:#x}" if key.kind in ("address", "size") else
                          f"#define {key.macro} {value}")
+    if not any(k in board for k in PCI_KEYS):
+        lines.append("#define BOARD_HAS_PCI 0")
     return "\n".join(lines) + "\n"
 
 

@@ -61,6 +61,11 @@ GOOD = {"name": "b", "arch": "aarch64", "load_address": 0x40080000, "ram_base": 
         "gicc_base": 0x08010000, "timer_irq": 27}
 
 
+#: QEMU virt's aarch64 host bridge, as the shipped board files give it
+PCI = {"pci_ecam_base": 0x4010000000, "pci_ecam_size": 0x10000000, "pci_mmio_base": 0x10000000,
+       "pci_mmio_size": 0x10000000, "pci_pref_base": 0x20000000, "pci_pref_size": 0x10000000}
+
+
 def _toml(keys: dict) -> str:
     return "".join(f"{k} = {v!r}\n".replace("'", '"') if isinstance(v, str) else f"{k} = {v:#x}\n"
                    for k, v in keys.items())
@@ -80,6 +85,24 @@ def _toml(keys: dict) -> str:
     ({"load_address": 0x4f000000}, "key 'load_address' is 0x4f000000; the image and its memory area"),
     ({"ram_base": 0, "load_address": 0x80000}, "key 'uart_base' is 0x9000000, in a 1 GiB block that RAM shares"),
     ({"name": "my board"}, "key 'name' is 'my board'; give 1 to 48 letters"),
+    ({**PCI, "pci_mmio_size": None}, "key 'pci_mmio_size' is missing; the pci_ keys go together: give all six"),
+    ({"pci_ecam_base": 0x4010000000}, "key 'pci_ecam_size' is missing; the pci_ keys go together"),
+    ({**PCI, "pci_ecam_base": 0x4010080000}, "key 'pci_ecam_base' or 'pci_ecam_size' is not a multiple of 0x100000"),
+    ({**PCI, "pci_pref_base": 0x20100000}, "key 'pci_pref_base' or 'pci_pref_size' is not a multiple of 0x200000"),
+    ({**PCI, "pci_pref_base": 0x3ff00000, "pci_pref_size": 0x200000},
+     "key 'pci_pref_base' or 'pci_pref_size' is not a multiple of 0x200000"),
+    ({**PCI, "pci_pref_base": 0xbfe00000, "pci_pref_size": 0x400000},
+     "key 'pci_pref_base' is 0xbfe00000; the window must lie in one 1 GiB block"),
+    ({**PCI, "pci_mmio_base": 0xfff00000, "pci_mmio_size": 0x200000},
+     "key 'pci_mmio_base' is 0xfff00000; the window ends at 0x100100000, past 0x100000000, the most the image "
+     "writes in a 32-bit BAR"),
+    ({**PCI, "pci_ecam_base": 0x8000000000}, "key 'pci_ecam_base' is 0x8000000000; the window ends at "
+     "0x8010000000, past 0x8000000000, the most the image maps"),
+    ({**PCI, "pci_ecam_size": 0x20000000}, "key 'pci_ecam_size' is 0x20000000; an ECAM has 1 MiB a bus"),
+    ({**PCI, "pci_pref_base": 0x40000000}, "key 'pci_pref_base' is 0x40000000; its window overlaps RAM"),
+    ({**PCI, "pci_mmio_base": 0x20000000}, "key 'pci_pref_base' is 0x20000000; its window overlaps the "
+     "'pci_mmio' window"),
+    ({**PCI, "pci_ecam_base": 0x50000000}, "key 'pci_ecam_base' is 0x50000000, in a 1 GiB block that RAM shares"),
 ])
 def test_a_bad_board_file_gets_one_sentence_naming_the_file_and_the_key(tmp_path, change, sentence):
     keys = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
@@ -90,6 +113,16 @@ def test_a_bad_board_file_gets_one_sentence_naming_the_file_and_the_key(tmp_path
     message = str(caught.value)
     assert message.startswith(f"board file {path}: ") and sentence in message, message
     assert message.count("\n") == 0 and message.endswith(".")
+
+
+def test_a_board_without_the_pci_keys_is_built_without_pci_and_one_with_them_takes_its_windows(tmp_path):
+    path = tmp_path / "b.toml"
+    path.write_text(_toml(GOOD))
+    assert _defines(board_tool.header(board_tool.read_board(path), path))["BOARD_HAS_PCI"] == "0"
+    path.write_text(_toml({**GOOD, **PCI, "pci_pref_base": 0x30000000}))
+    made = _defines(board_tool.header(board_tool.read_board(path), path))
+    assert "BOARD_HAS_PCI" not in made and made["BOARD_PCI_PREF_BASE"] == "0x30000000"
+    assert made["BOARD_PCI_ECAM_BASE"] == "0x4010000000"
 
 
 def test_a_file_that_is_not_toml_or_not_there_is_named(tmp_path):
@@ -118,14 +151,20 @@ def test_make_stops_on_a_bad_board_file_with_its_sentence(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+SMALL_AREA = 32 << 20
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """The GICv3 board and a board loaded at 0x48000000, each built into a directory of its own."""
+    """The GICv3 board, a board loaded at 0x48000000 and a board without PCI with a 32 MiB memory area, each
+    built into a directory of its own."""
     build_images("qemu-system-aarch64", "aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc")
     root = tmp_path_factory.mktemp("boards")
     moved = root / "moved.toml"
-    moved.write_text(_toml({**GOOD, "name": "qemu-virt-moved", "load_address": 0x48000000}))
-    for board in (GICV3_BOARD, moved):
+    moved.write_text(_toml({**GOOD, **PCI, "name": "qemu-virt-moved", "load_address": 0x48000000}))
+    small = root / "small.toml"
+    small.write_text(_toml({**GOOD, "name": "qemu-virt-small", "memory_area_bytes": SMALL_AREA}))
+    for board in (GICV3_BOARD, moved, small):
         done = _make(board, root / board.stem)
         assert done.returncode == 0, done.stderr
     return root
@@ -194,5 +233,27 @@ def test_a_board_with_another_load_address_is_linked_and_loaded_there(built):
         assert (status, errors) == (0, [])
         r = latency_result(records, arch="aarch64", board="qemu-virt-moved", gic_version=2, entered_el=1)
         assert r["count"] + r["missed"] == r["activations"] == 50
+    finally:
+        qemu.close()
+
+
+@pytest.mark.qemu
+@pytest.mark.functional
+def test_a_board_without_pci_ends_ipc_saying_so_even_beside_an_ivshmem_device(built):
+    """Built without its ECAM walk, the image does not look for the device QEMU gives it: it says the board has
+    none, and serves the next command."""
+    qemu = Console(["qemu-system-aarch64", "-machine", "virt,gic-version=2", "-cpu", "cortex-a53", "-m", "128M",
+                    "-nographic", "-monitor", "none", "-serial", "stdio",
+                    "-object", "memory-backend-ram,id=region,size=1M,share=on",
+                    "-device", "ivshmem-plain,memdev=region", "-kernel", str(built / "small" / "rtvb-probe.elf")])
+    try:
+        check_ready(qemu.wait_ready())
+        out, errors, status = qemu.run("ipc", "--connect", "shm", "--sizes", "16")
+        assert (status, errors, [r["type"] for r in out]) == (3, [], ["meta", "end"])
+        assert out[-1]["status"] == "error" and "the board has no PCI host bridge" in out[-1]["error"]
+        records, errors, status = qemu.run("latency", "--loops", "20")
+        assert (status, errors) == (0, [])
+        r = latency_result(records, arch="aarch64", board="qemu-virt-small", gic_version=2, entered_el=1)
+        assert r["count"] + r["missed"] == 20
     finally:
         qemu.close()

@@ -22,6 +22,7 @@
 #define BAR_TYPE_MASK (3u << 1)
 #define BAR_PREFETCH (1u << 3)
 
+#if BOARD_HAS_PCI
 static volatile uint32_t *cfg(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
 {
     uintptr_t a = (uintptr_t)BOARD_PCI_ECAM_BASE + ((uintptr_t)bus << 20 | dev << 15 | fn << 12 | reg);
@@ -85,9 +86,15 @@ static int assign_bars(unsigned bus, unsigned dev, unsigned fn, struct window *m
     cfg_write(bus, dev, fn, CFG_COMMAND, (cmd | CMD_MEMORY) & 0xffffu);
     return found;
 }
+#endif
 
 int pci_enable_bar(uint16_t vendor, uint16_t device, int bar, struct pci_bar *out, const char **why)
 {
+#if !BOARD_HAS_PCI
+    (void)vendor, (void)device, (void)bar, (void)out;
+    *why = "the board has no PCI host bridge (its board file gives no pci_* keys)";
+    return -1;
+#else
     struct window mmio = {BOARD_PCI_MMIO_BASE, (uint64_t)BOARD_PCI_MMIO_BASE + BOARD_PCI_MMIO_SIZE};
     struct window pref = {BOARD_PCI_PREF_BASE, (uint64_t)BOARD_PCI_PREF_BASE + BOARD_PCI_PREF_SIZE};
     unsigned buses = (unsigned)((uint64_t)BOARD_PCI_ECAM_SIZE >> 20);
@@ -108,4 +115,5 @@ int pci_enable_bar(uint16_t vendor, uint16_t device, int bar, struct pci_bar *ou
         }
     *why = "no such PCI device on the host bridge (BOARD_PCI_ECAM_BASE)";
     return -1;
+#endif
 }

@@ -21,6 +21,8 @@
  *                     reads 0 (firmware that never set it)
  *   BOARD_MEM_AREA_BYTES  the static region mem-lat and   0x6000000
  *                     mem-bw measure in (96 MiB)
+ *   BOARD_HAS_PCI     0 where the board has no PCI host    1
+ *                     bridge: ipc then finds no device
  *   BOARD_PCI_ECAM_BASE, _SIZE  the host bridge's ECAM    0x4010000000, 0x10000000
  *   BOARD_PCI_MMIO_BASE, _SIZE  where the image puts       0x10000000, 0x10000000
  *                     non-prefetchable BARs (device memory)
@@ -72,6 +74,9 @@
 #define BOARD_MEM_AREA_BYTES 0x6000000
 #endif
 
+#ifndef BOARD_HAS_PCI
+#define BOARD_HAS_PCI 1
+#endif
 #ifndef BOARD_PCI_ECAM_BASE
 #define BOARD_PCI_ECAM_BASE 0x4010000000
 #endif

@@ -47,12 +47,16 @@
 #define L2_SHIFT 21
 #define DESC_TABLE 3ull
 
+#if BOARD_HAS_PCI
 _Static_assert(BOARD_PCI_PREF_BASE % (1ull << L2_SHIFT) == 0 && BOARD_PCI_PREF_SIZE % (1ull << L2_SHIFT) == 0 &&
                BOARD_PCI_PREF_BASE >> BLOCK_SHIFT == (BOARD_PCI_PREF_BASE + BOARD_PCI_PREF_SIZE - 1) >> BLOCK_SHIFT,
                "the prefetchable PCI window must be 2 MiB aligned and within one 1 GiB block");
+#endif
 
 static uint64_t level1[ENTRIES] __attribute__((aligned(4096)));
+#if BOARD_HAS_PCI
 static uint64_t pref_level2[ENTRIES] __attribute__((aligned(4096)));
+#endif
 
 static uint64_t block_desc(uint64_t base, int normal)
 {
@@ -78,6 +82,7 @@ void mmu_on(void)
 {
     for (uint64_t i = 0; i < ENTRIES; i++)
         level1[i] = block_desc(i << BLOCK_SHIFT, is_ram(i));
+#if BOARD_HAS_PCI
     uint64_t pref_block = (uint64_t)BOARD_PCI_PREF_BASE >> BLOCK_SHIFT;
     uint64_t pref_first = BOARD_PCI_PREF_BASE, pref_end = pref_first + BOARD_PCI_PREF_SIZE;
     for (uint64_t i = 0; i < ENTRIES; i++) {
@@ -85,10 +90,11 @@ void mmu_on(void)
         pref_level2[i] = block_desc(a, is_ram(pref_block) || (a >= pref_first && a < pref_end));
     }
     level1[pref_block] = (uint64_t)(uintptr_t)pref_level2 | DESC_TABLE;
+    clean_table(pref_level2);
+#endif
     /* The tables were written uncached; a walk through the caches must not
      * find stale lines of them. */
     clean_table(level1);
-    clean_table(pref_level2);
     uint64_t sctlr;
     __asm__ volatile("dsb sy\n\t"
                      "msr mair_el1, %1\n\t"
