@@ -14,8 +14,8 @@ from rtvbench.analysis.histogram import result_histogram
 from rtvbench.analysis.time_figures import add_time_figures
 from rtvbench.analysis.kind import Kind, Result, record_count, register
 from rtvbench.analysis.quantities import cell_medians, differences
-from rtvbench.kinds.rtos.names import (ALL_TESTS, HALF_STEMS, PINGPONG_PARTS, RTOS_TESTS, TABLE_STATS, figure, row,
-                                       row_words, split, stat_words)
+from rtvbench.kinds.rtos.names import (ALL_TESTS, HALF_STEMS, PINGPONG_PARTS, PORT_RUN_TESTS, RTOS_TESTS, TABLE_STATS,
+                                       figure, row, row_words, split, stat_words)
 from rtvbench.results import Measurement
 from rtvbench.units import PERCENTILES, TIME_UNITS, counted, exact_duration
 
@@ -121,8 +121,10 @@ class RtosKind(Kind):
         policy = p.get("policy") or benchmark.get("policy") or "fifo"
         priority = p.get("priority", benchmark.get("priority"))
         count = p.get("count") or benchmark.get("count") or 1000
-        tests = p.get("tests") or benchmark.get("tests") or list(RTOS_TESTS)
-        tests = list(RTOS_TESTS) if tests == "all" else tests
+        port = bool(p.get("port", benchmark.get("port")))
+        own = list(PORT_RUN_TESTS) if port else list(RTOS_TESTS)
+        tests = p.get("tests") or benchmark.get("tests") or own
+        tests = own if tests == "all" else tests
         cpus = p.get("cpus") or benchmark.get("cpus")
         period = p.get("timer_period_ns")
         how = (f"under SCHED_{str(policy).upper()}, the activated thread at priority {priority} and the activating "
@@ -130,14 +132,16 @@ class RtosKind(Kind):
                else "under SCHED_OTHER, both threads at the same nice level")
         where = f" on CPU {cpus[0] if isinstance(cpus, list) and cpus else cpus}" if cpus else ""
         timer = f" (period {exact_duration(period)})" if period else ""
-        return ("Per-operation cost of the primitives a real-time OS offers, on Linux with POSIX threads: "
+        system = ("written against the probe's porting layer (docs/porting.md), on its POSIX port under Linux "
+                  "or a bare-metal image's own scheduler" if port else "on Linux with POSIX threads")
+        return (f"Per-operation cost of the primitives a real-time OS offers, {system}: "
                 f"{', '.join(tests)}. Each test times {counted(count, 'operation')} one by one with the monotonic "
                 "clock and "
                 "reports min, avg, p99 and max; the clock read itself is in every sample (the probe reports its "
                 f"cost). Both threads of a test share one CPU{where}, {how}, so that the activation of the "
-                "higher-priority thread is a preemption; the timer test" + timer + " measures how late a thread "
-                "runs after an absolute deadline. Percentiles come from the probe's log-linear histogram (within "
-                "1 % of exact); min, avg and max are exact.")
+                f"higher-priority thread is a preemption; the {'irq_task' if port else 'timer'} test" + timer +
+                " measures how late a thread runs after an absolute deadline. Percentiles come from the probe's "
+                "log-linear histogram (within 1 % of exact); min, avg and max are exact.")
 
 
 register(RtosKind())

@@ -33,6 +33,8 @@ PORT_TESTS: dict[str, str] = {
     "task_activate": "task activation -> activated task runs",
     "irq_task": "timer deadline -> task the handler activated runs",
 }
+#: what `rtos --port` runs, in its order (probe/port/port_tests.c): the bare-metal image's `rtos` too
+PORT_RUN_TESTS: tuple[str, ...] = ("task_activate", "sem_wake", "sem_pingpong", "irq_task")
 #: every test a result may name: the subcommand's, then the port's own
 ALL_TESTS: dict[str, str] = {**RTOS_TESTS, **PORT_TESTS}
 #: the parts of the ping-pong besides its round trip, and their words
