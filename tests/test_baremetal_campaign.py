@@ -79,11 +79,12 @@ REFUSED = {
     "a work budget": ("", "work_us = 100", "", "benchmarks.irq.work_us: cannot be honoured in environment \"bm\""),
     "another kind": ("", '[benchmarks.os]\nkind = "os"\ntests = ["null"]', "",
                      'benchmarks.os.kind: "os" cannot run in environment "bm", a bare-metal image, which runs only '
-                     '"boot", "ipc", "latency", "mem-bw", "mem-lat"; measure it in a campaign without that environment'),
+                     '"boot", "ipc", "latency", "mem-bw", "mem-lat", "rtos"; measure it in a campaign without that '
+                     'environment'),
     "a load in it": ('[loads.hog]\nkind = "cpu"', "", "",
                      'loads.hog.where: environment "bm" is a bare-metal image, which runs no loads (only '
-                     '"boot", "ipc", "latency", "mem-bw", "mem-lat"); run the load in another environment of the '
-                     'campaign, beside it'),
+                     '"boot", "ipc", "latency", "mem-bw", "mem-lat", "rtos"); run the load in another environment '
+                     'of the campaign, beside it'),
     "a Linux key": ("", "", 'cmdline = "quiet"', "environments.bm: cmdline describes a Linux guest, not a bare-metal "
                     "image (which takes accel, arch, boot_timeout_s, hang_timeout_s, image, memory_mb, shm, shm_size_mb); "
                     "drop it"),
