@@ -16,6 +16,9 @@ import pytest
 from baremetal_console import (REPO, STALL_RUN, Console, build_images, check_one_second_of_1ms_deadlines,
                                check_ready, check_stall, latency_result)
 
+from host_helpers import cli_env, refuses_once, run_cli
+from rtvbench.targets.qemu.image import ImageBoard, image_board
+
 BOARDS = REPO / "probe" / "baremetal" / "boards"
 GICV3_BOARD = BOARDS / "qemu-virt-gicv3-aarch64.toml"
 
@@ -257,3 +260,32 @@ def test_a_board_without_pci_ends_ipc_saying_so_even_beside_an_ivshmem_device(bu
         assert r["count"] + r["missed"] == 20
     finally:
         qemu.close()
+
+
+def _partition_campaign(image: Path, benchmark: str, environment: str = "") -> str:
+    return (f'name = "small"\n[environments.bm]\ntarget = "qemu"\narch = "aarch64"\nimage = "{image}"\n{environment}'
+            f'[loads.idle]\n[benchmarks.chase]\nkind = "mem-lat"\n{benchmark}')
+
+
+@pytest.mark.functional
+def test_validate_reads_the_memory_area_and_pci_window_from_the_image_it_is_given(built, tmp_path):
+    """The host's idea of an image is the image's own note, read from its file at validate, not the QEMU
+    boards' 96 MiB: a 32 MiB area takes a 16M chain, not a 32M one, and an image without PCI takes no region."""
+    small = built / "small" / "rtvb-probe.elf"
+    assert image_board(small) == ImageBoard(SMALL_AREA, 0)
+    for name in ("rtvb-probe.bin", "rtvb-probe.elf"):
+        assert image_board(REPO / "build" / "baremetal" / "aarch64" / name) == ImageBoard(96 << 20, 256 << 20)
+    assert image_board(built / "moved" / "rtvb-probe.bin") == ImageBoard(96 << 20, 256 << 20)
+    (tmp_path / "c.toml").write_text(_partition_campaign(small, 'sizes = ["16M"]\n'))
+    assert run_cli("validate", "c.toml", cwd=tmp_path, env=cli_env()).returncode == 0
+    (tmp_path / "c.toml").write_text(_partition_campaign(small, 'sizes = ["32M"]\n'))
+    refuses_once(tmp_path, 'benchmarks.chase.sizes: cannot be honoured in environment "bm", a bare-metal image: '
+                           "size 32M does not fit its 32M memory area")
+    (tmp_path / "c.toml").write_text(_partition_campaign(small, 'sizes = ["16M"]\n', 'shm = "r"\n'))
+    refuses_once(tmp_path, 'it was built for a board without PCI (its board file gives no pci_ keys), so it finds '
+                           "no ivshmem device; build it from a board with the pci_ keys, or drop shm")
+    stripped = tmp_path / "old.elf"
+    stripped.write_bytes(small.read_bytes().replace(b"rtvb-board-note", b"rtvb-board-xxxx"))
+    (tmp_path / "c.toml").write_text(_partition_campaign(stripped, 'sizes = ["16M"]\n'))
+    refuses_once(tmp_path, "does not say its memory area and PCI window (it has no board note); rebuild it with "
+                           "`make baremetal`")

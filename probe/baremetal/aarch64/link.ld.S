@@ -11,7 +11,7 @@ SECTIONS
         KEEP(*(.text.boot))
         *(.text .text.*)
     }
-    .rodata : { *(.rodata .rodata.*) }
+    .rodata : { *(.rodata .rodata.*) KEEP(*(.rtvb_board_note)) }
     .data : { *(.data .data.*) }
     . = ALIGN(16);
     __bss_start = .;

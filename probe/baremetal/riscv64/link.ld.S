@@ -12,7 +12,7 @@ SECTIONS
         KEEP(*(.text.boot))
         *(.text .text.*)
     }
-    .rodata : { *(.rodata .rodata.* .srodata .srodata.*) }
+    .rodata : { *(.rodata .rodata.* .srodata .srodata.*) KEEP(*(.rtvb_board_note)) }
     .data : {
         *(.data .data.*)
         __global_pointer$ = . + 0x800;

@@ -3,6 +3,8 @@ campaign keys of an environment that boots the probe's bare-metal image (`image`
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,30 @@ FIRMWARE = {"riscv64": ["-bios", "default"]}
 BUILT_FILE = {"aarch64": "rtvb-probe.bin", "riscv64": "rtvb-probe.elf"}
 #: the campaign keys a partition takes; the others describe a Linux guest
 PARTITION_KEYS = {"arch", "image", "memory_mb", "accel", "boot_timeout_s", "hang_timeout_s", "shm", "shm_size_mb"}
-#: the largest ivshmem region the image maps: its board's window for prefetchable BARs (BOARD_PCI_PREF_SIZE)
-PARTITION_SHM_MAX_MB = 256
 MAX_IMAGE_BYTES = 64 << 20
-#: BOARD_MEM_AREA_BYTES of the board headers the images are built with: where mem-lat and mem-bw measure
-MEM_AREA_BYTES = 96 << 20
 #: the RAM QEMU must give: the image is loaded with its memory area, which QEMU's loader counts as its size
 MIN_MEMORY_MB = 128
+#: the line the image carries of its board (probe/baremetal/board_note.c)
+NOTE = re.compile(rb"rtvb-board-note mem_area_bytes=(0x[0-9a-fA-F]+|[0-9]+) pci_pref_bytes=(0x[0-9a-fA-F]+|[0-9]+)\n")
+
+
+@dataclass(frozen=True)
+class ImageBoard:
+    """What an image says of the board it was built for, read from its file without booting it."""
+    mem_area_bytes: int          # BOARD_MEM_AREA_BYTES: where mem-lat and mem-bw measure
+    pci_pref_bytes: int          # BOARD_PCI_PREF_SIZE: the largest ivshmem region it maps; 0 without PCI
+
+
+def image_board(path: str | Path) -> ImageBoard:
+    """The board note of a built image (its .elf or .bin alike); ValueError when it has none."""
+    try:
+        found = NOTE.search(Path(path).read_bytes())
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror}); name an image `make baremetal` builds") from None
+    if found is None:
+        raise ValueError(f"{path} does not say its memory area and PCI window (it has no board note); rebuild it "
+                         "with `make baremetal`")
+    return ImageBoard(int(found[1], 0), int(found[2], 0))
 
 
 def image_arch(path: Path) -> str | None:
@@ -72,6 +91,7 @@ def image_path(value: str, arch: str | None, base_dir: str | None) -> str:
         raise ValueError(f"{path} is not an {arch} image (its header says "
                          f"{found or 'no arch an image has'}); name {name}an image built for arch {arch} as "
                          "`make baremetal` builds it")
+    image_board(path)
     return str(path)
 
 
@@ -87,13 +107,19 @@ def keys_problem(params: Any) -> str | None:
                 f"{'it' if len(linux) == 1 else 'them'}")
     if params.accel == "kvm":
         return 'a bare-metal image runs under TCG here; use accel = "auto" or "tcg"'
+    board = image_board(params.image)
     if "memory_mb" in params.model_fields_set and params.memory_mb < MIN_MEMORY_MB:
         return (f"memory_mb = {params.memory_mb} is less RAM than the bare-metal image needs ({MIN_MEMORY_MB} MiB: "
-                f"QEMU loads it with its {MEM_AREA_BYTES >> 20} MiB memory area); set memory_mb = {MIN_MEMORY_MB} or "
-                "more, or leave it out")
-    if params.shm is not None and params.shm_size_mb > PARTITION_SHM_MAX_MB:
+                f"QEMU loads it with its {board.mem_area_bytes / (1 << 20):g} MiB memory area); set memory_mb = "
+                f"{MIN_MEMORY_MB} or more, or leave it out")
+    if params.shm is not None and not board.pci_pref_bytes:
+        return (f"shm = \"{params.shm}\" cannot reach the bare-metal image {params.image}: it was built for a board "
+                "without PCI (its board file gives no pci_ keys), so it finds no ivshmem device; build it from a "
+                "board with the pci_ keys, or drop shm")
+    if params.shm is not None and params.shm_size_mb << 20 > board.pci_pref_bytes:
+        most = board.pci_pref_bytes >> 20
         return (f"shm_size_mb = {params.shm_size_mb} is more than the bare-metal image maps: it places its ivshmem "
-                f"region in a {PARTITION_SHM_MAX_MB} MiB PCI window; give at most {PARTITION_SHM_MAX_MB}")
+                f"region in a {most} MiB PCI window (its board's pci_pref_size); give at most {most}")
     return None
 
 

@@ -31,7 +31,7 @@ from rtvbench.targets.capabilities import HostCost, PowerCycling, ProbeSubset
 from rtvbench.targets.local import _die_with_parent
 from rtvbench.targets.qemu.channel import Command
 from rtvbench.targets.qemu.host_usage import sample as sample_host_usage
-from rtvbench.targets.qemu.image import FIRMWARE, MACHINE, MEM_AREA_BYTES
+from rtvbench.targets.qemu.image import FIRMWARE, MACHINE, image_board
 from rtvbench.targets.qemu.target import (BOOT_TIMEOUT_S, HANG_TIMEOUT_S, QEMU_BINARY, QEMU_PACKAGE, SHM_MEMDEV,
                                           SLOWDOWN, ChannelTarget, _qemu_version)
 from rtvbench.targets import shm as shm_regions
@@ -295,7 +295,7 @@ class BareMetalPartition(ChannelTarget, ProbeSubset, HostCost, PowerCycling):
         return "a bare-metal image"
 
     def memory_area_bytes(self) -> int:
-        return MEM_AREA_BYTES
+        return image_board(self.params.image).mem_area_bytes
 
     def describe(self) -> dict[str, Any]:
         p = self.params
