@@ -17,7 +17,9 @@ import pytest
 
 from baremetal_console import REPO, Console, build_images
 
-pytestmark = pytest.mark.functional
+# Every test boots an image: the qemu marker keeps them out of the unit phase, whose many workers would
+# boot a dozen QEMUs at once.
+pytestmark = [pytest.mark.functional, pytest.mark.qemu]
 
 PROBE = REPO / "build" / "probe" / "rtvb-probe"
 REGION_BYTES = 1 << 20
