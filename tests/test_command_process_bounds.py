@@ -108,14 +108,18 @@ def _probe_campaign(*benchmarks: str) -> str:
 
 def _run_in_process(tmp_path, monkeypatch, mode: str, campaign: str):
     """Run `campaign` in this process with the fake probe in `mode`; (stored run, what was left)."""
-    monkeypatch.setenv("RTVBENCH_PROBE", str(FAKE_PROBE))
+    # The fake probe under a name of this test's own: other tests that run it at the same time (make
+    # test runs several at once) are neither counted as this one's leftovers nor killed with them.
+    probe = tmp_path / "fake-probe"
+    probe.symlink_to(FAKE_PROBE)
+    monkeypatch.setenv("RTVBENCH_PROBE", str(probe))
     monkeypatch.setenv("FAKE_PROBE_MODE", mode)
     engine = open_store(f"sqlite:///{tmp_path}/s.db")
     try:
         outcome = Runner(parse_campaign(campaign, str(tmp_path / "c.toml")), engine, Console(quiet=True)).run()
     finally:
-        leftovers = processes_with(str(FAKE_PROBE))
-        kill_all(str(FAKE_PROBE))
+        leftovers = processes_with(str(probe))
+        kill_all(str(probe))
     return load_run(engine, outcome.run_id), leftovers
 
 
