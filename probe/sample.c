@@ -20,14 +20,26 @@
  *
  * The files are found once at start; --root (hidden, for tests) prefixes
  * every path, so a test can rewrite a fake tree while this samples it.
+ *
+ * --requests: one sampler for a whole run rather than a process per
+ * measurement. It samples only when a line on stdin asks ("begin": a
+ * measurement starts; seq, t_ns and the pace of --interval-ms start again
+ * from this sample, which carries the sources as a first sample does;
+ * "end": it ended, no more samples until the next "begin") and ends at the
+ * end of stdin (SIGTERM or SIGINT end it too, without a last sample), so
+ * each measurement's samples read as a sampler's of its own. Starting a
+ * process is a handful of scheduler hand-offs, each several milliseconds on
+ * a busy machine, before every measurement; a line on a pipe is one.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "opts.h"
 #include "probe.h"
@@ -226,12 +238,15 @@ static void write_sources(struct jw *w, const struct sources *s)
     jw_end(w);
 }
 
-static void emit_sample(const struct sources *s, uint64_t seq, uint64_t t0)
+/* request: the stdin line it answers ("begin", "end"), NULL for one of the pace's. */
+static void emit_sample(const struct sources *s, uint64_t seq, uint64_t t0, const char *request)
 {
     struct jw w = {0};
     jw_record(&w, "sample");
     jw_uint(&w, "seq", seq);
     jw_uint(&w, "t_ns", mono_ns() - t0);
+    if (request)
+        jw_str(&w, "request", request);
     if (seq == 0)
         write_sources(&w, s);
     write_values(&w, "temp_mC", s->zone, s->nzone);
@@ -242,14 +257,78 @@ static void emit_sample(const struct sources *s, uint64_t seq, uint64_t t0)
     jw_free(&w);
 }
 
+/* A line of stdin into buf (without its newline, cut at cap - 1); 0 at its end or on an error. */
+static int read_request(char *buf, size_t cap)
+{
+    size_t n = 0;
+    char c;
+    for (;;) {
+        ssize_t r = read(STDIN_FILENO, &c, 1);
+        if (r < 0 && errno == EINTR && !stop_requested)
+            continue;
+        if (r <= 0)
+            return 0;
+        if (c == '\n')
+            break;
+        if (n + 1 < cap)
+            buf[n++] = c;
+    }
+    buf[n] = 0;
+    return 1;
+}
+
+/* --requests: samples when asked, and every interval_ms between a "begin" and its "end". */
+static int on_requests(const struct sources *s, uint64_t interval_ms, uint64_t started)
+{
+    uint64_t seq = 0, next_ns = 0, t0 = started;
+    int open = 0;
+    char line[32];
+    while (!stop_requested) {
+        int timeout = -1;
+        if (open) {
+            uint64_t now = mono_ns();
+            if (now >= next_ns) {
+                emit_sample(s, seq++, t0, NULL);
+                next_ns += interval_ms * 1000000ull;
+                continue;
+            }
+            timeout = (int)((next_ns - now + 999999) / 1000000);
+        }
+        struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+        int ready = poll(&in, 1, timeout);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            continue;           /* the pace's next sample is due */
+        if (!read_request(line, sizeof line))
+            break;
+        if (!strcmp(line, "begin")) {
+            open = 1;
+            seq = 0;
+            t0 = mono_ns();
+            next_ns = t0 + interval_ms * 1000000ull;
+        } else if (!strcmp(line, "end")) {
+            open = 0;
+        } else {
+            continue;           /* not a request: nothing to answer */
+        }
+        emit_sample(s, seq++, t0, line);
+    }
+    emit_end("ok", mono_ns() - started, NULL);
+    return EXIT_OK;
+}
+
 int cmd_sample(int argc, char **argv)
 {
     uint64_t interval_ms = 500, count = 0;
+    int requests = 0;
     const char *root = "";
     struct opt table[] = {
         {OPT_I("interval-ms", &interval_ms, 10, 3600000, "MS", "time between samples (default 500)")},
         {OPT_I("count", &count, 0, UINT64_MAX, "N", "stop after N samples (default 0: at SIGTERM or SIGINT,\n"
                                                     "after a last sample)")},
+        {OPT_F("requests", &requests, 1, "sample when a line on stdin asks: \"begin\" (then every\n"
+                                         "--interval-ms) or \"end\" (then none); stop at its end")},
         /* Hidden (no help): the tests' fake sysfs tree, prefixed to every path. */
         {OPT_S("root", &root, "DIR", NULL)},
         {OPT_TEXT("Samples thermal zones, CPU frequencies, throttle counters and cooling devices\n"
@@ -276,6 +355,7 @@ int cmd_sample(int argc, char **argv)
     jw_obj(&w, "params");
     jw_uint(&w, "interval_ms", interval_ms);
     jw_uint(&w, "count", count);
+    jw_bool(&w, "requests", requests);
     jw_str(&w, "root", root[0] ? root : NULL);
     jw_end(&w);
     jw_obj(&w, "privileges");
@@ -284,11 +364,13 @@ int cmd_sample(int argc, char **argv)
     jw_free(&w);
 
     find_sources(root, &s);
+    if (requests)
+        return on_requests(&s, interval_ms, t0);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     uint64_t seq = 0;
     for (;;) {
-        emit_sample(&s, seq++, t0);
+        emit_sample(&s, seq++, t0, NULL);
         if ((count && seq >= count) || stop_requested)
             break;
         /* Absolute deadlines: the samples keep their pace however long a read takes. */
