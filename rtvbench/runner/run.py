@@ -36,7 +36,7 @@ from rtvbench.runner.arrivals import ArrivingLines
 from rtvbench.runner.health import health_check
 from rtvbench.runner.lanes import Lanes
 from rtvbench.procstat import busiest_processes, cpu_deltas, parse_loadavg, parse_proc_stat, process_share
-from rtvbench.runner.thermal_sampler import ThermalSampler
+from rtvbench.runner.thermal_sampler import Samplers
 from rtvbench.store import RunRecorder, latest_unfinished_run
 from rtvbench.store.lease import HEARTBEAT_S
 from rtvbench.targets import Background, Completed, capabilities
@@ -138,6 +138,7 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.probes: dict[str, str] = {}
         self.heartbeat = _Heartbeat()
+        self.samplers = Samplers()
 
     # -- the run ------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class Runner:
                 return body()
         finally:
             self.heartbeat.stop()
+            self.samplers.close()
             # Connections closed, guests powered off, deployed probes removed, however the run ended.
             for target in self.campaign.environments.values():
                 target.close()
@@ -588,11 +590,10 @@ class Runner:
         written: str | None = None          # the text of the file an external tool wrote
         unreadable: str | None = None       # why that file was not read
         # Thermal, frequency and throttle state beside the measurement (rtvbench.runner.thermal_sampler).
-        sampler = ThermalSampler(target, self.probes[p.environment])
+        sampler = self.samplers.for_measurement(p.environment, target, self.probes[p.environment])
         try:
             bg = load.start(ctx)
-            sampler.start()
-            sampler.wait_first()
+            sampler.begin()
             # /proc is read after the sampler's first sample, so that its start (through a guest's agent:
             # work of QEMU's own threads) is not counted in the measurement's CPU usage or host cost.
             # The samples are committed with the probe's first lines.
@@ -608,7 +609,7 @@ class Runner:
                 except TargetError as e:
                     unreadable = str(e)     # said as the measurement's error below
             after = self._sample_cpu(p.environment, "after")
-            sampler.stop()
+            sampler.end()
             if sampler.stored() is not None:
                 after["thermal"] = sampler.stored()
             m.hold_cpu_samples(p.environment, after)        # committed with the measurement's end
@@ -627,7 +628,7 @@ class Runner:
             m.finish("interrupted", error="interrupted by the user before the probe ended")
             raise
         finally:
-            sampler.stop()                      # idempotent
+            sampler.end()                       # idempotent
             if bg is not None:
                 try:
                     bg.stop()

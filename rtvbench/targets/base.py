@@ -235,6 +235,15 @@ class Background(ABC):
         return None
 
 
+
+class FedBackground(Background):
+    """A background command that reads lines rtvbench writes to its stdin, and ends at its end."""
+
+    @abstractmethod
+    def send(self, line: str) -> None:
+        """Write `line` and a newline to its stdin, at once. Raises TargetError when it cannot take
+        it (it ended)."""
+
 class Target(ABC):
     kind: ClassVar[str]
     Params: ClassVar[type[StrictModel]]     # campaign keys of the environment, without `target`

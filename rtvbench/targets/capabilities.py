@@ -10,6 +10,8 @@ never by the target's kind:
   HostCost        what the environment costs this machine (a qemu environment's guests)
   Pausing         stop taking this machine's CPU while other environments are measured
   OwnedKernel     take over what is the whole machine's elsewhere (the top-level tracing instance)
+  FeedsBackground start a background command and write lines to its stdin (the thermal sampler that
+                  stays up for a whole run and samples when asked)
 
 One interface says the opposite, what an environment lacks that every other has:
 
@@ -23,7 +25,10 @@ environment that lacks it (missing()), in the capability's own words, before any
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    from rtvbench.targets.base import FedBackground
 
 
 class Capability(ABC):
@@ -91,6 +96,17 @@ class OwnedKernel(Capability):
     other machine is its users' tracing session."""
     verb = "take over the kernel's tracing of"
     advice = "qemu environments"
+
+
+class FeedsBackground(ABC):
+    """The target starts a background command whose stdin rtvbench writes to, without a process or
+    command on the target per line. Nothing requires it: without it the thermal sampler is a
+    process per measurement (runner/thermal_sampler.py)."""
+
+    @abstractmethod
+    def start_fed_background(self, argv: list[str], on_line: Callable[[str], None]) -> FedBackground:
+        """Start argv as start_background(argv, on_line, alone=True) does, its stdin a pipe that
+        send() writes to and stop() closes."""
 
 
 class ProbeSubset(ABC):

@@ -24,9 +24,10 @@ from rtvbench.probe import binary as probe
 from rtvbench.errors import TargetError
 from rtvbench.params import StrictModel
 from rtvbench.procstat import mark_own, parse_process_stat
-from rtvbench.targets.base import (TARGETS, Background, Completed, Deadline, Target, Watch, drain_lines,
-                                   drain_or_stop, file_too_large, kill_timer, not_regular_file, watched_drain)
-from rtvbench.targets.capabilities import ProcessListing
+from rtvbench.targets.base import (TARGETS, Background, Completed, Deadline, FedBackground, Target, Watch,
+                                   drain_lines, drain_or_stop, file_too_large, kill_timer, not_regular_file,
+                                   watched_drain)
+from rtvbench.targets.capabilities import FeedsBackground, ProcessListing
 
 SUPERVISOR = Path(__file__).with_name("local_supervisor.py")
 STOP_GRACE_S = 2.0          # SIGTERM -> SIGKILL delay for loads
@@ -114,11 +115,12 @@ class LocalParams(StrictModel):
     pass
 
 
-class LocalBackground(Background):
+class LocalBackground(FedBackground):
     """A load command under local_supervisor.py (see there for why), or a command that starts no
     process of its own (`alone`: the thermal sampler) without it: such a command dies with the
     runner as the probe does in the foreground, and stop() ends it alone, without the supervisor's
-    Python start-up (10-20 ms before the measurement).
+    Python start-up (10-20 ms before the measurement). `fed` (with `alone`): its stdin is a pipe
+    that send() writes to and stop() closes.
 
     Without on_line, stdout and stderr go to one temporary file (output_tail). With on_line,
     stdout is a pipe read line by line by a thread of ours, and stderr alone goes to the file."""
@@ -126,14 +128,14 @@ class LocalBackground(Background):
     READER_JOIN_S = 5.0     # after the supervisor ended, every writer of the pipe is gone
 
     def __init__(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
-                 alone: bool = False, probe_path: str | None = None) -> None:
+                 alone: bool = False, probe_path: str | None = None, fed: bool = False) -> None:
         self.argv = argv
         self._out = tempfile.TemporaryFile()
         self._reader: threading.Thread | None = None
         self._failure: str | None = None
         self._alone = alone
         # Non-inheritable: only the supervisor gets read_end.
-        read_end, self._watch = (subprocess.DEVNULL, -1) if alone else os.pipe()
+        read_end, self._watch = ((subprocess.PIPE if fed else subprocess.DEVNULL), -1) if alone else os.pipe()
         out_r = out_w = -1
         if on_line is not None:
             out_r, out_w = os.pipe()
@@ -168,7 +170,21 @@ class LocalBackground(Background):
     def poll(self) -> int | None:
         return self._proc.poll()
 
+    def send(self, line: str) -> None:
+        if self._proc.stdin is None:
+            raise TargetError(f"{self.argv[0]} takes no input from rtvbench.")
+        try:
+            self._proc.stdin.write(line.encode() + b"\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError):        # it ended (EPIPE), or stop() closed the pipe
+            raise TargetError(f"{self.argv[0]} ended; it takes no more input.") from None
+
     def stop(self) -> None:
+        if self._proc.stdin is not None:
+            try:
+                self._proc.stdin.close()        # a fed command ends at the end of its input
+            except OSError:
+                pass                            # it ended first: the pipe had no reader
         if self._proc.poll() is None:
             waiter = _ExitWaiter(self._proc.pid)
             self._proc.send_signal(signal.SIGTERM)
@@ -213,7 +229,7 @@ def _stop_all() -> None:
 
 
 @TARGETS.register("local")
-class LocalTarget(Target, ProcessListing):
+class LocalTarget(Target, ProcessListing, FeedsBackground):
     kind = "local"
     Params = LocalParams
 
@@ -254,6 +270,9 @@ class LocalTarget(Target, ProcessListing):
     def start_background(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
                          alone: bool = False) -> Background:
         return LocalBackground(argv, on_line, alone=alone, probe_path=self._probe)
+
+    def start_fed_background(self, argv: list[str], on_line: Callable[[str], None]) -> FedBackground:
+        return LocalBackground(argv, on_line, alone=True, probe_path=self._probe, fed=True)
 
     def read_file(self, path: str) -> str:
         # Direct: no process to start between the probe's end and the sample.
