@@ -3,6 +3,9 @@ rtvbench.runner.thermal_sampler, rtvbench/run_analyses/thermal, the report's tab
 
 - the flagging logic on synthetic series;
 - the probe's sampler on a fake sysfs tree (its hidden --root), and on this machine;
+- the sampler that serves a local environment for a whole run (`sample --requests`,
+  StandingSampler): samples only when asked and between a measurement's two requests, one process
+  for every measurement, a new one after it failed;
 - end to end: a local campaign whose sampler reads a fake tree (RTVBENCH_SYSFS_ROOT) that the test
   changes while the measurement runs: the stored series shows the change, the report flags it.
 """
@@ -22,9 +25,13 @@ import pytest
 
 from host_helpers import cli_env, run_cli, run_report, wait_for, waiting_benchmark, work_campaign
 from probe_records import of_type, records
+from rtvbench.errors import TargetError
 from rtvbench.records import ThermalSample
 from rtvbench.run_analyses.thermal.analysis import thermal_state
 from rtvbench.run_analyses.thermal.section import NO_DATA
+from rtvbench.runner.thermal_sampler import Samplers, StandingSampler, ThermalSampler
+from rtvbench.targets.base import FedBackground
+from rtvbench.targets.capabilities import FeedsBackground
 
 pytestmark = pytest.mark.functional
 
@@ -132,6 +139,121 @@ def test_what_this_machine_has(probe):
     assert len(s["freq_khz"]) >= len(freqs) or not freqs
     print(f"this machine: {len(s['temp_mC'])} thermal zone(s), {len(s['freq_khz'])} CPU frequency file(s), "
           f"{len(s['throttle'])} throttle counter(s), {len(s['cooling'])} cooling device(s): {s}")
+
+
+def test_requests_sample_only_between_begin_and_end(probe, tmp_path):
+    """`sample --requests` answers each request at once, samples at its pace only inside a window,
+    restarts seq and t_ns at each "begin", ignores other lines and ends at the end of its stdin."""
+    fake_sysfs(tmp_path)
+    p = subprocess.Popen([str(probe), "sample", "--requests", "--interval-ms", "10", "--root", str(tmp_path)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        def ask(line: str) -> None:
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+
+        def next_record() -> dict:
+            return json.loads(p.stdout.readline())
+        assert next_record()["type"] == "meta"
+        ask("begin")
+        window = [next_record()]
+        while len(window) < 3:              # two of the pace's, however long they take
+            window.append(next_record())
+        ask("end")
+        while window[-1].get("request") != "end":
+            window.append(next_record())
+        ask("no such request")              # no answer: the next line is the begin's
+        threading.Event().wait(0.2)         # 20 of the pace's intervals: none may come outside a window
+        ask("begin")
+        again = next_record()
+        ask("end")
+        last = next_record()
+        p.stdin.close()
+        rest = [json.loads(line) for line in p.stdout]
+        assert p.wait(60) == 0
+    finally:
+        p.kill()
+        p.wait()
+    assert [s["seq"] for s in window] == list(range(len(window)))
+    assert [s.get("request") for s in window] == ["begin"] + [None] * (len(window) - 2) + ["end"]
+    assert "zones" in window[0] and all("zones" not in s for s in window[1:])
+    assert [s["t_ns"] for s in window] == sorted(s["t_ns"] for s in window)
+    assert (again["seq"], again["request"], last["seq"], last["request"]) == (0, "begin", 1, "end")
+    assert again["zones"] == window[0]["zones"] and again["t_ns"] < window[1]["t_ns"]
+    assert [r["type"] for r in rest] == ["end"] and rest[0]["status"] == "ok"
+
+
+class _FakeSampler(FedBackground):
+    """A standing sampler on a target of the test's: answers each request, but dies at its
+    `dies_at_end`th "end" instead of answering it."""
+
+    def __init__(self, on_line, dies_at_end: int | None) -> None:
+        self.on_line, self.dies_at_end, self.ended, self.ends = on_line, dies_at_end, dies_at_end == 0, 0
+        self.argv = ["sample"]
+        on_line(json.dumps({"type": "meta", "schema": 1, "subcommand": "sample"}))
+
+    def send(self, line: str) -> None:
+        if self.ended:
+            raise TargetError("it ended")
+        self.ends += line == "end"
+        if self.ends == self.dies_at_end:
+            self.ended = True
+            self.on_line(json.dumps({"type": "end", "status": "error", "error": "gone"}))
+            return
+        self.on_line(json.dumps({"type": "sample", "seq": 0 if line == "begin" else 1, "t_ns": 0,
+                                 "request": line, "temp_mC": {}, "freq_khz": {}, "throttle": {}, "cooling": {}}))
+
+    def poll(self):
+        return 1 if self.ended else None
+
+    def stop(self) -> None:
+        self.ended = True
+
+    def output_tail(self) -> str:
+        return ""
+
+
+class _FeedingTarget(FeedsBackground):
+    def __init__(self, dies_at_end: list[int | None]) -> None:
+        self.dies_at_end, self.started = dies_at_end, []
+
+    def start_fed_background(self, argv, on_line):
+        self.started.append(_FakeSampler(on_line, self.dies_at_end[len(self.started)]))
+        return self.started[-1]
+
+
+@pytest.mark.unit
+def test_a_sampler_that_dies_leaves_that_measurement_without_data_and_is_replaced():
+    target = _FeedingTarget([2, None])
+    samplers = Samplers()
+    sampler = samplers.for_measurement("board", target, "/probe")
+    assert isinstance(sampler, StandingSampler)
+    done = []
+    for _ in range(4):
+        assert samplers.for_measurement("board", target, "/probe") is sampler
+        sampler.begin()
+        done.append([s["request"] for s in sampler.end()])
+        assert [s["request"] for s in sampler.end()] == done[-1]      # idempotent
+    # The first sampler served two measurements, died at the second's end (no "after" sample, no
+    # data); the third measurement started a new one.
+    assert done == [["begin", "end"], [], ["begin", "end"], ["begin", "end"]]
+    assert len(target.started) == 2 and sampler.stored() == {"interval_ms": 500, "samples": sampler.samples}
+    samplers.close()
+    assert target.started[-1].ended
+    # A target that cannot feed a command's stdin gets a sampler of its own for each measurement.
+    assert isinstance(Samplers().for_measurement("guest", object(), "/probe"), ThermalSampler)
+
+
+@pytest.mark.unit
+def test_a_probe_without_requests_gets_a_sampler_per_measurement():
+    """An older probe ends at `--requests` (a usage error) without a sample: that measurement has no
+    thermal data, and the ones after it get a sampler each, as on a target that cannot feed one."""
+    target = _FeedingTarget([0])            # dies at once: "ended" before any request
+    samplers = Samplers()
+    standing = samplers.for_measurement("native", target, "/old-probe")
+    standing.begin()
+    assert standing.end() == [] and standing.stored() is None and standing.refused
+    assert isinstance(samplers.for_measurement("native", target, "/old-probe"), ThermalSampler)
 
 
 # -- end to end -----------------------------------------------------------------
@@ -244,6 +366,35 @@ def test_a_throttle_during_a_measurement_is_stored_and_flagged(probe, tmp_path):
     assert m["thermal"]["flags"] == ["throttled: cpu1.core_throttle_count rose by 1",
                                      "frequency of cpu1 changed by 20 % (1600 to 2000 MHz)"]
     assert (m["thermal"]["freq_min_khz"], m["thermal"]["temp_max_mC"]) == (1600000, 45000)
+
+
+def test_one_sampler_serves_every_measurement_of_a_local_run(probe, tmp_path):
+    """Each measurement has its own samples, from a "begin" sample with the zones to an "end" one, all
+    from one sampler process: it found the files once (one open of the frequency file at its start,
+    then one per sample stored), where a sampler per measurement finds them again each time."""
+    root = tmp_path / "sysfs"
+    files = fake_sysfs(root)
+    # Both CPUs' directories: the kernel merges an open into the one before it when that is the same
+    # and still unread, and the sampler reads cpu0's and cpu1's file in turn.
+    opens = _Opens(files["freq0"].parent, files["freq1"].parent)
+    (tmp_path / "c.toml").write_text(work_campaign("thermal", 3))
+    try:
+        r = run_cli("run", "c.toml", "--store", "sqlite:///s.db", cwd=tmp_path,
+                    env=cli_env(probe, RTVBENCH_SYSFS_ROOT=str(root)), timeout=300)
+        assert r.returncode == 0, r.stderr
+        opened = opens.count(files["freq0"])
+    finally:
+        opens.close()
+    from sqlalchemy import create_engine, text
+    with create_engine(f"sqlite:///{tmp_path / 's.db'}").connect() as conn:
+        rows = conn.execute(text("select data from cpu_samples where phase = 'thermal' order by measurement_id")).all()
+    series = [(json.loads(d) if isinstance(d, str) else d)["samples"] for (d,) in rows]
+    assert len(series) == 3
+    for samples in series:
+        assert [s["seq"] for s in samples] == list(range(len(samples)))
+        assert samples[0]["request"] == "begin" and samples[-1]["request"] == "end"
+        assert samples[0]["zones"]["thermal_zone0"]["trips"] == [{"type": "passive", "temp_mC": 90000}]
+    assert opened == 1 + sum(len(samples) for samples in series)
 
 
 @pytest.mark.skipif(bool(glob.glob("/sys/class/thermal/thermal_zone*/temp")
