@@ -25,10 +25,7 @@ environment that lacks it (missing()), in the capability's own words, before any
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
-
-if TYPE_CHECKING:
-    from rtvbench.targets.base import FedBackground
+from typing import Any, Callable, ClassVar
 
 
 class Capability(ABC):
@@ -104,9 +101,10 @@ class FeedsBackground(ABC):
     process per measurement (runner/thermal_sampler.py)."""
 
     @abstractmethod
-    def start_fed_background(self, argv: list[str], on_line: Callable[[str], None]) -> FedBackground:
+    def start_fed_background(self, argv: list[str], on_line: Callable[[str], None]) -> Any:
         """Start argv as start_background(argv, on_line, alone=True) does, its stdin a pipe that
-        send() writes to and stop() closes."""
+        send() writes to and stop() closes: a targets.base.FedBackground (not imported here: base
+        imports this module)."""
 
 
 class ProbeSubset(ABC):
