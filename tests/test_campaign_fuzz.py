@@ -24,6 +24,7 @@ from rtvbench.benchmarks import BENCHMARKS
 from rtvbench.loads.probe_load import ProbeLoad, kinds
 from rtvbench.campaign.plan import plan
 from rtvbench.targets.local import LocalTarget
+from rtvbench.targets.shm import PCI_ARGS
 
 LOAD_KINDS = kinds()                    # the campaign module has loaded the load folders
 
@@ -128,6 +129,14 @@ def _alarm(signum, frame):
     raise _Hang
 
 
+def _with_region(argv: list[str]) -> tuple[str, ...]:
+    """An ipc command over shm as a guest's target completes it (rtvbench/targets/shm.py): the target,
+    not the campaign, names the region."""
+    if "shm" in argv and not {"--shm-path", "--shm-pci"} & set(argv):
+        argv = [*argv, *PCI_ARGS]
+    return tuple(argv)
+
+
 def probe_commands(c) -> list[tuple[str, ...]]:
     """Every probe command line a campaign runs: its benchmarks (both ends of an ipc round trip
     between environments) and its probe loads."""
@@ -136,7 +145,7 @@ def probe_commands(c) -> list[tuple[str, ...]]:
         if not b.runs_probe:
             continue                    # an external tool: not the probe's to accept
         if b.peer is not None:
-            out += [tuple(b.server_args()), tuple(b.client_args("127.0.0.1", 5000))]
+            out += [_with_region(b.server_args()), _with_region(b.client_args("127.0.0.1", 5000))]
         else:
             out.append(tuple(b.probe_args()))
     out += [tuple(load.probe_args()) for load in c.loads.values() if isinstance(load, ProbeLoad)]
