@@ -20,7 +20,7 @@ import click
 from click.core import ParameterSource
 # Rich is imported by what prints through it (the consoles below, tables): --help and validate do not.
 
-from rtvbench import file_modes
+from rtvbench import file_modes, pydantic_plugins
 from rtvbench.errors import (EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUIREMENTS_FAILED,
                              EXIT_TARGET, InputError, RtvbenchError)
 from rtvbench.report import EXTENSIONS, FORMATS, render_evaluation
@@ -28,10 +28,9 @@ from rtvbench.terminal import LazyConsole, plain, without_controls
 
 EXIT_INTERNAL = 70
 
-# pydantic looks for plugins among every installed distribution's entry points the first time it
-# builds a validator (reading every distribution's metadata, a few ms of each start-up); rtvbench's
-# models use none, so the command line does not look for them.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+# rtvbench's models use no pydantic plugins: the command line neither looks for them nor imports
+# what looking takes.
+pydantic_plugins.look_for_none()
 
 out = LazyConsole(highlight=False, soft_wrap=True)
 err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)

@@ -105,7 +105,7 @@ def _modules_after(*argv: str) -> tuple[int, set[str], str]:
             "    code = e.code\nheavy = {'sqlalchemy', 'alembic', 'numpy', 'scipy', 'matplotlib', 'pydantic', 'rich',\n"
             "         'rtvbench.targets.ssh', 'rtvbench.targets.qemu', 'rtvbench.targets.labgrid_place',\n"
             "         'rtvbench.analysis.compare', 'rtvbench.kinds.latency.interference', 'rtvbench.records',\n"
-            "         'logging', 'rtvbench.store.lease'}\n"
+            "         'logging', 'rtvbench.store.lease', 'importlib.metadata'}\n"
             "print('\\nHEAVY', sorted(heavy & set(sys.modules)), code)\n")
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
     out, _, last = r.stdout.rpartition("\nHEAVY ")
@@ -137,8 +137,45 @@ def test_list_show_validate_and_help_leave_the_heavy_stacks_out(tmp_path):
     assert code == 0 and not heavy & {"numpy", "scipy", "sqlalchemy", "matplotlib", "logging", "rich"} and "is valid" in out
     assert not {m for m in heavy if m.startswith("rtvbench.targets.")}       # a local campaign: no other target
     assert "rtvbench.records" not in heavy                                  # nor the types of stored records
+    assert "importlib.metadata" not in heavy          # pydantic's plugin loader, with every plugin disabled
     code, heavy, out = _modules_after("--help")
     assert code == 0 and heavy == set() and "list" in out
+
+
+def test_pydantic_takes_only_get_plugins_from_the_loader_rtvbench_stands_in_for():
+    """rtvbench gives pydantic a plugin loader of its own while every plugin is disabled; it serves
+    get_plugins alone, so a pydantic that takes anything else from its loader must fail here."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("pydantic")
+    package = Path(spec.origin).parent
+    taken = set()
+    for source in package.rglob("*.py"):
+        for names in re.findall(r"from (?:\.|pydantic\.plugin\.|\.plugin\.)_loader import ([\w, ]+)",
+                                source.read_text(encoding="utf-8")):
+            taken |= {n.strip() for n in names.split(",")}
+    assert taken == {"get_plugins"}
+
+
+def _plugins_in_fresh_interpreter(setting: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    code = ("import sys\nimport rtvbench.cli\nfrom pydantic import BaseModel\n"
+            "class M(BaseModel):\n    n: int\n"
+            "assert M(n='3').n == 3\n"
+            "from pydantic.plugin._loader import get_plugins\n"
+            "print(list(get_plugins()), 'importlib.metadata' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    return r.stdout.strip()
+
+
+def test_the_command_line_validates_without_pydantic_s_plugin_loader_unless_a_plugin_is_enabled():
+    assert _plugins_in_fresh_interpreter(None) == "[] False"
+    assert _plugins_in_fresh_interpreter("true") == "[] False"
+    # a user who disables only some plugins gets pydantic's loader, which reads the entry points
+    assert _plugins_in_fresh_interpreter("some-plugin") == "[] True"
 
 
 def _folder_modules_after(stage: str, *argv: str) -> tuple[int, set[str], str]:
