@@ -97,6 +97,11 @@ def cli(ctx: click.Context, store_url: str | None) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     file_modes.umask()          # a malformed RTVBENCH_UMASK is refused before any work
     if ctx.invoked_subcommand not in _BRIEF:
+        # What killed runs left in /dev/shm and the temporary directory. The brief commands make no
+        # such file and leave it to the next other command: finding the temporary directory imports
+        # tempfile and shutil, a third of an interpreter start.
+        from rtvbench import run_files
+        run_files.sweep()
         # Only a target logs (labgrid's place, as it power-cycles or releases), and the brief commands
         # drive none: they start without the logging module (about 4 ms).
         _say_library_warnings()
@@ -939,8 +944,6 @@ def _say_library_warnings() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from rtvbench import run_files
-    run_files.sweep()       # what killed runs left in /dev/shm and the temporary directory
     try:
         code = cli.main(args=argv, prog_name="rtvbench", standalone_mode=False, obj={"own_process": argv is None})
     except click.exceptions.Abort:          # Ctrl-C outside a run

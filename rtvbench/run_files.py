@@ -7,20 +7,21 @@ mode 0600, and a directory with mkdtemp (0700); both names start with the pid of
 process that owns them, followed by a random part: `<prefix><pid>-<random>`.
 
 A run killed with SIGKILL removes nothing, and a shm region holds up to 1 GiB of RAM: sweep(), at
-the start of every command, removes what runs of this user left whose process is gone, the way
-targets/qemu/netns.py deletes their network namespaces.
+the start of every command but the brief ones (list, show, validate), removes what runs of this user
+left whose process is gone, the way targets/qemu/netns.py deletes their network namespaces.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+# shutil and tempfile are imported where a directory is made or removed: every target imports this
+# module, and validate, which makes none, would pay a third of an interpreter start for them.
 
 SHM_DIR = Path("/dev/shm")
 #: a shm region file in SHM_DIR: `rtvb-<pid>-<random>-NAME` (the sweep also takes an earlier
@@ -76,6 +77,7 @@ def create_file(directory: Path, prefix: str, tail: str = "") -> tuple[Path, int
 
 def make_dir(prefix: str) -> Path:
     """A new directory of this run (mode 0700) in the temporary directory."""
+    import tempfile
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
 
 
@@ -93,6 +95,7 @@ def remove_own(path: Path) -> None:
 @contextmanager
 def temporary_dir(prefix: str) -> Iterator[Path]:
     """make_dir(prefix), removed with what it holds on the way out."""
+    import shutil
     path = make_dir(prefix)
     try:
         yield path
@@ -130,6 +133,8 @@ def _dead_runs_entries(directory: Path, prefixes: tuple[str, ...], want_dir: boo
 def sweep(shm_dir: Path = SHM_DIR, temp_dir: Path | None = None) -> list[Path]:
     """Remove the shm regions and the directories that runs of this user left when they were killed
     (their process is gone); what was removed. A live run's files are never touched."""
+    import shutil
+    import tempfile
     temp_dir = Path(tempfile.gettempdir()) if temp_dir is None else temp_dir
     gone = []
     for path in _dead_runs_entries(shm_dir, (REGION_PREFIX,), want_dir=False):

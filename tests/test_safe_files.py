@@ -215,8 +215,11 @@ def test_a_killed_runs_region_and_directories_go_at_the_next_start_a_live_ones_s
         dead.send_signal(signal.SIGKILL)
         dead.wait(30)
         assert all(p.exists() for p in dead_paths)          # SIGKILL: nothing was cleaned up
-        r = run_cli("--version", cwd=tmp_path, env=cli_env())
-        assert r.returncode == 0, r.stderr
+        for brief in (["--version"], ["list"], ["validate", "none.toml"]):   # they make no such file: left
+            run_cli(*brief, cwd=tmp_path, env=cli_env())
+            assert all(p.exists() for p in dead_paths)
+        r = run_cli("report", cwd=tmp_path, env=cli_env())       # any other command sweeps, even one refused
+        assert r.returncode == 2 and "holds no runs" in r.stderr, r.stderr
         assert not any(os.path.lexists(p) for p in dead_paths)
         assert all(p.exists() for p in live_paths)           # its process still runs: untouched
         assert (live_paths[1] / "qemu.log").read_text() == "log"

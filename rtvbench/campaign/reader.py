@@ -13,7 +13,6 @@ import re
 import stat
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
@@ -44,8 +43,9 @@ FigureCheck = Callable[[str, str], bool]
 
 
 def default_campaign_path() -> Path:
-    """The built-in campaign "evaluate this machine" (package data)."""
-    return Path(str(resources.files("rtvbench") / "campaigns" / "default.toml"))
+    """The built-in campaign "evaluate this machine" (package data, installed as a file beside the
+    modules: importlib.resources would import tempfile and zipfile into every validate for it)."""
+    return Path(__file__).resolve().parent.parent / "campaigns" / "default.toml"
 
 
 # ---------------------------------------------------------------------------

@@ -8,13 +8,11 @@ import errno
 import os
 import platform
 import select
-import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -130,6 +128,7 @@ class LocalBackground(FedBackground):
     def __init__(self, argv: list[str], on_line: Callable[[str], None] | None = None, *,
                  alone: bool = False, probe_path: str | None = None, fed: bool = False) -> None:
         self.argv = argv
+        import tempfile     # here and below: validate imports this module for its parameters alone
         self._out = tempfile.TemporaryFile()
         self._reader: threading.Thread | None = None
         self._failure: str | None = None
@@ -244,6 +243,7 @@ class LocalTarget(Target, ProcessListing, FeedsBackground):
 
     def run(self, argv: list[str], on_line: Callable[[str], None],
             deadline: Deadline | None = None) -> Completed:
+        import tempfile
         with tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -308,6 +308,7 @@ class LocalTarget(Target, ProcessListing, FeedsBackground):
         return data.decode("utf-8", "replace")
 
     def remove_dir(self, path: str) -> None:
+        import shutil
         shutil.rmtree(path, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
@@ -341,6 +342,7 @@ class LocalTarget(Target, ProcessListing, FeedsBackground):
         return sorted(os.sched_getaffinity(0))
 
     def check_program(self, program: str) -> str | None:
+        import shutil
         if shutil.which(program) is None:
             where = "is not an executable file" if "/" in program else "is not found on PATH"
             return f'program "{program}" {where}: install it or fix the command'
