@@ -37,9 +37,12 @@ def every_size() -> list[int]:
     return [*DEFAULT_SIZES, SLOT_BYTES]
 
 
-@pytest.fixture(scope="module", params=sorted(QEMU))
+@pytest.fixture(params=sorted(QEMU))
 def image(request):
-    """(console, region file) of one architecture's image booted with the region as its ivshmem device."""
+    """(console, region file) of one architecture's image booted with the region as its ivshmem device.
+    A fresh image and region for every test (a boot takes well under a second): a test that fails with
+    the image's console still busy, or with a session's state left in the region, fails alone instead of
+    every later test of the module with it."""
     arch = request.param
     build_images(QEMU[arch][0], f"{arch}-linux-gnu-gcc")
     subprocess.run(["make", "-s", "-C", str(REPO), "probe"], check=True)
