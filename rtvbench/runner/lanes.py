@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections import deque
 from typing import Callable
 
@@ -23,11 +24,37 @@ _WAIT_S = 0.2
 LaneWork = Callable[[threading.Event], None]
 
 
-def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
+#: how long a hand-on waits for the thread starts under way to end before it raises anyway
+_STARTS_WAIT_S = 1.0
+
+
+def _while_no_thread_starts(act: Callable[[], None]) -> None:
+    """act() at a moment no thread of the threading module is being started, and none can start
+    until it returns. CPython before 3.12 gives a new thread's state the id of the thread that starts
+    it until the new thread runs, and looks a thread up by id newest first: an exception raised in a
+    lane that is starting a thread (a command's reader) lands in the new thread's first instruction
+    instead, which ends it before it says it started, and the lane waits in Thread.start forever. A
+    thread is in threading's _limbo from before its state exists until after it has its own id."""
+    lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
+    if lock is None or limbo is None:           # another threading module: act as before
+        act()
+        return
+    deadline = time.monotonic() + _STARTS_WAIT_S
+    while True:
+        with lock:
+            if not limbo or time.monotonic() > deadline:
+                act()
+                return
+        time.sleep(0.0005)
+
+
+def _raise_in(thread: threading.Thread, exc: type[BaseException] | None) -> None:
     """Raise exc in another thread of this process, at its next Python instruction: a thread blocked
-    in a wait with a timeout (every drain of a command output has one) meets it within that timeout."""
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
+    in a wait with a timeout (every drain of a command output has one) meets it within that timeout.
+    None takes back one raised there that the thread has not met yet."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   None if exc is None else ctypes.py_object(exc))
 
 
 class Lanes:
@@ -46,9 +73,31 @@ class Lanes:
         failed: list[BaseException] = []
         count = min(self.jobs, len(work))
         ended = [threading.Event() for _ in range(count)]
+        # Which lanes an interruption may be handed on to: a lane is in from the first instruction of
+        # its try until it leaves, and as it leaves it waits for a hand-on under way to end, then takes
+        # back what is still pending. So the main thread never raises in a lane's finally (the lane
+        # would end without saying so, and the run would wait for it forever) nor, once the lane's
+        # thread has ended, in a new thread that got the same thread id (a command's reader). Flags,
+        # not a lock: an interruption that lands while a lock is being taken leaves it taken.
+        inside = [False] * count
+        handing = [False]
+        threads: list[threading.Thread] = []
+
+        def leave(i: int) -> None:
+            inside[i] = False
+            while True:
+                try:
+                    while handing[0]:
+                        time.sleep(0.0005)
+                    _raise_in(threads[i], None)
+                    break
+                except KeyboardInterrupt:
+                    continue        # handed on just before: the lane is stopping anyway
+            ended[i].set()
 
         def worker(i: int) -> None:
             try:
+                inside[i] = True
                 while not self.stopping.is_set():
                     with taking:
                         if not pending:
@@ -66,37 +115,45 @@ class Lanes:
             except KeyboardInterrupt:
                 return                  # met between two lanes
             finally:
-                ended[i].set()
+                leave(i)
 
-        threads = [threading.Thread(target=worker, args=(i,), name=f"rtvbench-lane-{i + 1}", daemon=True)
-                   for i in range(count)]
+        def raise_in_lanes() -> None:
+            for thread, still in zip(threads, inside):
+                if still:
+                    _raise_in(thread, KeyboardInterrupt)
+
+        def hand_on() -> None:
+            handing[0] = True
+            try:
+                _while_no_thread_starts(raise_in_lanes)
+            finally:
+                handing[0] = False
+
+        threads += [threading.Thread(target=worker, args=(i,), name=f"rtvbench-lane-{i + 1}", daemon=True)
+                    for i in range(count)]
         for thread in threads:
             thread.start()
         try:
             self._wait(ended)
         except KeyboardInterrupt:
-            self._interrupt(threads, ended)
+            self._interrupt(hand_on, ended)
             raise
         if failed:
             raise failed[0]
         if lost:
             raise lost[0]
 
-    def _interrupt(self, threads: list[threading.Thread], ended: list[threading.Event]) -> None:
+    def _interrupt(self, hand_on: Callable[[], None], ended: list[threading.Event]) -> None:
         """Stop every lane as one measurement stops on Ctrl-C, and wait until each has stored what it
         measured; a further Ctrl-C is handed on again (it cuts the grace of a command short)."""
         self.stopping.set()
-        for thread, done in zip(threads, ended):
-            if not done.is_set():
-                _raise_in(thread, KeyboardInterrupt)
+        hand_on()
         while True:
             try:
                 self._wait(ended)
                 return
             except KeyboardInterrupt:
-                for thread, done in zip(threads, ended):
-                    if not done.is_set():
-                        _raise_in(thread, KeyboardInterrupt)
+                hand_on()
 
     @staticmethod
     def _wait(ended: list[threading.Event]) -> None:
